@@ -1,0 +1,60 @@
+// File access for Mimic: whole-file reads that undo gzip transparently, and writes that never
+// leave a half-written file behind (temporary file + rename). Stateless functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "mimic/base/status.h"
+
+namespace mimic {
+
+// A read-only byte buffer with at least kPadding readable zero bytes past size(), the slack that
+// simdjson needs to parse in place.
+class PaddedBuffer {
+ public:
+  static constexpr size_t kPadding = 64;
+  PaddedBuffer() = default;
+  explicit PaddedBuffer(size_t size);
+  const char* data() const { return data_.get(); }
+  char* mutable_data() { return data_.get(); }
+  size_t size() const { return size_; }
+  std::string_view view() const { return {data_.get(), size_}; }
+  // Shrinks or grows the logical size; REQUIRES: new_size <= capacity().
+  void Resize(size_t new_size);
+  size_t capacity() const { return capacity_; }
+  // Grows the capacity to at least `min_capacity`, keeping the contents.
+  void Reserve(size_t min_capacity);
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
+struct FileContents {
+  PaddedBuffer bytes;     // decompressed contents
+  std::string sha256;     // of the bytes on disk (before decompression), lowercase hex
+  size_t disk_size = 0;   // bytes on disk
+  bool was_gzip = false;
+};
+
+// Reads `path` whole. A gzip file (by its magic bytes, not its name) is decompressed; a file of
+// several gzip members is read to its end. Errors: NotFound for a missing file, InvalidInput
+// for a directory, an empty file, or corrupt/truncated gzip (naming the byte offset), Io for
+// read failures. Never returns a partial buffer.
+Result<FileContents> ReadFile(const std::string& path);
+
+// As ReadFile, for bytes already in memory (an embedded file, say); `name` is used in messages.
+Result<FileContents> ReadBytes(const std::string& name, std::string_view raw);
+
+// Writes `data` to `path` atomically: into `path.tmp.<pid>` in the same folder, fsync, then
+// rename. On failure the temporary file is removed and `path` is untouched.
+Status WriteFileAtomic(const std::string& path, std::string_view data);
+
+// SHA-256 of `data` as 64 lowercase hex digits.
+std::string Sha256Hex(std::string_view data);
+
+}  // namespace mimic

@@ -1,0 +1,13 @@
+// Order statistics over timing samples. Pure functions; thread-safe.
+#pragma once
+
+#include <vector>
+
+namespace mimic {
+
+// The p-th percentile (0..100) by linear interpolation between closest ranks.
+// REQUIRES: !samples.empty().
+double Percentile(std::vector<double> samples, double p);
+inline double Median(const std::vector<double>& samples) { return Percentile(samples, 50.0); }
+
+}  // namespace mimic

@@ -1,0 +1,39 @@
+// Shared pieces of the mimic command line: exit codes, error reporting, subcommand registration.
+// The CLI is the only part of Mimic that prints to the user.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+#include "mimic/base/status.h"
+#include "mimic/replay/replayer.h"
+#include "proto/workload.pb.h"
+
+namespace mimic::cli {
+
+enum ExitCode { kExitOk = 0, kExitRuntime = 1, kExitBadInput = 2 };
+
+// Prints "mimic: error: <message>" on one line to stderr and returns the exit code for `status`.
+int Fail(const Status& status);
+
+// Writes `text` to `path` atomically, or to stdout when path is "-".
+Status WriteOutput(const std::string& path, const std::string& text);
+
+// Options shared by `replay` and `run`, registered on `app` into `options`.
+void AddReplayOptions(CLI::App& app, replay::ReplayOptions& options, std::string& report_path);
+
+// Replays `workload` and prints the console report; writes the JSON report when report_path
+// is set. Returns the exit code.
+int ReplayAndReport(const proto::Workload& workload, const std::string& input,
+                    const replay::ReplayOptions& options, const std::string& report_path);
+
+// Each subcommand registers its options on `app` and returns the function that runs it.
+using Runner = std::function<int()>;
+Runner AddInspect(CLI::App& app);
+Runner AddConvert(CLI::App& app);
+Runner AddReplay(CLI::App& app);
+Runner AddRun(CLI::App& app);
+
+}  // namespace mimic::cli

@@ -1,0 +1,100 @@
+// mimic inspect TRACE [--kineto K] [--json]
+#include <cstdio>
+
+#include "cli.h"
+#include "mimic/base/json_writer.h"
+#include "mimic/eg/workload.h"
+
+namespace mimic::cli {
+namespace {
+
+struct InspectArgs {
+  std::string trace;
+  std::string kineto;
+  bool json = false;
+};
+
+std::string InspectJson(const proto::Workload& w, const eg::Summary& s) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("schema").String(w.provenance().schema());
+  j.Key("pid").Int(w.provenance().pid());
+  j.Key("ops").Int(s.ops);
+  j.Key("ops_with_schema").Int(s.ops_with_schema);
+  j.Key("replayable_ops").Int(s.replayable_ops);
+  j.Key("tensors").Int(s.tensors);
+  j.Key("storages").Int(s.storages);
+  j.Key("iterations").Int(s.iterations);
+  j.Key("labels").Int(s.labels);
+  j.Key("collectives").Int(s.collectives);
+  j.Key("threads").Int(s.threads);
+  j.Key("process_groups").Int(w.provenance().process_groups_size());
+  j.Key("devices").BeginArray();
+  for (const auto& d : w.provenance().devices()) j.String(d);
+  j.EndArray();
+  j.Key("warnings").BeginArray();
+  for (const auto& m : w.provenance().warnings()) j.String(m);
+  j.EndArray();
+  if (w.kineto().present()) {
+    const auto& k = w.kineto();
+    j.Key("kineto").BeginObject();
+    j.Key("link_method").String(k.link_method());
+    j.Key("host_ops").Int(k.host_ops());
+    j.Key("host_ops_linked").Int(k.host_ops_linked());
+    j.Key("kernels").Int(k.kernels());
+    j.Key("kernels_linked").Int(k.kernels_linked());
+    j.Key("kernels_total").Int(k.kernels_total());
+    j.EndObject();
+  } else {
+    j.Key("kineto").Null();
+  }
+  j.EndObject();
+  return j.str();
+}
+
+void PrintText(const std::string& path, const proto::Workload& w, const eg::Summary& s) {
+  std::printf("%s\n", path.c_str());
+  std::printf("  schema          %s (pid %lld)\n", w.provenance().schema().c_str(),
+              static_cast<long long>(w.provenance().pid()));
+  std::printf("  ops             %lld (%lld with a schema, %lld replayable top-level)\n",
+              static_cast<long long>(s.ops), static_cast<long long>(s.ops_with_schema),
+              static_cast<long long>(s.replayable_ops));
+  std::printf("  tensors         %lld views over %lld storages\n", static_cast<long long>(s.tensors),
+              static_cast<long long>(s.storages));
+  std::printf("  iterations      %lld   labels %lld   threads %lld\n",
+              static_cast<long long>(s.iterations), static_cast<long long>(s.labels),
+              static_cast<long long>(s.threads));
+  std::printf("  collectives     %lld   process groups %d\n", static_cast<long long>(s.collectives),
+              w.provenance().process_groups_size());
+  for (const auto& m : w.provenance().warnings()) std::printf("  warning         %s\n", m.c_str());
+  if (w.kineto().present()) {
+    const auto& k = w.kineto();
+    std::printf("  kineto          host ops linked %lld/%lld, kernels linked %lld/%lld (%lld in the trace; by %s)\n",
+                static_cast<long long>(k.host_ops_linked()), static_cast<long long>(k.host_ops()),
+                static_cast<long long>(k.kernels_linked()), static_cast<long long>(k.kernels()),
+                static_cast<long long>(k.kernels_total()), k.link_method().c_str());
+  }
+}
+
+}  // namespace
+
+Runner AddInspect(CLI::App& app) {
+  auto args = std::make_shared<InspectArgs>();
+  app.add_option("trace", args->trace, "Execution trace (.json or .json.gz) or .mimic workload")->required();
+  app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
+  app.add_flag("--json", args->json, "Print JSON instead of text");
+  return [args]() {
+    Result<proto::Workload> w = eg::LoadWorkload(args->trace, {.kineto_path = args->kineto});
+    if (!w.ok()) return Fail(w.status());
+    const eg::Summary s = eg::Summarize(*w);
+    if (args->json) {
+      Status st = WriteOutput("-", InspectJson(*w, s));
+      if (!st.ok()) return Fail(st);
+    } else {
+      PrintText(args->trace, *w, s);
+    }
+    return static_cast<int>(kExitOk);
+  };
+}
+
+}  // namespace mimic::cli

@@ -1,0 +1,57 @@
+// mimic: the command-line entry point. Subcommands live in cli/*_command.cc.
+#include <cstdio>
+#include <map>
+
+#include "cli.h"
+#include "mimic/base/file.h"
+
+namespace mimic::cli {
+
+int Fail(const Status& status) {
+  std::fprintf(stderr, "mimic: error: %s\n", status.message().c_str());
+  return status.IsInputError() ? kExitBadInput : kExitRuntime;
+}
+
+Status WriteOutput(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return Status::Ok();
+  }
+  return WriteFileAtomic(path, text);
+}
+
+}  // namespace mimic::cli
+
+int main(int argc, char** argv) {
+  using namespace mimic::cli;
+  CLI::App app{
+      "Mimic: turns PyTorch execution traces into replayable benchmarks, replays them through "
+      "LibTorch, and compares the replay with the original run.\n"
+      "Exit codes: 0 success, 1 runtime failure, 2 bad input or usage."};
+  app.set_version_flag("--version", std::string("mimic ") + MIMIC_VERSION);
+  app.require_subcommand(1);
+  std::map<CLI::App*, Runner> runners;
+  auto add = [&](Runner (*fn)(CLI::App&), const char* name, const char* help) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    runners[sub] = fn(*sub);
+  };
+  add(AddInspect, "inspect", "Summarize an execution trace (and its Kineto trace)");
+  add(AddConvert, "convert", "Normalize a trace into a .mimic workload file");
+  add(AddReplay, "replay", "Replay a trace or workload operator by operator and report timings");
+  add(AddRun, "run", "Replay the embedded default fleet sample and compare it with the original");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+  for (const auto& [sub, run] : runners)
+    if (sub->parsed()) return run();
+  return kExitBadInput;
+}

@@ -1,0 +1,73 @@
+// mimic replay TRACE_OR_WORKLOAD [--kineto K] [--device D] [--warmup W] [--iters N] [--report R]
+#include <cstdio>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "mimic/eg/capture_manifest.h"
+#include "mimic/eg/workload.h"
+#include "mimic/replay/report.h"
+
+namespace mimic::cli {
+
+void AddReplayOptions(CLI::App& app, replay::ReplayOptions& o, std::string& report_path) {
+  app.add_option("--device", o.device, "Device to replay on: cpu (default: the best present)");
+  app.add_option("--warmup", o.warmup, "Warm-up iterations, not measured")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--iters", o.iters, "Measured iterations")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--iteration", o.iteration, "Replay ProfilerStep#N (default: the first step, else the whole trace)");
+  app.add_option("--label", o.label, "Replay a \"## label ##\" range instead of an iteration");
+  app.add_option("--threads", o.num_threads, "Intra-op threads (default: the original run's when known, else LibTorch's)");
+  app.add_option("--seed", o.seed, "Seed of all random tensor contents")->capture_default_str();
+  app.add_flag("--strict", o.strict, "Fail on the first op that cannot be replayed instead of skipping it");
+  app.add_option("--report", report_path, "Write the JSON report here ('-' for stdout)");
+}
+
+int ReplayAndReport(const proto::Workload& w, const std::string& input,
+                    const replay::ReplayOptions& given, const std::string& report_path) {
+  replay::ReplayOptions options = given;
+  if (options.num_threads == 0 && w.original().num_threads() > 0)
+    options.num_threads = static_cast<int>(w.original().num_threads());
+  const bool tty = isatty(fileno(stderr));
+  auto progress = [tty](int done, int total, double ms) {
+    if (tty) std::fprintf(stderr, "\r  iteration %d/%d  %.3f ms   ", done, total, ms);
+    else std::fprintf(stderr, "mimic: iteration %d/%d: %.3f ms\n", done, total, ms);
+    if (tty && done == total) std::fprintf(stderr, "\n");
+  };
+  Result<replay::ReplayResult> r = replay::Replay(w, options, progress);
+  if (!r.ok()) return Fail(r.status());
+  const replay::ReportContext ctx = replay::MakeContext(w, input, r->device);
+  std::fputs(replay::CreateReporter("console")->Render(ctx, w, *r).c_str(), stdout);
+  if (!report_path.empty()) {
+    Status st = WriteOutput(report_path, replay::CreateReporter("json")->Render(ctx, w, *r));
+    if (!st.ok()) return Fail(st);
+  }
+  return kExitOk;
+}
+
+Runner AddReplay(CLI::App& app) {
+  struct Args {
+    std::string input, kineto, report;
+    replay::ReplayOptions options;
+  };
+  auto args = std::make_shared<Args>();
+  app.add_option("input", args->input, "Execution trace (.json, .json.gz) or .mimic workload")->required();
+  app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
+  AddReplayOptions(app, args->options, args->report);
+  return [args]() {
+    Result<proto::Workload> w = eg::LoadWorkload(args->input, {.kineto_path = args->kineto});
+    if (!w.ok()) return Fail(w.status());
+    // A trace captured by scripts/capture_fleet_samples.py has its unprofiled step times in the
+    // manifest beside it; they are the original run's truth (profiled steps run slower).
+    const std::string dir = args->input.find('/') == std::string::npos ? "." : args->input.substr(0, args->input.find_last_of('/'));
+    const std::string manifest_path = dir + "/manifest.json";
+    struct stat st {};
+    if (stat(manifest_path.c_str(), &st) == 0) {
+      Result<eg::CaptureManifest> m = eg::ReadCaptureManifest(manifest_path);
+      if (!m.ok()) return Fail(m.status());
+      if (const eg::CaptureSample* s = m->FindByTrace(args->input)) eg::ApplyCaptureSample(*s, manifest_path, *w);
+    }
+    if (args->options.device.empty()) args->options.device = replay::BestDevice();
+    return ReplayAndReport(*w, args->input, args->options, args->report);
+  };
+}
+
+}  // namespace mimic::cli

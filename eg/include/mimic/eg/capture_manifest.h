@@ -1,0 +1,44 @@
+// The capture manifest that scripts/capture_fleet_samples.py writes beside its traces
+// (fleet_samples/manifest.json): what each original run measured for itself, unprofiled.
+// Stateless; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mimic/base/status.h"
+#include "proto/workload.pb.h"
+
+namespace mimic::eg {
+
+struct CaptureSample {
+  std::string name;
+  std::string description;
+  std::string et;       // file name, relative to the manifest
+  std::string kineto;   // file name, relative to the manifest
+  std::string device;
+  std::string torch_version;
+  std::string host_cpu;
+  int64_t num_threads = 0;
+  int64_t batch_size = 0;
+  std::vector<double> iteration_ms;
+};
+
+struct CaptureManifest {
+  std::vector<CaptureSample> samples;
+  std::string default_sample;
+  const CaptureSample* Find(std::string_view name) const;
+  // The sample whose `et` file name is the last component of `trace_path`, or nullptr.
+  const CaptureSample* FindByTrace(const std::string& trace_path) const;
+};
+
+// Parses manifest JSON; `path` is used in messages. Errors: InvalidInput naming the field.
+Result<CaptureManifest> ParseCaptureManifest(const std::string& path, std::string_view json);
+Result<CaptureManifest> ReadCaptureManifest(const std::string& path);
+
+// Records `sample`'s unprofiled measurements as the workload's original run.
+void ApplyCaptureSample(const CaptureSample& sample, const std::string& manifest_path,
+                        proto::Workload& workload);
+
+}  // namespace mimic::eg

@@ -1,0 +1,49 @@
+// Reader for Kineto (Chrome trace JSON) device traces and the linker that attaches their host
+// spans and device kernels to execution-trace ops. Stateless; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mimic/base/status.h"
+#include "proto/workload.pb.h"
+
+namespace mimic::eg {
+
+struct KinetoEvent {
+  enum class Kind : uint8_t { kHostOp, kAnnotation, kRuntime, kDevice };
+  Kind kind;
+  std::string name;
+  std::string category;
+  int64_t pid = -1;
+  int64_t tid = -1;
+  double ts = 0;   // µs
+  double dur = 0;  // µs
+  int64_t rf_id = -1;        // args["Record function id"]
+  int64_t external_id = -1;  // args["External id"]
+  int64_t correlation = -1;  // args.correlation
+  int64_t stream = -1;
+  int64_t device = -1;
+};
+
+struct KinetoTrace {
+  std::vector<KinetoEvent> events;  // only the categories Mimic uses
+  std::vector<std::string> device_names;
+  int64_t rank = -1;
+  int64_t world_size = -1;
+};
+
+// Parses a Kineto trace held in `json` (padded as for ParseExecutionTrace).
+// Errors: InvalidInput naming `path` and the byte offset, or for JSON without traceEvents.
+Result<KinetoTrace> ParseKinetoTrace(const std::string& path, std::string_view json);
+
+// Links `trace` into `workload`: CPU spans onto ops (by Record function id, else External id
+// equal to rf_id, else name + thread + order), device kernels onto the ops that launched them
+// (by correlation), spans onto segments, and the KinetoSummary. `path` names the Kineto file.
+// Errors: InvalidInput when the trace comes from a different run (pid mismatch, or no op
+// matches).
+Status LinkKineto(const std::string& path, const KinetoTrace& trace, proto::Workload& workload);
+
+}  // namespace mimic::eg

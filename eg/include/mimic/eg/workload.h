@@ -1,0 +1,85 @@
+// Loading, saving and querying the normalized workload (proto/workload.proto).
+// Free functions over an immutable proto::Workload; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mimic/base/status.h"
+#include "proto/workload.pb.h"
+
+namespace mimic::eg {
+
+inline constexpr uint32_t kWorkloadFormatMajor = 1;
+inline constexpr uint32_t kWorkloadFormatMinor = 0;
+
+struct LoadOptions {
+  std::string kineto_path;  // optional Kineto trace to link (ignored for .mimic inputs)
+};
+
+// Reads a workload from any input Mimic accepts: a `.mimic` workload file (by its magic bytes),
+// or a PyTorch execution trace (plain or gzip JSON), linked with `options.kineto_path` when set.
+// Errors name the file and the position; input errors have IsInputError().
+Result<proto::Workload> LoadWorkload(const std::string& path, const LoadOptions& options = {});
+
+// As LoadWorkload, for an execution trace (and optional Kineto trace) already in memory, as
+// raw file bytes (gzip or plain); the names are used in messages and provenance.
+Result<proto::Workload> LoadWorkloadFromMemory(const std::string& et_name, std::string_view et_raw,
+                                               const std::string& kineto_name,
+                                               std::string_view kineto_raw);
+
+// Writes `workload` as a `.mimic` file (magic + protobuf), atomically.
+Status SaveWorkload(const std::string& path, const proto::Workload& workload);
+
+// Parses the bytes of a `.mimic` file; `path` is only used in messages.
+Result<proto::Workload> ParseWorkloadFile(const std::string& path, std::string_view bytes);
+
+// Id-indexed view of a workload's op tree. Borrows `workload`, which must outlive it.
+class OpTree {
+ public:
+  explicit OpTree(const proto::Workload& workload);
+
+  // Index into workload.ops() of the op with `id`, or -1.
+  int IndexOf(int64_t id) const;
+  // Index of the parent op, or -1 for a root (including parents the trace does not contain).
+  int Parent(int index) const { return parent_[index]; }
+  const std::vector<int>& Children(int index) const { return children_[index]; }
+  // True when `ancestor` is `index` or one of its ancestors.
+  bool IsWithin(int index, int ancestor) const;
+
+ private:
+  const proto::Workload& w_;
+  std::unordered_map<int64_t, int> index_of_;
+  std::vector<int> parent_;
+  std::vector<std::vector<int>> children_;
+};
+
+// True for ops Mimic never replays itself: profiler and record_function wrappers, thread roots.
+bool IsWrapperOp(const proto::Op& op);
+
+// The ops a replay executes, in order: within the subtree of `segment_op` (or everywhere when
+// segment_op < 0), the top-most ops that have a schema and are not wrappers; never their
+// children. Returns indices into workload.ops().
+std::vector<int> ReplayableOps(const proto::Workload& workload, const OpTree& tree,
+                               int segment_op = -1);
+
+// Figures that `mimic inspect` prints.
+struct Summary {
+  int64_t ops = 0;
+  int64_t ops_with_schema = 0;
+  int64_t replayable_ops = 0;  // over the whole trace
+  int64_t tensors = 0;
+  int64_t storages = 0;
+  int64_t iterations = 0;
+  int64_t labels = 0;
+  int64_t collectives = 0;
+  int64_t threads = 0;
+};
+Summary Summarize(const proto::Workload& workload);
+
+// True for collective and point-to-point communication ops (record_param_comms, c10d::*, nccl:*).
+bool IsCollectiveOp(const proto::Op& op);
+
+}  // namespace mimic::eg

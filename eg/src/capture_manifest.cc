@@ -1,0 +1,81 @@
+#include "mimic/eg/capture_manifest.h"
+
+#include <simdjson.h>
+
+#include "mimic/base/file.h"
+
+namespace mimic::eg {
+
+const CaptureSample* CaptureManifest::Find(std::string_view name) const {
+  for (const CaptureSample& s : samples)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+const CaptureSample* CaptureManifest::FindByTrace(const std::string& trace_path) const {
+  const std::string base = trace_path.substr(trace_path.find_last_of('/') + 1);
+  for (const CaptureSample& s : samples)
+    if (s.et == base) return &s;
+  return nullptr;
+}
+
+Result<CaptureManifest> ParseCaptureManifest(const std::string& path, std::string_view json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto err = parser.parse(json.data(), json.size()).get(doc))
+    return Status::InvalidInput(path + ": " + simdjson::error_message(err));
+  simdjson::dom::array samples;
+  if (doc["samples"].get(samples) != simdjson::SUCCESS)
+    return Status::InvalidInput(path + ": no \"samples\" list");
+  CaptureManifest m;
+  std::string_view s;
+  if (doc["default"].get(s) == simdjson::SUCCESS) m.default_sample = std::string(s);
+  size_t i = 0;
+  for (simdjson::dom::element e : samples) {
+    CaptureSample c;
+    const std::string where = path + ": samples[" + std::to_string(i++) + "]";
+    if (e["name"].get(s) != simdjson::SUCCESS) return Status::InvalidInput(where + ".name is missing");
+    c.name = std::string(s);
+    if (e["et"].get(s) != simdjson::SUCCESS) return Status::InvalidInput(where + ".et is missing");
+    c.et = std::string(s);
+    if (e["kineto"].get(s) == simdjson::SUCCESS) c.kineto = std::string(s);
+    if (e["description"].get(s) == simdjson::SUCCESS) c.description = std::string(s);
+    if (e["device"].get(s) == simdjson::SUCCESS) c.device = std::string(s);
+    if (e["torch_version"].get(s) == simdjson::SUCCESS) c.torch_version = std::string(s);
+    if (e["host"]["cpu"].get(s) == simdjson::SUCCESS) c.host_cpu = std::string(s);
+    int64_t n;
+    if (e["num_threads"].get(n) == simdjson::SUCCESS) c.num_threads = n;
+    if (e["batch_size"].get(n) == simdjson::SUCCESS) c.batch_size = n;
+    simdjson::dom::array times;
+    if (e["iteration_ms"].get(times) != simdjson::SUCCESS)
+      return Status::InvalidInput(where + ".iteration_ms is missing");
+    for (simdjson::dom::element t : times) {
+      double ms;
+      if (t.get(ms) != simdjson::SUCCESS || ms <= 0)
+        return Status::InvalidInput(where + ".iteration_ms holds a value that is not a positive number");
+      c.iteration_ms.push_back(ms);
+    }
+    m.samples.push_back(std::move(c));
+  }
+  return m;
+}
+
+Result<CaptureManifest> ReadCaptureManifest(const std::string& path) {
+  MIMIC_ASSIGN_OR_RETURN(FileContents file, ReadFile(path));
+  return ParseCaptureManifest(path, file.bytes.view());
+}
+
+void ApplyCaptureSample(const CaptureSample& sample, const std::string& manifest_path,
+                        proto::Workload& w) {
+  proto::OriginalRun& o = *w.mutable_original();
+  o.clear_iteration_ms();
+  for (double ms : sample.iteration_ms) o.add_iteration_ms(ms);
+  o.set_source("capture manifest " + manifest_path + " (" + sample.name + ": " +
+               std::to_string(sample.iteration_ms.size()) + " unprofiled steps)");
+  o.set_num_threads(sample.num_threads);
+  o.set_host(sample.host_cpu);
+  o.set_device(sample.device);
+  if (!sample.torch_version.empty()) w.mutable_provenance()->set_torch_version(sample.torch_version);
+}
+
+}  // namespace mimic::eg

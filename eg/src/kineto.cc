@@ -1,0 +1,356 @@
+// Kineto trace reading and linking to execution-trace ops.
+//
+// Host ops are matched in the first way that works:
+//  1. args["Record function id"] == rf_id (torch >= 2.3 writes it);
+//  2. args["External id"] == rf_id with equal names on >= 90% of the ops (older torch, where the
+//     two counters coincided);
+//  3. name + thread + order: ET threads are paired with Kineto threads by their op names, then
+//     each ET thread's op sequence is aligned with the Kineto thread's (the profiler usually
+//     covers more steps than the execution trace).
+// Device events are tied to their launch by correlation, the launch to its host op by External
+// id, and that host op to the ET op linked to it.
+
+#include "mimic/eg/kineto.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "json_scan.h"
+
+namespace mimic::eg {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+int64_t IntOr(element obj, std::string_view key, int64_t fallback) {
+  element v;
+  if (obj[key].get(v) != simdjson::SUCCESS) return fallback;
+  int64_t i;
+  if (v.get(i) == simdjson::SUCCESS) return i;
+  uint64_t u;
+  if (v.get(u) == simdjson::SUCCESS) return static_cast<int64_t>(u);
+  double d;
+  if (v.get(d) == simdjson::SUCCESS) return static_cast<int64_t>(d);
+  return fallback;
+}
+
+double DoubleOr(element obj, std::string_view key, double fallback) {
+  double d;
+  element v;
+  if (obj[key].get(v) != simdjson::SUCCESS) return fallback;
+  if (v.get(d) == simdjson::SUCCESS) return d;
+  int64_t i;
+  if (v.get(i) == simdjson::SUCCESS) return static_cast<double>(i);
+  return fallback;
+}
+
+bool KindOfCategory(std::string_view cat, KinetoEvent::Kind* kind) {
+  if (cat == "cpu_op" || cat == "operator") *kind = KinetoEvent::Kind::kHostOp;
+  else if (cat == "user_annotation" || cat == "gpu_user_annotation") *kind = KinetoEvent::Kind::kAnnotation;
+  else if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime") *kind = KinetoEvent::Kind::kRuntime;
+  else if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Kernel" || cat == "Memcpy" || cat == "Memset")
+    *kind = KinetoEvent::Kind::kDevice;
+  else return false;
+  return true;
+}
+
+bool IsHost(const KinetoEvent& e) {
+  return e.kind == KinetoEvent::Kind::kHostOp || e.kind == KinetoEvent::Kind::kAnnotation;
+}
+
+bool IsThreadRoot(const proto::Op& op) {
+  return op.name().find("[pytorch|profiler|") == 0;
+}
+
+// ET ops that can have a Kineto counterpart.
+bool IsLinkable(const proto::Op& op) { return !IsThreadRoot(op) && !op.name().empty(); }
+
+using Links = std::unordered_map<int, const KinetoEvent*>;  // op index -> host event
+
+Links LinkByKey(const proto::Workload& w, const std::vector<const KinetoEvent*>& host,
+                int64_t KinetoEvent::*key) {
+  std::unordered_map<int64_t, const KinetoEvent*> by_key;
+  for (const KinetoEvent* e : host)
+    if (e->*key >= 0) by_key.emplace(e->*key, e);
+  Links links;
+  for (int i = 0; i < w.ops_size(); ++i) {
+    const proto::Op& op = w.ops(i);
+    if (!IsLinkable(op)) continue;
+    auto it = by_key.find(op.rf_id());
+    if (it != by_key.end() && it->second->name == op.name()) links.emplace(i, it->second);
+  }
+  return links;
+}
+
+// Greedy in-order matching of `et` names against `k` starting at `from`; a Kineto op may be
+// skipped (the profiler sees ops the observer does not), an ET op that finds no partner within
+// kWindow Kineto ops stays unmatched. Returns the number of matches (and the pairs if asked).
+size_t AlignFrom(const proto::Workload& w, const std::vector<int>& et,
+                 const std::vector<const KinetoEvent*>& k, size_t from, size_t limit,
+                 std::vector<std::pair<int, const KinetoEvent*>>* pairs) {
+  constexpr size_t kWindow = 32;
+  size_t j = from, matched = 0;
+  for (size_t i = 0; i < et.size() && i < limit && j < k.size(); ++i) {
+    const std::string& name = w.ops(et[i]).name();
+    for (size_t probe = j; probe < k.size() && probe < j + kWindow; ++probe) {
+      if (k[probe]->name == name) {
+        if (pairs) pairs->emplace_back(et[i], k[probe]);
+        ++matched;
+        j = probe + 1;
+        break;
+      }
+    }
+  }
+  return matched;
+}
+
+Links LinkByNameThreadOrder(const proto::Workload& w, const std::vector<const KinetoEvent*>& host) {
+  std::map<int64_t, std::vector<int>> et_threads;
+  for (int i = 0; i < w.ops_size(); ++i)
+    if (IsLinkable(w.ops(i))) et_threads[w.ops(i).thread()].push_back(i);  // ops are in id order
+  std::map<int64_t, std::vector<const KinetoEvent*>> k_threads;
+  for (const KinetoEvent* e : host) k_threads[e->tid].push_back(e);
+  for (auto& [tid, events] : k_threads)
+    std::stable_sort(events.begin(), events.end(), [](const KinetoEvent* a, const KinetoEvent* b) {
+      return a->ts != b->ts ? a->ts < b->ts : a->dur > b->dur;  // parents before children
+    });
+
+  Links links;
+  std::vector<int64_t> used_k_threads;
+  for (const auto& [et_tid, et_ops] : et_threads) {
+    // Pair with the Kineto thread sharing the most op names (by multiset overlap).
+    std::unordered_map<std::string, int64_t> et_names;
+    for (int i : et_ops) ++et_names[w.ops(i).name()];
+    int64_t best_tid = -1, best_overlap = 0;
+    for (const auto& [k_tid, events] : k_threads) {
+      if (std::find(used_k_threads.begin(), used_k_threads.end(), k_tid) != used_k_threads.end()) continue;
+      std::unordered_map<std::string, int64_t> k_names;
+      for (const KinetoEvent* e : events) ++k_names[e->name];
+      int64_t overlap = 0;
+      for (const auto& [name, n] : et_names) {
+        auto it = k_names.find(name);
+        if (it != k_names.end()) overlap += std::min(n, it->second);
+      }
+      if (overlap > best_overlap) best_overlap = overlap, best_tid = k_tid;
+    }
+    if (best_tid < 0) continue;
+    used_k_threads.push_back(best_tid);
+    const auto& events = k_threads[best_tid];
+    // Candidate starts: where the first ET op's name occurs; scored on a prefix, then the best
+    // start is aligned in full.
+    const std::string& first = w.ops(et_ops.front()).name();
+    size_t best_from = 0, best_score = 0;
+    for (size_t j = 0; j < events.size(); ++j) {
+      if (events[j]->name != first) continue;
+      const size_t score = AlignFrom(w, et_ops, events, j, 256, nullptr);
+      if (score > best_score) best_score = score, best_from = j;
+    }
+    std::vector<std::pair<int, const KinetoEvent*>> pairs;
+    AlignFrom(w, et_ops, events, best_from, et_ops.size(), &pairs);
+    for (const auto& [op, e] : pairs) links.emplace(op, e);
+  }
+  return links;
+}
+
+// For every runtime (launch) event, the ET op that issued it: a sweep per thread over host spans
+// and launches in time order keeps the stack of open host spans; the innermost one linked to
+// an ET op is the launcher.
+std::unordered_map<const KinetoEvent*, int> AttributeLaunches(
+    const KinetoTrace& trace, const std::vector<const KinetoEvent*>& host,
+    const std::unordered_map<const KinetoEvent*, int>& op_of_event) {
+  std::map<int64_t, std::vector<const KinetoEvent*>> by_tid;  // host spans and launches
+  for (const KinetoEvent* e : host) by_tid[e->tid].push_back(e);
+  for (const KinetoEvent& e : trace.events)
+    if (e.kind == KinetoEvent::Kind::kRuntime) by_tid[e.tid].push_back(&e);
+  std::unordered_map<const KinetoEvent*, int> out;
+  for (auto& [tid, events] : by_tid) {
+    std::stable_sort(events.begin(), events.end(), [](const KinetoEvent* a, const KinetoEvent* b) {
+      if (a->ts != b->ts) return a->ts < b->ts;
+      if (IsHost(*a) != IsHost(*b)) return IsHost(*a);  // a span opens before a launch in it
+      return a->dur > b->dur;
+    });
+    std::vector<const KinetoEvent*> open;
+    for (const KinetoEvent* e : events) {
+      while (!open.empty() && open.back()->ts + open.back()->dur < e->ts) open.pop_back();
+      if (IsHost(*e)) {
+        open.push_back(e);
+        continue;
+      }
+      for (auto it = open.rbegin(); it != open.rend(); ++it) {
+        auto op = op_of_event.find(*it);
+        if (op != op_of_event.end()) {
+          out.emplace(e, op->second);
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<KinetoTrace> ParseKinetoTrace(const std::string& path, std::string_view json) {
+  KinetoTrace trace;
+  auto on_event = [&](element e, size_t, size_t at) -> Status {
+    if (e.type() != element_type::OBJECT) return Status::Ok();
+    std::string_view cat, name;
+    if (e["cat"].get(cat) != simdjson::SUCCESS) return Status::Ok();
+    KinetoEvent::Kind kind;
+    if (!KindOfCategory(cat, &kind)) return Status::Ok();
+    std::string_view ph;
+    if (e["ph"].get(ph) == simdjson::SUCCESS && ph != "X") return Status::Ok();
+    KinetoEvent ev;
+    ev.kind = kind;
+    if (e["name"].get(name) == simdjson::SUCCESS) ev.name = std::string(name);
+    ev.category = std::string(cat);
+    ev.pid = IntOr(e, "pid", -1);
+    ev.tid = IntOr(e, "tid", -1);
+    ev.ts = DoubleOr(e, "ts", 0);
+    ev.dur = DoubleOr(e, "dur", 0);
+    element args;
+    if (e["args"].get(args) == simdjson::SUCCESS && args.type() == element_type::OBJECT) {
+      ev.rf_id = IntOr(args, "Record function id", -1);
+      ev.external_id = IntOr(args, "External id", -1);
+      ev.correlation = IntOr(args, "correlation", -1);
+      ev.stream = IntOr(args, "stream", -1);
+      ev.device = IntOr(args, "device", -1);
+    }
+    trace.events.push_back(std::move(ev));
+    return Status::Ok();
+  };
+  auto on_member = [&](std::string_view key, element v, size_t) -> Status {
+    if (key == "deviceProperties" && v.type() == element_type::ARRAY) {
+      for (element d : v.get_array()) {
+        std::string_view name;
+        if (d["name"].get(name) == simdjson::SUCCESS) trace.device_names.emplace_back(name);
+      }
+    } else if (key == "distributedInfo" && v.type() == element_type::OBJECT) {
+      trace.rank = IntOr(v, "rank", -1);
+      trace.world_size = IntOr(v, "world_size", -1);
+    }
+    return Status::Ok();
+  };
+  bool found = false;
+  MIMIC_RETURN_IF_ERROR(WalkTopLevelObject(path, json, "traceEvents", on_event, on_member, &found));
+  if (!found)
+    return Status::InvalidInput(path + ":byte 0: valid JSON but not a Kineto trace (no \"traceEvents\")");
+  return trace;
+}
+
+Status LinkKineto(const std::string& path, const KinetoTrace& trace, proto::Workload& w) {
+  const int64_t et_pid = w.provenance().pid();
+  std::vector<const KinetoEvent*> host;
+  int64_t kineto_pid = -1;
+  for (const KinetoEvent& e : trace.events) {
+    if (!IsHost(e)) continue;
+    host.push_back(&e);
+    if (kineto_pid < 0) kineto_pid = e.pid;
+  }
+  if (et_pid > 0 && kineto_pid > 0 && et_pid != kineto_pid)
+    return Status::InvalidInput(path + ":byte 0: Kineto trace of another run (its pid is " +
+                                std::to_string(kineto_pid) + ", the execution trace's is " +
+                                std::to_string(et_pid) + ")");
+  int64_t linkable = 0;
+  for (const proto::Op& op : w.ops()) linkable += IsLinkable(op);
+
+  Links links;
+  std::string method;
+  const bool has_rf = std::any_of(host.begin(), host.end(), [](const KinetoEvent* e) { return e->rf_id >= 0; });
+  if (has_rf) {
+    links = LinkByKey(w, host, &KinetoEvent::rf_id);
+    method = "record_function_id";
+  } else {
+    links = LinkByKey(w, host, &KinetoEvent::external_id);
+    method = "external_id";
+    if (static_cast<double>(links.size()) < 0.9 * static_cast<double>(linkable)) {
+      links = LinkByNameThreadOrder(w, host);
+      method = "name_thread_order";
+    }
+  }
+  if (links.empty())
+    return Status::InvalidInput(path + ":byte 0: no operator of the execution trace matches this "
+                                "Kineto trace (is it from another run?)");
+
+  // Host spans, and the window of the ET's linked ops on the Kineto clock.
+  double window_lo = 1e300, window_hi = -1e300;
+  for (const auto& [index, e] : links) {
+    proto::Op& op = *w.mutable_ops(index);
+    op.set_has_cpu_span(true);
+    op.set_cpu_start_us(e->ts);
+    op.set_cpu_duration_us(e->dur);
+    window_lo = std::min(window_lo, e->ts);
+    window_hi = std::max(window_hi, e->ts + e->dur);
+  }
+
+  // Device events -> launches (correlation) -> the innermost linked host op whose span holds
+  // the launch on the launching thread. (Containment rather than External id: older traces
+  // give runtime events their correlation as External id.)
+  std::unordered_map<const KinetoEvent*, int> op_of_event;
+  for (const auto& [index, e] : links) op_of_event.emplace(e, index);
+  std::unordered_map<int64_t, const KinetoEvent*> launch_of;
+  for (const KinetoEvent& e : trace.events)
+    if (e.kind == KinetoEvent::Kind::kRuntime && e.correlation >= 0) launch_of.emplace(e.correlation, &e);
+  const std::unordered_map<const KinetoEvent*, int> launcher = AttributeLaunches(trace, host, op_of_event);
+  int64_t kernels_total = 0, kernels_in_window = 0, kernels_linked = 0;
+  for (const KinetoEvent& e : trace.events) {
+    if (e.kind != KinetoEvent::Kind::kDevice) continue;
+    ++kernels_total;
+    auto launch = launch_of.find(e.correlation);
+    const KinetoEvent* l = launch == launch_of.end() ? nullptr : launch->second;
+    const double launch_ts = l ? l->ts : e.ts;
+    if (launch_ts < window_lo || launch_ts > window_hi) continue;
+    ++kernels_in_window;
+    auto op_it = l ? launcher.find(l) : launcher.end();
+    if (op_it == launcher.end()) continue;
+    ++kernels_linked;
+    proto::Kernel& k = *w.mutable_ops(op_it->second)->add_kernels();
+    k.set_name(e.name);
+    k.set_category(e.category);
+    k.set_device(e.device);
+    k.set_stream(e.stream);
+    k.set_start_us(e.ts);
+    k.set_duration_us(e.dur);
+    k.set_correlation(e.correlation);
+    k.set_launch_us(launch_ts);
+  }
+
+  // Segment spans and the profiled step times they imply.
+  std::unordered_map<int64_t, int> index_of_id;
+  for (int i = 0; i < w.ops_size(); ++i) index_of_id[w.ops(i).id()] = i;
+  std::vector<double> step_ms;
+  for (proto::Segment& s : *w.mutable_segments()) {
+    const proto::Op& op = w.ops(index_of_id[s.op_id()]);
+    if (!op.has_cpu_span()) continue;
+    s.set_has_span(true);
+    s.set_start_us(op.cpu_start_us());
+    s.set_duration_us(op.cpu_duration_us());
+    if (s.kind() == proto::Segment::ITERATION) step_ms.push_back(op.cpu_duration_us() / 1000.0);
+  }
+  if (!step_ms.empty() && w.original().iteration_ms_size() == 0) {
+    for (double ms : step_ms) w.mutable_original()->add_iteration_ms(ms);
+    w.mutable_original()->set_source("Kineto ProfilerStep spans (measured under the profiler)");
+  }
+
+  auto& prov = *w.mutable_provenance();
+  if (trace.rank >= 0) prov.set_rank(trace.rank);
+  if (trace.world_size > 0) prov.set_world_size(trace.world_size);
+  for (const std::string& d : trace.device_names)
+    if (std::find(prov.devices().begin(), prov.devices().end(), d) == prov.devices().end())
+      prov.add_devices(d);
+
+  auto& summary = *w.mutable_kineto();
+  summary.set_present(true);
+  summary.set_link_method(method);
+  summary.set_host_ops(linkable);
+  summary.set_host_ops_linked(static_cast<int64_t>(links.size()));
+  summary.set_kernels(kernels_in_window);
+  summary.set_kernels_linked(kernels_linked);
+  summary.set_kernels_total(kernels_total);
+  summary.set_kineto_pid(kineto_pid);
+  return Status::Ok();
+}
+
+}  // namespace mimic::eg

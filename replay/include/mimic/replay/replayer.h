@@ -1,0 +1,76 @@
+// Operator-by-operator replay of a normalized workload through LibTorch's dispatcher.
+// Replay() is not reentrant with itself (it sets LibTorch's global thread count and seed).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mimic/base/status.h"
+#include "proto/workload.pb.h"
+
+namespace mimic::replay {
+
+struct ReplayOptions {
+  std::string device;  // "cpu"; empty: BestDevice() (CUDA devices arrive with the GPU replay)
+  int64_t iteration = -1;      // ProfilerStep number; -1: the first step, else the whole trace
+  std::string label;           // a "## label ##" range instead of an iteration
+  int warmup = 1;
+  int iters = 5;
+  bool strict = false;         // fail on the first op that cannot be replayed
+  uint64_t seed = 1;           // drives every random tensor content
+  int num_threads = 0;         // intra-op threads; 0 keeps LibTorch's default
+};
+
+// One op that the replay did not run.
+struct SkippedOp {
+  int64_t op_id = 0;
+  std::string name;
+  std::string reason;  // "unknown_operator", "unsupported_argument", "exception", ...
+  std::string detail;  // first line of the error
+};
+
+struct OpNameStats {
+  std::string name;
+  int64_t calls = 0;             // per iteration
+  double replay_ms = 0;          // per iteration, median over measured iterations
+  double original_ms = -1;       // per iteration, from the Kineto CPU spans; -1 if unknown
+};
+
+struct ReplayResult {
+  std::string device;
+  std::string selection;         // what was replayed, e.g. "ProfilerStep#3"
+  int num_threads = 0;
+  std::vector<double> iteration_ms;  // measured iterations only
+  int64_t total_ops = 0;         // selected top-level ops
+  int64_t replayed_ops = 0;
+  std::map<std::string, int64_t> skipped_by_reason;
+  std::vector<SkippedOp> skipped;
+  std::vector<OpNameStats> per_op;   // sorted by replay time, descending
+  int64_t outputs_checked = 0;   // produced tensors compared with the recorded shape and dtype
+  int64_t outputs_mismatched = 0;
+  std::vector<std::string> mismatches;  // the first few, described
+  int64_t preallocated_bytes = 0;
+  int64_t storages_preallocated = 0;
+  double setup_ms = 0;
+};
+
+// Called after each iteration: (done, total, that iteration's milliseconds).
+using ProgressFn = std::function<void(int, int, double)>;
+
+// Replays `workload` as `options` say. Errors: InvalidInput for a selection that does not exist
+// or a device that is not available; with options.strict, the first op that cannot be replayed.
+// Otherwise such ops are skipped and reported in the result.
+Result<ReplayResult> Replay(const proto::Workload& workload, const ReplayOptions& options,
+                            const ProgressFn& progress = nullptr);
+
+// The device Mimic picks when the user names none: "cuda" when this build has CUDA and a GPU
+// is visible, "cpu" otherwise.
+std::string BestDevice();
+
+// Version of the LibTorch linked in.
+std::string TorchVersion();
+
+}  // namespace mimic::replay

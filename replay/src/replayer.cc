@@ -1,0 +1,240 @@
+// The replay loop: select the ops, resolve each against the dispatcher once, prepare the leaf
+// tensors, then run warm-up and measured iterations. An op that cannot be replayed is skipped,
+// counted by reason and listed (or, with --strict, fails the replay).
+
+#include "mimic/replay/replayer.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/Context.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <unordered_map>
+
+#include "device.h"
+#include "mimic/eg/workload.h"
+#include "op_call.h"
+#include "tensor_store.h"
+
+namespace mimic::replay {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+struct PlannedOp {
+  int index;                                 // into workload.ops()
+  std::optional<c10::OperatorHandle> handle;  // unset: skipped
+};
+
+// Picks the segment to replay; -1 for the whole trace.
+Result<int> SelectSegment(const proto::Workload& w, const eg::OpTree& tree,
+                          const ReplayOptions& options, std::string* selection) {
+  if (!options.label.empty()) {
+    std::string label = options.label;
+    if (label.rfind("## ", 0) != 0) label = "## " + label + " ##";
+    for (const proto::Segment& s : w.segments())
+      if (s.kind() == proto::Segment::LABEL && s.name() == label)
+        return *selection = s.name(), tree.IndexOf(s.op_id());
+    return Status::InvalidInput("--label \"" + options.label + "\": no such label in the trace");
+  }
+  const proto::Segment* first = nullptr;
+  for (const proto::Segment& s : w.segments()) {
+    if (s.kind() != proto::Segment::ITERATION) continue;
+    if (options.iteration >= 0 && s.step() == options.iteration)
+      return *selection = s.name(), tree.IndexOf(s.op_id());
+    if (!first) first = &s;
+  }
+  if (options.iteration >= 0)
+    return Status::InvalidInput("--iteration " + std::to_string(options.iteration) +
+                                ": no ProfilerStep#" + std::to_string(options.iteration) + " in the trace");
+  if (first) return *selection = first->name(), tree.IndexOf(first->op_id());
+  *selection = "whole trace";
+  return -1;
+}
+
+bool SameShape(const at::Tensor& t, const proto::Tensor& rec) {
+  if (static_cast<int>(t.dim()) != rec.shape_size()) return false;
+  for (int i = 0; i < rec.shape_size(); ++i)
+    if (t.size(i) != rec.shape(i)) return false;
+  return true;
+}
+
+class Runner {
+ public:
+  Runner(const proto::Workload& w, const ReplayOptions& options, Device& device, ReplayResult& result)
+      : w_(w), options_(options), device_(device), result_(result),
+        store_(w, device.torch_device(), options.seed) {}
+
+  Status Plan(const std::vector<int>& selected) {
+    for (int index : selected) {
+      PlannedOp p{index, std::nullopt};
+      const proto::Op& op = w_.ops(index);
+      Result<c10::OperatorHandle> handle = ResolveOperator(w_.schemas(op.schema()));
+      if (handle.ok()) {
+        p.handle = *handle;
+      } else {
+        MIMIC_RETURN_IF_ERROR(Skip(op, "unknown_operator", handle.status().message()));
+      }
+      plan_.push_back(std::move(p));
+    }
+    return store_.Prepare(selected);
+  }
+
+  // Runs one iteration; returns its wall time. Per-op times go to op_ms_ when `measure`.
+  Result<double> Iterate(bool first, bool measure) {
+    store_.NewIteration();
+    at::NoGradGuard no_grad;
+    torch::jit::Stack stack;
+    const auto t0 = Clock::now();
+    for (size_t i = 0; i < plan_.size(); ++i) {
+      PlannedOp& p = plan_[i];
+      if (!p.handle) continue;
+      const proto::Op& op = w_.ops(p.index);
+      const auto op_t0 = Clock::now();
+      Status st = BuildStack(op, p.handle->schema(), store_, device_.torch_device(), &stack);
+      if (!st.ok()) {
+        MIMIC_RETURN_IF_ERROR(Skip(op, "unsupported_argument", st.message()));
+        p.handle.reset();
+        continue;
+      }
+      try {
+        p.handle->callBoxed(&stack);
+      } catch (const c10::Error& e) {
+        MIMIC_RETURN_IF_ERROR(Skip(op, "exception", FirstLine(e.what_without_backtrace())));
+        p.handle.reset();
+        continue;
+      } catch (const std::exception& e) {
+        MIMIC_RETURN_IF_ERROR(Skip(op, "exception", FirstLine(e.what())));
+        p.handle.reset();
+        continue;
+      }
+      if (measure) op_ms_[i] += MsSince(op_t0);
+      RegisterOutputs(op, stack, first);
+    }
+    device_.Synchronize();
+    return MsSince(t0);
+  }
+
+  void Finish(int measured_iters) {
+    int64_t replayed = 0;
+    for (const PlannedOp& p : plan_) replayed += p.handle.has_value();
+    result_.total_ops = static_cast<int64_t>(plan_.size());
+    result_.replayed_ops = replayed;
+    result_.preallocated_bytes = store_.prepared_bytes();
+    result_.storages_preallocated = store_.prepared_storages();
+    std::unordered_map<std::string, OpNameStats> by_name;
+    for (size_t i = 0; i < plan_.size(); ++i) {
+      const proto::Op& op = w_.ops(plan_[i].index);
+      OpNameStats& s = by_name[op.name()];
+      s.name = op.name();
+      ++s.calls;
+      if (plan_[i].handle && measured_iters > 0) s.replay_ms += op_ms_[i] / measured_iters;
+      if (op.has_cpu_span()) s.original_ms = std::max(s.original_ms, 0.0) + op.cpu_duration_us() / 1000.0;
+    }
+    for (auto& [name, s] : by_name) result_.per_op.push_back(s);
+    std::sort(result_.per_op.begin(), result_.per_op.end(),
+              [](const OpNameStats& a, const OpNameStats& b) { return a.replay_ms > b.replay_ms; });
+  }
+
+  void ResetOpTimes() { op_ms_.assign(plan_.size(), 0.0); }
+
+ private:
+  Status Skip(const proto::Op& op, const std::string& reason, const std::string& detail) {
+    if (options_.strict)
+      return Status::InvalidInput("op " + std::to_string(op.id()) + " (" + op.name() +
+                                  ") cannot be replayed (--strict): " + reason + ": " + detail);
+    ++result_.skipped_by_reason[reason];
+    result_.skipped.push_back({op.id(), op.name(), reason, detail});
+    return Status::Ok();
+  }
+
+  void Check(const at::Tensor& t, int entry) {
+    const proto::Tensor& rec = w_.tensors(entry);
+    ++result_.outputs_checked;
+    c10::ScalarType expected;
+    const bool dtype_ok = !ToScalarType(rec.dtype(), &expected) || t.scalar_type() == expected;
+    if (SameShape(t, rec) && dtype_ok) return;
+    ++result_.outputs_mismatched;
+    if (result_.mismatches.size() < 20)
+      result_.mismatches.push_back("tensor " + std::to_string(rec.tensor_id()) + ": replayed " +
+                                   c10::toString(t.scalar_type()) + std::string(" ") +
+                                   c10::str(t.sizes()) + ", recorded " + rec.type() + " " +
+                                   c10::str(c10::IntArrayRef(rec.shape().data(), rec.shape_size())));
+  }
+
+  void Register(const c10::IValue& iv, const proto::Value& rec, bool check) {
+    if (iv.isTensor() && rec.kind_case() == proto::Value::kTensor && rec.tensor() >= 0) {
+      const at::Tensor& t = iv.toTensor();
+      if (!t.defined()) return;
+      store_.Put(rec.tensor(), t);
+      if (check) Check(t, rec.tensor());
+    } else if (iv.isTensorList() && rec.kind_case() == proto::Value::kList) {
+      const auto list = iv.toTensorList();
+      for (size_t k = 0; k < list.size() && k < static_cast<size_t>(rec.list().items_size()); ++k)
+        Register(c10::IValue(list.get(k)), rec.list().items(static_cast<int>(k)), check);
+    }
+  }
+
+  void RegisterOutputs(const proto::Op& op, const torch::jit::Stack& stack, bool check) {
+    for (size_t i = 0; i < stack.size() && i < static_cast<size_t>(op.outputs_size()); ++i)
+      Register(stack[i], op.outputs(static_cast<int>(i)), check);
+  }
+
+  const proto::Workload& w_;
+  const ReplayOptions& options_;
+  Device& device_;
+  ReplayResult& result_;
+  TensorStore store_;
+  std::vector<PlannedOp> plan_;
+  std::vector<double> op_ms_;
+};
+
+}  // namespace
+
+std::string BestDevice() { return "cpu"; }
+
+std::string TorchVersion() { return MIMIC_TORCH_VERSION; }
+
+Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& options,
+                            const ProgressFn& progress) {
+  if (options.iters < 1) return Status::InvalidInput("--iters must be at least 1");
+  if (options.warmup < 0) return Status::InvalidInput("--warmup must not be negative");
+  MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Device> device,
+                         CreateDevice(options.device.empty() ? BestDevice() : options.device));
+  if (options.num_threads > 0) at::set_num_threads(options.num_threads);
+
+  ReplayResult result;
+  result.num_threads = at::get_num_threads();
+  result.device = device->Describe();
+  const auto setup_t0 = Clock::now();
+  const eg::OpTree tree(w);
+  MIMIC_ASSIGN_OR_RETURN(const int segment, SelectSegment(w, tree, options, &result.selection));
+  const std::vector<int> selected = eg::ReplayableOps(w, tree, segment);
+  if (selected.empty()) return Status::InvalidInput("nothing to replay: no top-level op with a schema in " + result.selection);
+
+  Runner runner(w, options, *device, result);
+  MIMIC_RETURN_IF_ERROR(runner.Plan(selected));
+  runner.ResetOpTimes();
+  result.setup_ms = MsSince(setup_t0);
+
+  const int total = options.warmup + options.iters;
+  for (int it = 0; it < total; ++it) {
+    const bool measure = it >= options.warmup;
+    MIMIC_ASSIGN_OR_RETURN(const double ms, runner.Iterate(/*first=*/it == 0, measure));
+    if (measure) result.iteration_ms.push_back(ms);
+    if (progress) progress(it + 1, total, ms);
+  }
+  runner.Finish(options.iters);
+  return result;
+}
+
+}  // namespace mimic::replay

@@ -1,0 +1,221 @@
+#include "tensor_store.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/randint.h>
+#include <c10/core/Allocator.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <unordered_set>
+
+namespace mimic::replay {
+namespace {
+
+struct DTypeMap {
+  proto::DType proto;
+  c10::ScalarType torch;
+};
+constexpr DTypeMap kDTypeMap[] = {
+    {proto::FLOAT32, c10::kFloat},        {proto::FLOAT64, c10::kDouble},
+    {proto::FLOAT16, c10::kHalf},         {proto::BFLOAT16, c10::kBFloat16},
+    {proto::INT8, c10::kChar},            {proto::UINT8, c10::kByte},
+    {proto::INT16, c10::kShort},          {proto::INT32, c10::kInt},
+    {proto::INT64, c10::kLong},           {proto::BOOL, c10::kBool},
+    {proto::COMPLEX64, c10::kComplexFloat}, {proto::COMPLEX128, c10::kComplexDouble},
+    {proto::FLOAT8_E4M3FN, c10::ScalarType::Float8_e4m3fn},
+    {proto::FLOAT8_E5M2, c10::ScalarType::Float8_e5m2},
+    {proto::UINT16, c10::ScalarType::UInt16}, {proto::UINT32, c10::ScalarType::UInt32},
+    {proto::UINT64, c10::ScalarType::UInt64},
+};
+
+std::vector<int64_t> Shape(const proto::Tensor& t) { return {t.shape().begin(), t.shape().end()}; }
+
+std::vector<int64_t> Strides(const proto::Tensor& t) {
+  if (t.strides_size() == t.shape_size()) return {t.strides().begin(), t.strides().end()};
+  std::vector<int64_t> s(t.shape_size());  // contiguous, as the trace did not record strides
+  int64_t step = 1;
+  for (int i = t.shape_size() - 1; i >= 0; --i) {
+    s[i] = step;
+    step *= std::max<int64_t>(t.shape(i), 1);
+  }
+  return s;
+}
+
+// Elements spanned by the view, from its first to its last element.
+int64_t Extent(const proto::Tensor& t) {
+  const std::vector<int64_t> strides = Strides(t);
+  int64_t extent = 1;
+  for (int i = 0; i < t.shape_size(); ++i) {
+    if (t.shape(i) == 0) return 0;
+    extent += (t.shape(i) - 1) * std::abs(strides[i]);
+  }
+  return extent;
+}
+
+int64_t BytesNeeded(const proto::Tensor& t) {
+  return (t.offset() + std::max<int64_t>(Extent(t), 0)) * std::max<int64_t>(t.itemsize(), 1);
+}
+
+// The values random_ can draw for an integer dtype, as [min, max] (max one below the type's, as
+// random_'s upper bound is exclusive and must itself be representable).
+std::pair<int64_t, int64_t> IntLimits(c10::ScalarType s) {
+  switch (s) {
+    case c10::kChar: return {INT8_MIN, INT8_MAX - 1};
+    case c10::kByte: return {0, UINT8_MAX - 1};
+    case c10::kShort: return {INT16_MIN, INT16_MAX - 1};
+    case c10::kInt: return {INT32_MIN, INT32_MAX - 1};
+    case c10::ScalarType::UInt16: return {0, UINT16_MAX - 1};
+    case c10::ScalarType::UInt32: return {0, int64_t{UINT32_MAX} - 1};
+    case c10::ScalarType::UInt64: return {0, INT64_MAX - 1};
+    default: return {INT64_MIN, INT64_MAX - 1};
+  }
+}
+
+bool IsFloating(c10::ScalarType s) { return c10::isFloatingType(s) || c10::isComplexType(s); }
+
+void ForEachInputTensor(const proto::Value& v, const std::function<void(int)>& fn) {
+  if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0) fn(v.tensor());
+  if (v.kind_case() == proto::Value::kList)
+    for (const proto::Value& item : v.list().items()) ForEachInputTensor(item, fn);
+}
+
+}  // namespace
+
+bool ToScalarType(proto::DType dtype, c10::ScalarType* out) {
+  for (const auto& m : kDTypeMap)
+    if (m.proto == dtype) return *out = m.torch, true;
+  return false;
+}
+
+TensorStore::TensorStore(const proto::Workload& w, c10::Device device, uint64_t seed)
+    : w_(w), device_(device), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)), ranges_(w) {}
+
+Status TensorStore::Prepare(const std::vector<int>& ops) {
+  // Walk the ops in order, as the replay will: an input that no earlier op produced (neither
+  // its table entry nor its storage) is a leaf and needs a prepared buffer.
+  std::unordered_set<int> produced;
+  std::unordered_set<int64_t> produced_storages;
+  std::unordered_map<int64_t, int64_t> bytes_of_storage;
+  std::vector<int> leaves;
+  std::unordered_set<int> leaf_set;
+  for (int index : ops) {
+    const proto::Op& op = w_.ops(index);
+    ranges_.Consume(op);
+    for (const proto::Value& v : op.inputs()) {
+      ForEachInputTensor(v, [&](int t) {
+        const proto::Tensor& tensor = w_.tensors(t);
+        if (produced.count(t) || produced_storages.count(tensor.storage_id())) return;
+        int64_t& bytes = bytes_of_storage[tensor.storage_id()];
+        bytes = std::max(bytes, BytesNeeded(tensor));
+        if (leaf_set.insert(t).second) leaves.push_back(t);
+      });
+    }
+    for (const proto::Value& v : op.outputs()) {
+      ForEachInputTensor(v, [&](int t) {
+        produced.insert(t);
+        produced_storages.insert(w_.tensors(t).storage_id());
+      });
+    }
+  }
+  c10::Allocator* allocator = c10::GetAllocator(device_.type());
+  for (const auto& [storage_id, bytes] : bytes_of_storage) {
+    try {
+      buffers_.emplace(storage_id, c10::Storage(c10::Storage::use_byte_size_t(), bytes, allocator,
+                                                /*resizable=*/true));
+    } catch (const c10::Error& e) {
+      return Status::Internal("cannot allocate " + std::to_string(bytes) + " bytes for storage " +
+                              std::to_string(storage_id) + ": " + e.what_without_backtrace());
+    }
+    prepared_bytes_ += bytes;
+  }
+  for (int t : leaves) {
+    const proto::Tensor& tensor = w_.tensors(t);
+    c10::ScalarType st;
+    if (!ToScalarType(tensor.dtype(), &st))
+      return Status::Unsupported("tensor " + std::to_string(tensor.tensor_id()) +
+                                 " has a dtype Mimic cannot create (" + tensor.type() + ")");
+    const int64_t extent = Extent(tensor);
+    if (extent == 0) continue;
+    at::Tensor flat = at::empty({0}, at::TensorOptions().dtype(st).device(device_));
+    flat.set_(buffers_.at(tensor.storage_id()), tensor.offset(), {extent}, {1});
+    Fill(flat, t);
+  }
+  return Status::Ok();
+}
+
+// Fills the elements a view spans (given as one flat run, so that views whose strides overlap
+// are filled too).
+void TensorStore::Fill(const at::Tensor& flat, int t) {
+  const c10::ScalarType st = flat.scalar_type();
+  at::NoGradGuard no_grad;
+  if (IsFloating(st)) {
+    flat.uniform_(0.0, 1.0, gen_);
+    return;
+  }
+  if (st == c10::kBool) {
+    flat.random_(0, 2, gen_);
+    return;
+  }
+  const IntFill fill = ranges_.FillFor(t);
+  if (fill.kind == IntFill::Kind::kOffsets) {
+    const int64_t n = flat.numel();
+    at::Tensor offsets = std::get<0>(at::randint(0, fill.offsets_total + 1, {n}, gen_, at::kLong).sort());
+    offsets[0] = 0;
+    flat.copy_(offsets);
+    return;
+  }
+  // Keep the range inside the dtype (random_'s upper bound is exclusive).
+  int64_t lo = fill.lo, hi = fill.hi;
+  const auto [type_min, type_max] = IntLimits(st);
+  lo = std::clamp(lo, type_min, type_max);
+  hi = std::clamp(hi, lo, type_max);
+  flat.random_(lo, hi + 1, gen_);
+}
+
+at::Tensor TensorStore::ViewOf(const c10::Storage& storage, int t) {
+  const proto::Tensor& tensor = w_.tensors(t);
+  c10::ScalarType st = c10::kFloat;
+  ToScalarType(tensor.dtype(), &st);
+  at::Tensor view = at::empty({0}, at::TensorOptions().dtype(st).device(device_));
+  view.set_(storage, tensor.offset(), Shape(tensor), Strides(tensor));
+  return view;
+}
+
+at::Tensor TensorStore::Get(int t) {
+  if (auto it = produced_.find(t); it != produced_.end()) return it->second;
+  const proto::Tensor& tensor = w_.tensors(t);
+  if (auto it = produced_storage_.find(tensor.storage_id()); it != produced_storage_.end() &&
+      static_cast<int64_t>(it->second.nbytes()) >= BytesNeeded(tensor))
+    return ViewOf(it->second, t);
+  if (auto it = buffers_.find(tensor.storage_id()); it != buffers_.end()) return ViewOf(it->second, t);
+  // The producer of this tensor was skipped: give the consumer a fresh tensor of the recorded
+  // metadata, made once and reused by every iteration.
+  if (auto it = fresh_.find(t); it != fresh_.end()) return it->second;
+  c10::Storage storage(c10::Storage::use_byte_size_t(), BytesNeeded(tensor),
+                       c10::GetAllocator(device_.type()), true);
+  at::Tensor view = ViewOf(storage, t);
+  const int64_t extent = Extent(tensor);
+  if (extent > 0) {
+    at::Tensor flat = at::empty({0}, view.options());
+    flat.set_(storage, tensor.offset(), {extent}, {1});
+    Fill(flat, t);
+  }
+  fresh_.emplace(t, view);
+  return view;
+}
+
+void TensorStore::Put(int t, const at::Tensor& tensor) {
+  produced_[t] = tensor;
+  if (tensor.defined() && tensor.has_storage())
+    produced_storage_[w_.tensors(t).storage_id()] = tensor.storage();
+}
+
+void TensorStore::NewIteration() {
+  produced_.clear();
+  produced_storage_.clear();
+}
+
+}  // namespace mimic::replay

@@ -1,0 +1,59 @@
+// The replay's tensors. Storage-aware: every recorded storage that the replay must provide
+// itself gets one buffer, large enough for all of its recorded views, and each view is made
+// from it by offset, shape and strides. Outputs of replayed ops are registered by their tensor
+// table entry (and storage) so later ops consume them. Not thread-safe.
+#pragma once
+
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "int_ranges.h"
+#include "mimic/base/status.h"
+#include "proto/workload.pb.h"
+
+namespace mimic::replay {
+
+// proto dtype -> LibTorch scalar type; false for DTYPE_UNKNOWN.
+bool ToScalarType(proto::DType dtype, c10::ScalarType* out);
+
+class TensorStore {
+ public:
+  TensorStore(const proto::Workload& w, c10::Device device, uint64_t seed);
+
+  // Plans buffers for the inputs of `ops` (indices into w.ops(), in replay order) that no
+  // earlier op in the list produces, then allocates them and fills them with random contents
+  // (integer tensors with values valid for their consumers). Errors: Unsupported for a tensor
+  // whose dtype is unknown; Internal when allocation fails.
+  Status Prepare(const std::vector<int>& ops);
+
+  // The tensor for table entry `t`: this iteration's output if one was registered, else a view
+  // of a registered output's storage, else a view of the prepared buffer, else a fresh tensor
+  // (for inputs of ops whose producer was skipped).
+  at::Tensor Get(int t);
+  // Registers `tensor` as the value of table entry `t` for the rest of the iteration.
+  void Put(int t, const at::Tensor& tensor);
+  // Forgets the outputs of the iteration (prepared buffers stay, as do their in-place updates).
+  void NewIteration();
+
+  int64_t prepared_bytes() const { return prepared_bytes_; }
+  int64_t prepared_storages() const { return static_cast<int64_t>(buffers_.size()); }
+
+ private:
+  at::Tensor ViewOf(const c10::Storage& storage, int t);
+  void Fill(const at::Tensor& view_of_extent, int t);
+  const proto::Workload& w_;
+  c10::Device device_;
+  at::Generator gen_;
+  IntRangePlanner ranges_;
+  std::unordered_map<int64_t, c10::Storage> buffers_;    // storage_id -> prepared buffer
+  std::unordered_map<int, at::Tensor> produced_;         // table entry -> this iteration's value
+  std::unordered_map<int64_t, c10::Storage> produced_storage_;
+  std::unordered_map<int, at::Tensor> fresh_;            // fallbacks, kept across iterations
+  int64_t prepared_bytes_ = 0;
+};
+
+}  // namespace mimic::replay

@@ -1,0 +1,417 @@
+#!/usr/bin/env python3
+"""Captures PyTorch execution traces of small CPU training runs.
+
+Each model is a real `torch.nn` model trained on synthetic data. For each one
+this writes into the output folder:
+
+  <name>.et.json.gz      PyTorch execution trace (ET) of the profiled steps.
+  <name>.kineto.json.gz  Kineto (Chrome) trace of the same ProfilerStep#N steps.
+  manifest.json          Per-sample metadata, incl. unprofiled step times.
+
+Examples:
+  python3 scripts/capture_fleet_samples.py
+  python3 scripts/capture_fleet_samples.py --only mlp,cnn_bn
+"""
+
+import argparse
+import dataclasses
+import datetime
+import gzip
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from typing import Any, Callable
+
+# Makes the ET observer add a `tensor_range` attr {"<input index>": [min, max]}
+# for integer tensor inputs. It is read when the observer is registered; torch
+# 2.11 spells it with SAVE_ (torch/csrc/profiler/standalone/
+# execution_trace_observer.cpp).
+os.environ["ENABLE_PYTORCH_EXECUTION_TRACE_SAVE_INTEGRAL_TENSOR_RANGE"] = "1"
+
+import torch  # pylint: disable=wrong-import-position
+from torch import nn  # pylint: disable=wrong-import-position
+from torch import profiler  # pylint: disable=wrong-import-position
+
+SEED = 1234
+MANIFEST_FORMAT = 1
+DEFAULT_SAMPLE = "mlp"
+# Profiler schedule: ProfilerStep#0 is a warm-up, the active steps follow.
+PROFILER_WARMUP = 1
+# ET nodes that have no Kineto counterpart.
+ET_ROOT_NODES = ("[pytorch|profiler|execution_trace|process]",
+                 "[pytorch|profiler|execution_trace|thread]")
+
+
+@dataclasses.dataclass
+class Workload:
+    """A model ready to train; `step` runs one full training iteration."""
+
+    name: str
+    description: str
+    model: str
+    batch_size: int
+    step: Callable[[], None]
+
+
+def make_step(model: nn.Module, loss_fn: nn.Module,
+              optimizer: torch.optim.Optimizer, inputs: tuple[Any, ...],
+              target: torch.Tensor) -> Callable[[], None]:
+    """Returns a step: zero_grad, forward, loss, backward, optimizer.step."""
+
+    def step() -> None:
+        optimizer.zero_grad()
+        loss = loss_fn(model(*inputs), target)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def build_mlp() -> Workload:
+    """MLP classifier, cross-entropy, SGD with momentum."""
+    batch, dims, classes = 256, [1024, 1024, 1024, 512], 10
+    layers = []
+    for d_in, d_out in zip(dims, dims[1:]):
+        layers += [nn.Linear(d_in, d_out), nn.ReLU()]
+    model = nn.Sequential(*layers, nn.Linear(dims[-1], classes))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(batch, dims[0])
+    y = torch.randint(0, classes, (batch,))
+    return Workload(
+        name="mlp",
+        description="MLP classifier, CrossEntropyLoss, SGD(momentum=0.9)",
+        model="Linear 1024-1024-1024-512-10 with ReLU",
+        batch_size=batch,
+        step=make_step(model, nn.CrossEntropyLoss(), optimizer, (x,), y))
+
+
+def build_cnn_bn() -> Workload:
+    """Small CNN with BatchNorm, cross-entropy, SGD with momentum."""
+    batch, channels, classes = 32, [3, 32, 64, 128], 10
+    layers = []
+    for c_in, c_out in zip(channels, channels[1:]):
+        layers += [nn.Conv2d(c_in, c_out, kernel_size=3, padding=1),
+                   nn.BatchNorm2d(c_out), nn.ReLU(), nn.MaxPool2d(2)]
+    layers[-1] = nn.AdaptiveAvgPool2d(1)  # Global pooling after the last conv.
+    model = nn.Sequential(*layers, nn.Flatten(),
+                          nn.Linear(channels[-1], classes))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(batch, 3, 32, 32)
+    y = torch.randint(0, classes, (batch,))
+    return Workload(
+        name="cnn_bn",
+        description=("CNN, 3x (Conv2d+BatchNorm2d+ReLU+pool), linear head, "
+                     "CrossEntropyLoss, SGD(momentum=0.9)"),
+        model=("input 3x32x32; conv3x3 3-32-64-128, each with BN+ReLU; "
+               "maxpool2 x2, global avgpool; Linear 128-10"),
+        batch_size=batch,
+        step=make_step(model, nn.CrossEntropyLoss(), optimizer, (x,), y))
+
+
+class TokenClassifier(nn.Module):
+    """Embedding, TransformerEncoder, mean pool, linear classifier."""
+
+    def __init__(self, vocab: int, d_model: int, heads: int, layers: int,
+                 classes: int):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, heads, dim_feedforward=4 * d_model, dropout=0.1,
+            batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers,
+                                             enable_nested_tensor=False)
+        self.head = nn.Linear(d_model, classes)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encoder(self.embed(tokens)).mean(dim=1))
+
+
+def build_transformer() -> Workload:
+    """TransformerEncoder sequence classifier, cross-entropy, AdamW."""
+    batch, seq, vocab, classes = 8, 64, 4000, 10
+    d_model, heads, layers = 128, 4, 2
+    model = TokenClassifier(vocab, d_model, heads, layers, classes)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    tokens = torch.randint(0, vocab, (batch, seq))
+    y = torch.randint(0, classes, (batch,))
+    return Workload(
+        name="transformer",
+        description=("TransformerEncoder (batch_first, dropout 0.1) sequence "
+                     "classifier, CrossEntropyLoss, AdamW"),
+        model=(f"Embedding {vocab}x{d_model}; {layers} encoder layers "
+               f"d_model={d_model} heads={heads} ff={4 * d_model}; "
+               f"seq {seq}; mean pool; Linear {d_model}-{classes}"),
+        batch_size=batch,
+        step=make_step(model, nn.CrossEntropyLoss(), optimizer, (tokens,), y))
+
+
+class EmbBagRec(nn.Module):
+    """DLRM-style model: EmbeddingBag tables + bottom MLP, concat, top MLP."""
+
+    def __init__(self, table_rows: list[int], dim: int, dense_features: int):
+        super().__init__()
+        self.tables = nn.ModuleList(
+            nn.EmbeddingBag(rows, dim, mode="sum") for rows in table_rows)
+        self.bottom = nn.Sequential(
+            nn.Linear(dense_features, 256), nn.ReLU(),
+            nn.Linear(256, dim), nn.ReLU())
+        self.top = nn.Sequential(
+            nn.Linear(dim * (len(table_rows) + 1), 512), nn.ReLU(),
+            nn.Linear(512, 256), nn.ReLU(),
+            nn.Linear(256, 1))
+
+    def forward(self, dense: torch.Tensor, indices: list[torch.Tensor],
+                offsets: list[torch.Tensor]) -> torch.Tensor:
+        features = [self.bottom(dense)]
+        features += [t(i, o) for t, i, o in zip(self.tables, indices, offsets)]
+        return self.top(torch.cat(features, dim=1)).squeeze(1)
+
+
+def build_embbag_rec() -> Workload:
+    """DLRM-style recommendation model, BCEWithLogits, SGD."""
+    batch, dim, dense_features, max_bag = 512, 64, 13, 39
+    table_rows = [50000, 20000, 10000, 5000]
+    model = EmbBagRec(table_rows, dim, dense_features)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    dense = torch.randn(batch, dense_features)
+    indices, offsets = [], []
+    for rows in table_rows:
+        lengths = torch.randint(1, max_bag + 1, (batch,))
+        offsets.append(torch.cat([torch.zeros(1, dtype=torch.long),
+                                  lengths.cumsum(0)[:-1]]))
+        indices.append(torch.randint(0, rows, (int(lengths.sum()),)))
+    y = torch.randint(0, 2, (batch,)).float()
+    return Workload(
+        name="embbag_rec",
+        description=("DLRM-style recommender: EmbeddingBag(sum) tables, "
+                     "bottom MLP, concat interaction, top MLP, "
+                     "BCEWithLogitsLoss, SGD"),
+        model=(f"EmbeddingBag rows {table_rows} dim {dim}, 1-{max_bag} ids "
+               f"per bag; bottom Linear {dense_features}-256-{dim}; "
+               f"top Linear {dim * (len(table_rows) + 1)}-512-256-1"),
+        batch_size=batch,
+        step=make_step(model, nn.BCEWithLogitsLoss(), optimizer,
+                       (dense, indices, offsets), y))
+
+
+BUILDERS: dict[str, Callable[[], Workload]] = {
+    "cnn_bn": build_cnn_bn,
+    "embbag_rec": build_embbag_rec,
+    "mlp": build_mlp,
+    "transformer": build_transformer,
+}
+
+
+def timed(step: Callable[[], None]) -> float:
+    """Runs `step` once and returns its wall time in ms."""
+    start = time.perf_counter()
+    step()
+    return (time.perf_counter() - start) * 1e3
+
+
+def write_gzip(src: str, dst: str) -> None:
+    """Gzips `src` into `dst` (level 9) via a temp file and a rename."""
+    tmp = dst + ".tmp"
+    with open(src, "rb") as fin, gzip.open(tmp, "wb", compresslevel=9) as fout:
+        fout.write(fin.read())
+    os.replace(tmp, dst)
+
+
+def profile_steps(step: Callable[[], None], active: int, et_path: str,
+                  kineto_path: str) -> dict[int, float]:
+    """Records a warm-up step plus `active` steps into an ET and a Kineto trace.
+
+    Returns:
+      The wall time (ms) of the step function alone, without `prof.step()`,
+      for each active ProfilerStep number.
+    """
+    observer = profiler.ExecutionTraceObserver().register_callback(et_path)
+    times = {}
+    with profiler.profile(
+            activities=[profiler.ProfilerActivity.CPU],
+            schedule=profiler.schedule(wait=0, warmup=PROFILER_WARMUP,
+                                       active=active, repeat=1),
+            record_shapes=True,
+            execution_trace_observer=observer,
+            on_trace_ready=lambda p: p.export_chrome_trace(kineto_path),
+    ) as prof:
+        for _ in range(PROFILER_WARMUP + active):
+            step_num = prof.step_num
+            elapsed = timed(step)
+            if step_num >= PROFILER_WARMUP:
+                times[step_num] = elapsed
+            prof.step()
+    return times
+
+
+def step_numbers(names: list[str]) -> list[int]:
+    """Returns the sorted N of the `ProfilerStep#N` entries in `names`."""
+    return sorted(int(n.split("#", 1)[1]) for n in names
+                  if n.startswith("ProfilerStep#"))
+
+
+def verify(et: dict[str, Any], kineto: dict[str, Any]) -> list[int]:
+    """Checks that the ET and Kineto trace describe the same steps and ops.
+
+    Returns:
+      The ProfilerStep numbers in the ET.
+
+    Raises:
+      RuntimeError: if a trace lacks steps or the two do not line up.
+    """
+    nodes = et.get("nodes", [])
+    steps = step_numbers([n["name"] for n in nodes])
+    if not steps:
+        raise RuntimeError("ET has no ProfilerStep#N node")
+    events = [e for e in kineto.get("traceEvents", []) if e.get("ph") == "X"]
+    kineto_steps = step_numbers([e["name"] for e in events])
+    if kineto_steps != steps:
+        raise RuntimeError(f"ET steps {steps} != Kineto steps {kineto_steps}")
+
+    cpu_ops = [e for e in events if e.get("cat") == "cpu_op"]
+    pids = {e["pid"] for e in cpu_ops}
+    if pids != {et["pid"]}:
+        raise RuntimeError(f"Kineto cpu_op pids {pids} != ET pid {et['pid']}")
+    rf_ids = {a["value"] for n in nodes for a in n["attrs"]
+              if a["name"] == "rf_id" and n["name"] not in ET_ROOT_NODES}
+    # Kineto has ProfilerStep#N and Optimizer.* as user_annotation, not cpu_op.
+    kineto_rf_ids = {e["args"].get("Record function id") for e in events
+                     if e.get("cat") in ("cpu_op", "user_annotation")}
+    matched = sum(e["args"].get("Record function id") in rf_ids
+                  for e in cpu_ops)
+    et_only = len(rf_ids - kineto_rf_ids)
+    print(f"  ET: {len(nodes)} nodes, steps {steps}, schema {et['schema']}; "
+          f"Kineto: {len(cpu_ops)} cpu_ops, {matched} match ET rf_ids; "
+          f"{et_only} ET op nodes not in Kineto")
+    if not cpu_ops or matched != len(cpu_ops) or et_only:
+        raise RuntimeError("ET and Kineto ops do not match one to one")
+    return steps
+
+
+def host_cpu() -> str:
+    """Returns the CPU model name from /proc/cpuinfo."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def capture(workload: Workload, out_dir: str, warmup_steps: int,
+            timed_steps: int, profiled_steps: int) -> dict[str, Any]:
+    """Times and profiles one workload; returns its manifest entry."""
+    print(f"{workload.name}: {workload.model}")
+    for _ in range(warmup_steps):
+        workload.step()
+    iteration_ms = [timed(workload.step) for _ in range(timed_steps)]
+    median = statistics.median(iteration_ms)
+    print(f"  unprofiled median {median:.2f} ms over {timed_steps} steps")
+
+    et_name = f"{workload.name}.et.json.gz"
+    kineto_name = f"{workload.name}.kineto.json.gz"
+    with tempfile.TemporaryDirectory() as tmp:
+        # Kineto stores its file path as `traceName`, so keep it meaningful.
+        et_path = os.path.join(tmp, et_name.removesuffix(".gz"))
+        kineto_path = os.path.join(tmp, kineto_name.removesuffix(".gz"))
+        profiled_ms = profile_steps(workload.step, profiled_steps, et_path,
+                                    kineto_path)
+        with open(et_path) as f:
+            et = json.load(f)
+        with open(kineto_path) as f:
+            kineto = json.load(f)
+        steps = verify(et, kineto)
+        if steps != sorted(profiled_ms):
+            raise RuntimeError(
+                f"ET steps {steps} != timed steps {sorted(profiled_ms)}")
+        write_gzip(et_path, os.path.join(out_dir, et_name))
+        write_gzip(kineto_path, os.path.join(out_dir, kineto_name))
+    for name in (et_name, kineto_name):
+        size_kb = os.path.getsize(os.path.join(out_dir, name)) / 1024
+        print(f"  {name}: {size_kb:.0f} KB")
+
+    return {
+        "name": workload.name,
+        "description": workload.description,
+        "model": workload.model,
+        "batch_size": workload.batch_size,
+        "et": et_name,
+        "kineto": kineto_name,
+        "device": "cpu",
+        "torch_version": torch.__version__,
+        "num_threads": torch.get_num_threads(),
+        "host": {"cpu": host_cpu(), "cores": os.cpu_count()},
+        "captured_at": datetime.datetime.now(
+            datetime.timezone.utc).isoformat(timespec="seconds"),
+        "iteration_ms": [round(t, 3) for t in iteration_ms],
+        "iteration_ms_median": round(median, 3),
+        "profiled_iteration_ms": [round(profiled_ms[s], 3) for s in steps],
+        "profiled_steps": steps,
+    }
+
+
+def update_manifest(out_dir: str, entries: list[dict[str, Any]]) -> None:
+    """Replaces `entries` (by name) in out_dir/manifest.json, sorted by name."""
+    path = os.path.join(out_dir, "manifest.json")
+    samples = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            samples = {s["name"]: s for s in json.load(f)["samples"]}
+    samples.update((e["name"], e) for e in entries)
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "samples": [samples[name] for name in sorted(samples)],
+        "default": DEFAULT_SAMPLE,
+    }
+    with open(path + ".tmp", "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+
+
+def parse_args() -> argparse.Namespace:
+    """Parses the command line."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n", 1)[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--out", default="fleet_samples",
+                        help="output folder")
+    parser.add_argument("--only", default=",".join(BUILDERS),
+                        help="comma-separated models to capture")
+    parser.add_argument("--steps", type=int, default=2,
+                        help="profiled (active) steps in each trace")
+    parser.add_argument("--timed-steps", type=int, default=30,
+                        help="unprofiled steps timed for iteration_ms")
+    parser.add_argument("--warmup-steps", type=int, default=5,
+                        help="untimed training steps before timing")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(BUILDERS))
+    if unknown:
+        raise SystemExit(f"unknown model(s) {unknown}; "
+                         f"choose from {sorted(BUILDERS)}")
+    if args.steps < 1 or args.timed_steps < 1 or args.warmup_steps < 0:
+        raise SystemExit("--steps and --timed-steps must be >= 1, "
+                         "--warmup-steps >= 0")
+    os.makedirs(args.out, exist_ok=True)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    entries = []
+    for name in names:
+        torch.manual_seed(SEED)
+        entries.append(capture(BUILDERS[name](), args.out, args.warmup_steps,
+                               args.timed_steps, args.steps))
+    update_manifest(args.out, entries)
+    print(f"wrote {os.path.join(args.out, 'manifest.json')}")
+
+
+if __name__ == "__main__":
+    main()
