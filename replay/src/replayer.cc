@@ -78,6 +78,12 @@ class Runner {
     for (int index : selected) {
       PlannedOp p{index, std::nullopt};
       const proto::Op& op = w_.ops(index);
+      if (eg::IsCollectiveOp(op)) {
+        // Collectives need the job's process groups: the multi-rank replay runs them.
+        MIMIC_RETURN_IF_ERROR(Skip(op, "collective", "needs a process group (multi-rank replay)"));
+        plan_.push_back(std::move(p));
+        continue;
+      }
       Result<c10::OperatorHandle> handle = ResolveOperator(w_.schemas(op.schema()));
       if (handle.ok()) {
         p.handle = *handle;

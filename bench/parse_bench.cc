@@ -1,0 +1,362 @@
+// mimic_parse_bench: throughput and peak memory of the trace readers (mimic::eg).
+//
+//   mimic_parse_bench FILE [FILE...] [--reps N] [--kind et|kineto|auto] [--json OUT]
+//
+// For each FILE (plain or gzip JSON):
+//  * Throughput. The file is read and decompressed once, outside the timing (mimic::ReadFile).
+//    One untimed warm-up parse, then N timed repetitions of parse + normalize of the in-memory
+//    JSON on this thread: eg::ParseExecutionTrace for execution traces (the normalized
+//    proto::Workload: ops sorted by id, tensor table, segments), eg::ParseKinetoTrace for Kineto
+//    traces. Destroying the result is not timed. Reported: median, p10 and p90 of MB/s of
+//    decompressed JSON (1 MB = 10^6 bytes).
+//  * Peak memory. The decompressed JSON is written to a temporary plain file; a child process
+//    (fork + exec of this binary, so that its heap and its VmHWM start clean) records VmRSS,
+//    reads that file with mimic::ReadFile, parses + normalizes it, and records VmHWM. Reported:
+//    (VmHWM - starting VmRSS) / JSON bytes. This includes the JSON buffer itself (1.0x), the
+//    parser's working memory and the finished result, all alive at once.
+//  * For execution traces, also the end-to-end eg::LoadWorkload(FILE) time (read + gunzip +
+//    SHA-256 + parse + normalize + parent-link check), for context; not a target.
+//
+// Targets (foundation issue): >= 300 MB/s on one core; peak memory <= 2x the JSON size.
+// Output: one markdown table row per file on stdout; --json OUT writes the figures as JSON.
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mimic/base/file.h"
+#include "mimic/base/json_writer.h"
+#include "mimic/base/stats.h"
+#include "mimic/eg/execution_trace.h"
+#include "mimic/eg/kineto.h"
+#include "mimic/eg/workload.h"
+
+namespace {
+
+constexpr double kTargetMBps = 300.0;
+constexpr double kTargetMemRatio = 2.0;
+
+enum class Kind { kAuto, kEt, kKineto };
+
+const char* KindName(Kind k) { return k == Kind::kKineto ? "kineto" : "et"; }
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// A field of /proc/self/status in kB ("VmRSS", "VmHWM"), or -1.
+long StatusKb(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const size_t n = std::strlen(field);
+  while (std::getline(in, line))
+    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':')
+      return std::strtol(line.c_str() + n + 1, nullptr, 10);
+  return -1;
+}
+
+Kind Detect(std::string_view json) {
+  // Kineto traces are Chrome trace JSON: a top-level "traceEvents" array. An execution trace
+  // never has that key; its ops are under "nodes".
+  const std::string_view probe = json.substr(0, std::min<size_t>(json.size(), 1 << 20));
+  if (probe.find("\"traceEvents\"") != std::string_view::npos) return Kind::kKineto;
+  if (json.find("\"traceEvents\"") != std::string_view::npos &&
+      json.find("\"nodes\"") == std::string_view::npos)
+    return Kind::kKineto;
+  return Kind::kEt;
+}
+
+// Parses once; returns the number of ops (ET) or kept events (Kineto), or an error message.
+struct ParseOutcome {
+  bool ok = false;
+  std::string error;
+  int64_t items = 0;
+};
+
+ParseOutcome ParseOnce(Kind kind, const std::string& path, std::string_view json) {
+  ParseOutcome out;
+  if (kind == Kind::kEt) {
+    auto w = mimic::eg::ParseExecutionTrace(path, json);
+    if (!w.ok()) return {false, w.status().ToString(), 0};
+    out.items = w->ops_size();
+  } else {
+    auto t = mimic::eg::ParseKinetoTrace(path, json);
+    if (!t.ok()) return {false, t.status().ToString(), 0};
+    out.items = static_cast<int64_t>(t->events.size());
+  }
+  out.ok = true;
+  return out;
+}
+
+// Times one parse; the result is destroyed after the clock stops.
+double TimedParseMs(Kind kind, const std::string& path, std::string_view json) {
+  if (kind == Kind::kEt) {
+    const auto t0 = Clock::now();
+    auto w = mimic::eg::ParseExecutionTrace(path, json);
+    const double ms = MsSince(t0);
+    if (!w.ok()) std::exit(1);
+    return ms;
+  }
+  const auto t0 = Clock::now();
+  auto t = mimic::eg::ParseKinetoTrace(path, json);
+  const double ms = MsSince(t0);
+  if (!t.ok()) std::exit(1);
+  return ms;
+}
+
+// The child's side of the memory measurement: prints "start_kb hwm_kb end_kb".
+int MemChild(const std::string& path, Kind kind) {
+  const long start = StatusKb("VmRSS");
+  auto file = mimic::ReadFile(path);
+  if (!file.ok()) {
+    std::fprintf(stderr, "%s\n", file.status().ToString().c_str());
+    return 1;
+  }
+  const std::string_view json = file->bytes.view();
+  long end = -1;
+  if (kind == Kind::kEt) {
+    auto w = mimic::eg::ParseExecutionTrace(path, json);
+    if (!w.ok()) return 1;
+    end = StatusKb("VmRSS");  // JSON buffer + finished workload
+  } else {
+    auto t = mimic::eg::ParseKinetoTrace(path, json);
+    if (!t.ok()) return 1;
+    end = StatusKb("VmRSS");
+  }
+  const long hwm = StatusKb("VmHWM");
+  std::printf("%ld %ld %ld\n", start, hwm, end);
+  return 0;
+}
+
+struct MemResult {
+  long start_kb = -1, hwm_kb = -1, end_kb = -1;
+  bool ok() const { return start_kb >= 0 && hwm_kb >= 0; }
+};
+
+MemResult MeasureMemory(const char* self, std::string_view json, Kind kind) {
+  MemResult r;
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/mimic_parse_bench.XXXXXX";
+  const int fd = mkstemp(tmpl.data());
+  if (fd < 0) return r;
+  size_t done = 0;
+  while (done < json.size()) {
+    const ssize_t n = write(fd, json.data() + done, json.size() - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (done != json.size()) {
+    unlink(tmpl.c_str());
+    return r;
+  }
+  int pipefd[2];
+  if (pipe(pipefd) != 0) {
+    unlink(tmpl.c_str());
+    return r;
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipefd[1], STDOUT_FILENO);
+    close(pipefd[0]);
+    close(pipefd[1]);
+    const char* args[] = {self, "--mem-child", tmpl.c_str(), KindName(kind), nullptr};
+    execv("/proc/self/exe", const_cast<char* const*>(args));
+    _exit(127);
+  }
+  close(pipefd[1]);
+  std::string out;
+  char buf[256];
+  ssize_t n;
+  while ((n = read(pipefd[0], buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  close(pipefd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  unlink(tmpl.c_str());
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    std::sscanf(out.c_str(), "%ld %ld %ld", &r.start_kb, &r.hwm_kb, &r.end_kb);
+  return r;
+}
+
+struct FileResult {
+  std::string path;
+  Kind kind = Kind::kEt;
+  size_t disk_bytes = 0, json_bytes = 0;
+  int64_t items = 0;
+  int reps = 0;
+  std::vector<double> ms;      // per repetition
+  std::vector<double> mbps;    // per repetition
+  MemResult mem;
+  std::optional<double> load_ms;  // median end-to-end LoadWorkload, ET only
+  double mem_ratio() const {
+    return mem.ok() ? (mem.hwm_kb - mem.start_kb) * 1024.0 / static_cast<double>(json_bytes) : -1;
+  }
+  double end_ratio() const {
+    return mem.ok() && mem.end_kb >= 0 ? (mem.end_kb - mem.start_kb) * 1024.0 / static_cast<double>(json_bytes) : -1;
+  }
+};
+
+std::string Basename(const std::string& p) {
+  const size_t slash = p.find_last_of('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: mimic_parse_bench FILE [FILE...] [--reps N] [--kind et|kineto|auto] [--json OUT]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 4 && std::string_view(argv[1]) == "--mem-child")
+    return MemChild(argv[2], std::string_view(argv[3]) == "kineto" ? Kind::kKineto : Kind::kEt);
+
+  std::vector<std::string> files;
+  int reps = 20;
+  Kind forced = Kind::kAuto;
+  std::string json_out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--reps" && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+      if (reps < 1) return Usage();
+    } else if (a == "--kind" && i + 1 < argc) {
+      const std::string_view k = argv[++i];
+      if (k == "et") forced = Kind::kEt;
+      else if (k == "kineto") forced = Kind::kKineto;
+      else if (k == "auto") forced = Kind::kAuto;
+      else return Usage();
+    } else if (a == "--json" && i + 1 < argc) {
+      json_out = argv[++i];
+    } else if (a == "-h" || a == "--help") {
+      Usage();
+      return 0;
+    } else if (!a.empty() && a[0] == '-') {
+      return Usage();
+    } else {
+      files.emplace_back(a);
+    }
+  }
+  if (files.empty()) return Usage();
+
+  std::printf("| file | kind | gz MB | JSON MB | ops/events | median MB/s | p10 MB/s | p90 MB/s | median ms | "
+              "peak mem / JSON | retained / JSON | LoadWorkload ms | >=300 MB/s | <=2x mem |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+  std::fflush(stdout);
+
+  std::vector<FileResult> results;
+  int failures = 0;
+  for (const std::string& path : files) {
+    FileResult r;
+    r.path = path;
+    r.reps = reps;
+    auto file = mimic::ReadFile(path);
+    if (!file.ok()) {
+      std::fprintf(stderr, "mimic_parse_bench: %s\n", file.status().ToString().c_str());
+      ++failures;
+      continue;
+    }
+    const std::string_view json = file->bytes.view();
+    r.disk_bytes = file->disk_size;
+    r.json_bytes = json.size();
+    r.kind = forced == Kind::kAuto ? Detect(json) : forced;
+
+    // Warm-up (also validates the input and counts what it holds).
+    const ParseOutcome first = ParseOnce(r.kind, path, json);
+    if (!first.ok) {
+      std::fprintf(stderr, "mimic_parse_bench: %s\n", first.error.c_str());
+      ++failures;
+      continue;
+    }
+    r.items = first.items;
+    for (int i = 0; i < reps; ++i) {
+      const double ms = TimedParseMs(r.kind, path, json);
+      r.ms.push_back(ms);
+      r.mbps.push_back(static_cast<double>(r.json_bytes) / 1e6 / (ms / 1e3));
+    }
+    if (r.kind == Kind::kEt) {
+      std::vector<double> load;
+      for (int i = 0; i < std::min(reps, 5); ++i) {
+        const auto t0 = Clock::now();
+        auto w = mimic::eg::LoadWorkload(path);
+        load.push_back(MsSince(t0));
+        if (!w.ok()) break;
+      }
+      r.load_ms = mimic::Median(load);
+    }
+    r.mem = MeasureMemory(argv[0], json, r.kind);
+
+    const double med = mimic::Median(r.mbps);
+    char load[32] = "-";
+    if (r.load_ms) std::snprintf(load, sizeof(load), "%.1f", *r.load_ms);
+    std::printf("| %s | %s | %.2f | %.2f | %lld | %.0f | %.0f | %.0f | %.1f | %.2fx | %.2fx | %s | %s | %s |\n",
+                Basename(path).c_str(), KindName(r.kind), r.disk_bytes / 1e6, r.json_bytes / 1e6,
+                static_cast<long long>(r.items), med, mimic::Percentile(r.mbps, 10),
+                mimic::Percentile(r.mbps, 90), mimic::Median(r.ms), r.mem_ratio(), r.end_ratio(), load,
+                med >= kTargetMBps ? "yes" : "**no**",
+                r.mem.ok() && r.mem_ratio() <= kTargetMemRatio ? "yes" : "**no**");
+    std::fflush(stdout);
+    results.push_back(std::move(r));
+  }
+
+  if (!json_out.empty()) {
+    mimic::JsonWriter j;
+    j.BeginObject();
+    j.Key("targets").BeginObject();
+    j.Key("min_mb_per_s").Double(kTargetMBps);
+    j.Key("max_peak_mem_ratio").Double(kTargetMemRatio);
+    j.EndObject();
+    j.Key("files").BeginArray();
+    for (const FileResult& r : results) {
+      j.BeginObject();
+      j.Key("path").String(r.path);
+      j.Key("kind").String(KindName(r.kind));
+      j.Key("disk_bytes").Int(static_cast<int64_t>(r.disk_bytes));
+      j.Key("json_bytes").Int(static_cast<int64_t>(r.json_bytes));
+      j.Key("items").Int(r.items);
+      j.Key("reps").Int(r.reps);
+      j.Key("mb_per_s").BeginObject();
+      j.Key("median").Double(mimic::Median(r.mbps));
+      j.Key("p10").Double(mimic::Percentile(r.mbps, 10));
+      j.Key("p90").Double(mimic::Percentile(r.mbps, 90));
+      j.EndObject();
+      j.Key("parse_ms").BeginObject();
+      j.Key("median").Double(mimic::Median(r.ms));
+      j.Key("p10").Double(mimic::Percentile(r.ms, 10));
+      j.Key("p90").Double(mimic::Percentile(r.ms, 90));
+      j.EndObject();
+      j.Key("memory").BeginObject();
+      j.Key("start_rss_kb").Int(r.mem.start_kb);
+      j.Key("peak_rss_kb").Int(r.mem.hwm_kb);
+      j.Key("end_rss_kb").Int(r.mem.end_kb);
+      j.Key("peak_ratio").Optional(r.mem.ok() ? std::optional<double>(r.mem_ratio()) : std::nullopt);
+      j.Key("retained_ratio").Optional(r.mem.ok() ? std::optional<double>(r.end_ratio()) : std::nullopt);
+      j.EndObject();
+      j.Key("load_workload_ms").Optional(r.load_ms);
+      j.EndObject();
+    }
+    j.EndArray();
+    j.EndObject();
+    std::ofstream out(json_out);
+    out << j.str() << "\n";
+    if (!out) {
+      std::fprintf(stderr, "mimic_parse_bench: cannot write %s\n", json_out.c_str());
+      return 1;
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,226 @@
+"""End-to-end tests of the mimic command line: the contract scripts depend on.
+
+Runs the built binary ($MIMIC_BIN) on the public traces in ../shared/traces and the fleet
+samples, and checks its JSON against what the trace files themselves hold (read here with
+Python's json module, independently of Mimic's reader).
+"""
+
+import gzip
+import hashlib
+import json
+import os
+import random
+import subprocess
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "traces")
+SAMPLES = os.path.join(ROOT, "fleet_samples")
+MIMIC = os.environ.get("MIMIC_BIN", os.path.join(ROOT, "build", "default", "cli", "mimic"))
+
+SHARED_ETS = [
+    "param-linear/linear_et.json.gz",
+    "hta-simple-add/simple_add_et.json.gz",
+    "chakra-allgather/allgather_1.0.2_et.json.gz",
+    "param-resnet-1gpu/resnet_1gpu_et.json.gz",
+    "param-pt2/pt2_et.json.gz",
+]
+
+
+def mimic(*args, timeout=600):
+    return subprocess.run([MIMIC, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def load_json(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write_bytes(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def op_schema(node):
+    if "op_schema" in node:
+        return node["op_schema"]
+    return next((a["value"] for a in node.get("attrs", []) if a["name"] == "op_schema"), "")
+
+
+class InspectTest(unittest.TestCase):
+
+    def test_every_shared_trace_parses_with_counts_matching_the_json(self):
+        for rel in SHARED_ETS:
+            path = os.path.join(SHARED, rel)
+            with self.subTest(trace=rel):
+                r = mimic("inspect", path, "--json")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                got = json.loads(r.stdout)
+                et = load_json(path)
+                self.assertEqual(got["schema"], et["schema"])
+                self.assertEqual(got["ops"], len(et["nodes"]))
+                self.assertEqual(got["ops_with_schema"], sum(1 for n in et["nodes"] if op_schema(n)))
+                self.assertEqual(got["iterations"],
+                                 sum(1 for n in et["nodes"] if n["name"].startswith("ProfilerStep#")))
+                for key in ("replayable_ops", "tensors", "collectives"):
+                    self.assertIn(key, got)
+                self.assertLessEqual(got["replayable_ops"], got["ops_with_schema"])
+                self.assertIsNone(got["kineto"])
+
+    def test_allgather_trace_counts_its_collectives(self):
+        r = mimic("inspect", os.path.join(SHARED, "chakra-allgather/allgather_1.0.2_et.json.gz"), "--json")
+        got = json.loads(r.stdout)
+        et = load_json(os.path.join(SHARED, "chakra-allgather/allgather_1.0.2_et.json.gz"))
+        names = [n["name"] for n in et["nodes"]]
+        expected = sum(1 for n in names if n == "record_param_comms" or n.startswith(("c10d::", "nccl:")))
+        self.assertEqual(got["collectives"], expected)
+        self.assertEqual(got["process_groups"], 1)
+
+    def test_kineto_linking_on_the_paired_traces(self):
+        for et, kineto in [("param-linear/linear_et.json.gz", "param-linear/linear_kineto.json.gz"),
+                           ("hta-simple-add/simple_add_et.json.gz", "hta-simple-add/simple_add_kineto.json.gz")]:
+            with self.subTest(trace=et):
+                r = mimic("inspect", os.path.join(SHARED, et), "--kineto", os.path.join(SHARED, kineto), "--json")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                k = json.loads(r.stdout)["kineto"]
+                self.assertGreater(k["kernels"], 0)
+                self.assertEqual(k["kernels_linked"], k["kernels"])
+                self.assertEqual(k["host_ops_linked"], k["host_ops"])
+                kt = load_json(os.path.join(SHARED, kineto))
+                device = sum(1 for e in kt["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+                self.assertEqual(k["kernels_total"], device)
+
+
+class BadInputTest(unittest.TestCase):
+    """Bad input: exit 2, one line naming the file, no output file left behind."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    def path(self, name):
+        return os.path.join(self.dir.name, name)
+
+    def assert_refused(self, args, names):
+        out = self.path("out.mimic")
+        r = mimic("convert", *args, "-o", out)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertIn(names, lines[0])
+        self.assertTrue(lines[0].startswith("mimic: error: "), lines[0])
+        self.assertFalse(any(n.startswith("out.mimic") for n in os.listdir(self.dir.name)))
+
+    def test_truncated_gzip(self):
+        data = read_bytes(os.path.join(SAMPLES, "mlp.et.json.gz"))
+        bad = self.path("truncated.json.gz")
+        write_bytes(bad, data[: len(data) // 2])
+        self.assert_refused([bad], bad)
+
+    def test_random_bytes(self):
+        bad = self.path("random.bin")
+        rng = random.Random(7)
+        write_bytes(bad, bytes(rng.randrange(256) for _ in range(4096)))
+        self.assert_refused([bad], bad)
+
+    def test_valid_json_that_is_not_a_trace(self):
+        bad = self.path("not_a_trace.json")
+        write_bytes(bad, json.dumps({"hello": [1, 2, 3], "nodes_missing": True}).encode())
+        self.assert_refused([bad], bad)
+
+    def test_kineto_trace_of_another_run(self):
+        kineto = os.path.join(SHARED, "param-linear/linear_kineto.json.gz")
+        self.assert_refused([os.path.join(SAMPLES, "mlp.et.json.gz"), "--kineto", kineto], kineto)
+
+    def test_empty_file_and_directory(self):
+        empty = self.path("empty.json")
+        write_bytes(empty, b"")
+        self.assert_refused([empty], empty)
+        self.assert_refused([SAMPLES], SAMPLES)
+
+    def test_usage_errors_exit_2(self):
+        self.assertEqual(mimic("replay").returncode, 2)
+        self.assertEqual(mimic("replay", "x", "--iters", "0").returncode, 2)
+        self.assertEqual(mimic("frobnicate").returncode, 2)
+        self.assertEqual(mimic("--help").returncode, 0)
+
+
+class ReplayTest(unittest.TestCase):
+
+    def test_replay_report_of_a_fleet_sample(self):
+        with tempfile.TemporaryDirectory() as d:
+            report = os.path.join(d, "r.json")
+            r = mimic("replay", os.path.join(SAMPLES, "cnn_bn.et.json.gz"),
+                      "--kineto", os.path.join(SAMPLES, "cnn_bn.kineto.json.gz"),
+                      "--warmup", "1", "--iters", "3", "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("original", r.stdout)
+            rep = load_json(report)
+        for key in ("host", "device", "torch_version", "mimic_version", "input_sha256"):
+            self.assertTrue(rep["context"][key], key)
+        self.assertEqual(rep["context"]["input_sha256"],
+                         hashlib.sha256(read_bytes(os.path.join(SAMPLES, "cnn_bn.et.json.gz"))).hexdigest())
+        samples = rep["iteration_ms"]["samples"]
+        self.assertEqual(len(samples), 3)
+        self.assertAlmostEqual(rep["iteration_ms"]["median"], sorted(samples)[1], places=3)
+        self.assertLessEqual(rep["iteration_ms"]["p10"], rep["iteration_ms"]["p90"])
+        manifest = load_json(os.path.join(SAMPLES, "manifest.json"))
+        entry = next(s for s in manifest["samples"] if s["name"] == "cnn_bn")
+        times = sorted(entry["iteration_ms"])
+        n = len(times)
+        median = times[n // 2] if n % 2 else (times[n // 2 - 1] + times[n // 2]) / 2
+        self.assertAlmostEqual(rep["original_iteration_ms"], median, places=3)
+        self.assertAlmostEqual(rep["ratio"], rep["iteration_ms"]["median"] / median, places=3)
+        cov = rep["coverage"]
+        self.assertEqual(cov["replayed"], cov["total"])
+        self.assertEqual(cov["skipped_by_reason"], {})
+        self.assertEqual(rep["outputs"]["mismatched"], 0)
+        self.assertEqual(sum(op["calls"] for op in rep["ops"]), cov["total"])
+
+    def test_trace_without_original_reports_null_ratio(self):
+        with tempfile.TemporaryDirectory() as d:
+            report = os.path.join(d, "r.json")
+            r = mimic("replay", os.path.join(SHARED, "hta-simple-add/simple_add_et.json.gz"),
+                      "--device", "cpu", "--warmup", "0", "--iters", "1", "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rep = load_json(report)
+        self.assertIsNone(rep["original_iteration_ms"])
+        self.assertIsNone(rep["ratio"])
+
+    def test_convert_then_replay_the_workload(self):
+        with tempfile.TemporaryDirectory() as d:
+            w = os.path.join(d, "mlp.mimic")
+            r = mimic("convert", os.path.join(SAMPLES, "mlp.et.json.gz"),
+                      "--kineto", os.path.join(SAMPLES, "mlp.kineto.json.gz"), "-o", w)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            a = json.loads(mimic("inspect", w, "--json").stdout)
+            b = json.loads(mimic("inspect", os.path.join(SAMPLES, "mlp.et.json.gz"),
+                                 "--kineto", os.path.join(SAMPLES, "mlp.kineto.json.gz"), "--json").stdout)
+            self.assertEqual(a, b)
+            r = mimic("replay", w, "--warmup", "0", "--iters", "1", "--report", os.path.join(d, "r.json"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rep = load_json(os.path.join(d, "r.json"))
+            self.assertEqual(rep["coverage"]["replayed"], rep["coverage"]["total"])
+
+    def test_run_replays_the_embedded_sample(self):
+        with tempfile.TemporaryDirectory() as d:
+            report = os.path.join(d, "run.json")
+            r = mimic("run", "--warmup", "1", "--iters", "3", "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rep = load_json(report)
+        self.assertIn("original", r.stdout)
+        self.assertIsNotNone(rep["ratio"])
+        self.assertGreater(rep["ratio"], 0)
+        self.assertEqual(rep["coverage"]["replayed"], rep["coverage"]["total"])
+        self.assertIn("manifest", rep["original"]["source"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,68 @@
+// Kineto linking on the public paired traces, and refusal of a Kineto trace of another run.
+#include "mimic/eg/workload.h"
+#include "testing.h"
+
+namespace mimic::eg {
+namespace {
+
+struct Pair {
+  const char* et;
+  const char* kineto;
+};
+
+class KinetoPair : public ::testing::TestWithParam<Pair> {};
+
+TEST_P(KinetoPair, EveryHostOpAndKernelInTheWindowIsLinked) {
+  const std::string dir = mimic::testing::SharedTraces() + "/";
+  MIMIC_SKIP_UNLESS_EXISTS(dir + GetParam().et);
+  auto w = LoadWorkload(dir + GetParam().et, {.kineto_path = dir + GetParam().kineto});
+  ASSERT_THAT(w, IsOk());
+  const proto::KinetoSummary& k = w->kineto();
+  EXPECT_TRUE(k.present());
+  EXPECT_GT(k.host_ops(), 0);
+  EXPECT_EQ(k.host_ops_linked(), k.host_ops());
+  EXPECT_GT(k.kernels(), 0);
+  EXPECT_EQ(k.kernels_linked(), k.kernels());
+  // The kernels really sit on ops: count them there, with their streams and durations.
+  int64_t attached = 0;
+  for (const proto::Op& op : w->ops()) {
+    for (const proto::Kernel& kernel : op.kernels()) {
+      ++attached;
+      EXPECT_FALSE(kernel.name().empty());
+      EXPECT_GE(kernel.stream(), 0);
+      EXPECT_GE(kernel.launch_us(), op.cpu_start_us());
+      EXPECT_LE(kernel.launch_us(), op.cpu_start_us() + op.cpu_duration_us());
+    }
+  }
+  EXPECT_EQ(attached, k.kernels_linked());
+  EXPECT_EQ(w->provenance().sources_size(), 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Traces, KinetoPair,
+    ::testing::Values(Pair{"param-linear/linear_et.json.gz", "param-linear/linear_kineto.json.gz"},
+                      Pair{"hta-simple-add/simple_add_et.json.gz", "hta-simple-add/simple_add_kineto.json.gz"}));
+
+TEST(Kineto, FleetSamplesLinkByRecordFunctionIdWithStepSpans) {
+  const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
+  auto w = LoadWorkload(dir + "mlp.et.json.gz", {.kineto_path = dir + "mlp.kineto.json.gz"});
+  ASSERT_THAT(w, IsOk());
+  EXPECT_EQ(w->kineto().link_method(), "record_function_id");
+  EXPECT_EQ(w->kineto().host_ops_linked(), w->kineto().host_ops());
+  ASSERT_GE(w->segments_size(), 1);
+  for (const proto::Segment& s : w->segments()) EXPECT_TRUE(s.has_span()) << s.name();
+  EXPECT_EQ(w->original().iteration_ms_size(), w->segments_size());
+}
+
+TEST(Kineto, TraceOfAnotherRunIsRefused) {
+  const std::string dir = mimic::testing::SharedTraces() + "/";
+  MIMIC_SKIP_UNLESS_EXISTS(dir + "param-linear/linear_kineto.json.gz");
+  auto w = LoadWorkload(dir + "hta-simple-add/simple_add_et.json.gz",
+                        {.kineto_path = dir + "param-linear/linear_kineto.json.gz"});
+  EXPECT_THAT(w, StatusIs(StatusCode::kInvalidInput));
+  EXPECT_NE(w.status().message().find("linear_kineto.json.gz"), std::string::npos);
+  EXPECT_NE(w.status().message().find("another run"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mimic::eg

@@ -1,0 +1,125 @@
+// Value decoding across schema versions, on small hand-written traces.
+#include <cmath>
+
+#include "mimic/base/file.h"
+#include "mimic/eg/execution_trace.h"
+#include "mimic/eg/workload.h"
+#include "testing.h"
+
+namespace mimic::eg {
+namespace {
+
+Result<proto::Workload> Parse(const std::string& json) {
+  return LoadWorkloadFromMemory("test.json", json, "", "");
+}
+
+const std::string kFlat101 = R"json({
+  "schema": "1.0.1", "pid": 7, "time": "t", "start_ts": 1,
+  "nodes": [
+    {"name": "aten::cat", "id": 5, "rf_id": 2, "parent": 3, "fw_parent": 0, "seq_id": -1, "scope": 0,
+     "tid": 1, "fw_tid": 0, "op_schema": "aten::cat(Tensor[] tensors, int dim=0) -> Tensor",
+     "inputs": [[[10,11,0,6,4],[12,13,0,6,4]], 0], "input_shapes": [[[2,3],[2,3]],[]],
+     "input_types": ["GenericList[Tensor(float),Tensor(float)]", "Int"],
+     "outputs": [[14,15,0,12,4]], "output_shapes": [[4,3]], "output_types": ["Tensor(float)"]},
+    {"name": "[pytorch|profiler|execution_graph|thread]", "id": 3, "rf_id": 0, "parent": 1,
+     "fw_parent": 0, "seq_id": -1, "scope": 7, "tid": 1, "fw_tid": 0, "op_schema": "",
+     "inputs": [], "input_shapes": [], "input_types": [], "outputs": [], "output_shapes": [], "output_types": []},
+    {"name": "aten::clamp", "id": 6, "rf_id": 3, "parent": 3, "fw_parent": 0, "seq_id": -1, "scope": 0,
+     "tid": 1, "fw_tid": 0, "op_schema": "aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
+     "inputs": [[14,15,0,12,4], "<None>", "inf"], "input_shapes": [[4,3],[],[]],
+     "input_types": ["Tensor(float)", "None", "Double"],
+     "outputs": [[16,17,0,12,4]], "output_shapes": [[4,3]], "output_types": ["Tensor(float)"]},
+    {"name": "aten::randn", "id": 7, "rf_id": 4, "parent": 3, "fw_parent": 0, "seq_id": -1, "scope": 0,
+     "tid": 1, "fw_tid": 0, "op_schema": "aten::randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+     "inputs": [[2,2], "<Generator>", 6, "<None>", "cuda:0", false], "input_shapes": [[[],[]],[],[],[],[],[]],
+     "input_types": ["GenericList[Int,Int]", "Generator", "Int", "None", "Device", "Bool"],
+     "outputs": [[18,19,0,4,4,"cuda:0"]], "output_shapes": [[2,2]], "output_types": ["Tensor(float)"]}
+  ]})json";
+
+TEST(Values, Schema101FlatNodesDecodeTyped) {
+  auto w = Parse(kFlat101);
+  ASSERT_THAT(w, IsOk());
+  ASSERT_EQ(w->ops_size(), 4);
+  EXPECT_EQ(w->ops(0).id(), 3);  // sorted by id
+  const proto::Op& cat = w->ops(1);
+  EXPECT_EQ(cat.name(), "aten::cat");
+  EXPECT_EQ(w->schemas(cat.schema()), "aten::cat(Tensor[] tensors, int dim=0) -> Tensor");
+  ASSERT_EQ(cat.inputs(0).kind_case(), proto::Value::kList);
+  ASSERT_EQ(cat.inputs(0).list().items_size(), 2);
+  const proto::Tensor& t0 = w->tensors(cat.inputs(0).list().items(0).tensor());
+  EXPECT_EQ(t0.tensor_id(), 10);
+  EXPECT_EQ(t0.storage_id(), 11);
+  EXPECT_EQ(t0.numel(), 6);
+  EXPECT_EQ(t0.dtype(), proto::FLOAT32);
+  EXPECT_THAT(t0.shape(), ::testing::ElementsAre(2, 3));
+  EXPECT_EQ(t0.device(), "");  // 5-field tensors carry no device
+  EXPECT_EQ(cat.inputs(1).int_value(), 0);
+
+  const proto::Op& clamp = w->ops(2);
+  EXPECT_TRUE(clamp.inputs(1).none());
+  EXPECT_TRUE(std::isinf(clamp.inputs(2).double_value()));
+  // The clamp input is the cat output: one table entry.
+  EXPECT_EQ(clamp.inputs(0).tensor(), cat.outputs(0).tensor());
+
+  const proto::Op& randn = w->ops(3);
+  EXPECT_EQ(randn.inputs(0).list().items_size(), 2);
+  EXPECT_EQ(randn.inputs(1).opaque(), "<Generator>");
+  EXPECT_EQ(randn.inputs(4).device(), "cuda:0");
+  EXPECT_FALSE(randn.inputs(5).bool_value());
+  EXPECT_EQ(w->tensors(randn.outputs(0).tensor()).device(), "cuda:0");
+}
+
+TEST(Values, Schema111NestedNodesKeepStridesAndTensorRange) {
+  const std::string json = R"json({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [
+    {"id": 2, "name": "aten::embedding", "ctrl_deps": 1,
+     "inputs": {"values": [[1,2,0,40,4,"cpu"],[3,4,0,8,8,"cpu"],-1,false,false],
+                "shapes": [[10,4],[8],[],[],[]], "strides": [[4,1],[1],[],[],[]],
+                "types": ["Tensor(float)","Tensor(long int)","Int","Bool","Bool"]},
+     "outputs": {"values": [[5,6,0,32,4,"cpu"]], "shapes": [[8,4]], "strides": [[4,1]], "types": ["Tensor(float)"]},
+     "attrs": [{"name": "rf_id", "type": "uint64", "value": 9},
+               {"name": "op_schema", "type": "string", "value": "aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor"},
+               {"name": "tensor_range", "type": "string", "value": "{\"1\":[0,9]}"},
+               {"name": "collective_name", "type": "string", "value": "none"}]}]})json";
+  auto w = Parse(json);
+  ASSERT_THAT(w, IsOk());
+  const proto::Op& op = w->ops(0);
+  EXPECT_EQ(op.rf_id(), 9);
+  const proto::Tensor& idx = w->tensors(op.inputs(1).tensor());
+  EXPECT_EQ(idx.dtype(), proto::INT64);
+  EXPECT_TRUE(idx.has_range());
+  EXPECT_EQ(idx.range_min(), 0);
+  EXPECT_EQ(idx.range_max(), 9);
+  EXPECT_THAT(w->tensors(op.inputs(0).tensor()).strides(), ::testing::ElementsAre(4, 1));
+  EXPECT_EQ(op.attrs().at("collective_name").string_value(), "none");
+  EXPECT_TRUE(w->provenance().warnings().empty());
+}
+
+TEST(Values, UnknownSchemaIsReadBestEffortWithAWarning) {
+  auto w = Parse(R"json({"schema": "9.9.9", "nodes": [{"id": 1, "name": "x"}]})json");
+  ASSERT_THAT(w, IsOk());
+  ASSERT_EQ(w->provenance().warnings_size(), 1);
+  EXPECT_NE(w->provenance().warnings(0).find("9.9.9"), std::string::npos);
+}
+
+TEST(Values, MalformedTracesAreInvalidInputWithAPosition) {
+  struct Case {
+    const char* json;
+    const char* expect;
+  } cases[] = {
+      {R"json({"schema": "1.0.1", "nodes": [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}]})json", "duplicate node id 1"},
+      {R"json({"schema": "1.0.1", "nodes": [{"id": 1, "name": "a"}, {"id": 2, )json", "byte"},
+      {R"json({"traceEvents": []})json", "not a PyTorch execution trace"},
+      {R"json([1, 2, 3])json", "expected a JSON object"},
+      {R"json({"schema": "1.0.1", "nodes": [{"id": 2, "parent": 3}, {"id": 3, "parent": 2}]})json", "cycle"},
+      {R"json({"schema": "1.0.1", "nodes": [{"id": 2, "inputs": [[1,2,0,-5,4]], "input_types": ["Tensor(float)"]}]})json", "negative"},
+  };
+  for (const Case& c : cases) {
+    auto w = Parse(c.json);
+    EXPECT_THAT(w, StatusIs(StatusCode::kInvalidInput)) << c.json;
+    EXPECT_NE(w.status().message().find("test.json:"), std::string::npos) << w.status().message();
+    EXPECT_NE(w.status().message().find(c.expect), std::string::npos) << c.expect << " in: " << w.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace mimic::eg

@@ -1,0 +1,99 @@
+// CPU replay of the fleet samples and of public CUDA traces remapped to the CPU.
+#include "mimic/replay/replayer.h"
+
+#include "mimic/eg/workload.h"
+#include "testing.h"
+
+namespace mimic::replay {
+namespace {
+
+class FleetSample : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FleetSample, ReplaysEveryOpWithTheRecordedShapesAndDtypes) {
+  const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
+  const std::string name = GetParam();
+  auto w = eg::LoadWorkload(dir + name + ".et.json.gz", {.kineto_path = dir + name + ".kineto.json.gz"});
+  ASSERT_THAT(w, IsOk());
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 1;
+  options.iters = 2;
+  auto r = Replay(*w, options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_GT(r->total_ops, 0);
+  EXPECT_EQ(r->replayed_ops, r->total_ops);
+  for (const SkippedOp& s : r->skipped) ADD_FAILURE() << s.name << ": " << s.reason << ": " << s.detail;
+  EXPECT_GT(r->outputs_checked, 0);
+  EXPECT_EQ(r->outputs_mismatched, 0);
+  for (const std::string& m : r->mismatches) ADD_FAILURE() << m;
+  ASSERT_EQ(r->iteration_ms.size(), 2u);
+  for (double ms : r->iteration_ms) EXPECT_GT(ms, 0);
+  EXPECT_EQ(r->selection, "ProfilerStep#1");
+}
+
+INSTANTIATE_TEST_SUITE_P(Samples, FleetSample, ::testing::Values("mlp", "cnn_bn", "transformer", "embbag_rec"));
+
+TEST(Replay, CudaTraceIsRemappedToTheCpu) {
+  const std::string path = mimic::testing::SharedTraces() + "/param-linear/linear_et.json.gz";
+  MIMIC_SKIP_UNLESS_EXISTS(path);
+  auto w = eg::LoadWorkload(path);
+  ASSERT_THAT(w, IsOk());
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 0;
+  options.iters = 1;
+  auto r = Replay(*w, options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->replayed_ops, r->total_ops);
+  EXPECT_EQ(r->outputs_mismatched, 0);
+}
+
+TEST(Replay, CollectivesAreSkippedAndCountedNotFatal) {
+  const std::string path = mimic::testing::SharedTraces() + "/chakra-allgather/allgather_1.0.2_et.json.gz";
+  MIMIC_SKIP_UNLESS_EXISTS(path);
+  auto w = eg::LoadWorkload(path);
+  ASSERT_THAT(w, IsOk());
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 0;
+  options.iters = 1;
+  auto r = Replay(*w, options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->skipped_by_reason["collective"], 10);
+  EXPECT_EQ(r->replayed_ops + 10, r->total_ops);
+  options.strict = true;
+  EXPECT_THAT(Replay(*w, options), StatusIs(StatusCode::kInvalidInput));
+}
+
+TEST(Replay, SelectionErrorsAreInvalidInput) {
+  const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
+  auto w = eg::LoadWorkload(dir + "mlp.et.json.gz");
+  ASSERT_THAT(w, IsOk());
+  ReplayOptions options;
+  options.iteration = 99;
+  EXPECT_THAT(Replay(*w, options), StatusIs(StatusCode::kInvalidInput));
+  options.iteration = -1;
+  options.label = "no such label";
+  EXPECT_THAT(Replay(*w, options), StatusIs(StatusCode::kInvalidInput));
+  options.label.clear();
+  options.device = "tpu:0";
+  EXPECT_FALSE(Replay(*w, options).ok());
+}
+
+TEST(Replay, SameSeedSameInputs) {
+  const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
+  auto w = eg::LoadWorkload(dir + "embbag_rec.et.json.gz");
+  ASSERT_THAT(w, IsOk());
+  ReplayOptions options;
+  options.warmup = 0;
+  options.iters = 1;
+  auto a = Replay(*w, options);
+  auto b = Replay(*w, options);
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(b, IsOk());
+  EXPECT_EQ(a->preallocated_bytes, b->preallocated_bytes);
+  EXPECT_EQ(a->replayed_ops, a->total_ops);
+}
+
+}  // namespace
+}  // namespace mimic::replay
