@@ -111,6 +111,44 @@ double AsDouble(element e) {
   }
 }
 
+// Hash maps keyed by std::string that can be probed with a string_view without allocating.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using InternMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
+// Interns `s` into `table` (a repeated string field) through `index`.
+int32_t Intern(std::string_view s, InternMap& index,
+               google::protobuf::RepeatedPtrField<std::string>* table) {
+  if (auto it = index.find(s); it != index.end()) return it->second;
+  const int32_t id = table->size();
+  table->Add(std::string(s));
+  index.emplace(std::string(s), id);
+  return id;
+}
+
+// Walks a JSON array element by element (dom::array::at(i) would rescan from the start).
+class Cursor {
+ public:
+  Cursor() = default;
+  explicit Cursor(element e) {
+    simdjson::dom::array a;
+    if (e.get_array().get(a) == simdjson::SUCCESS) it_ = a.begin(), end_ = a.end(), valid_ = true;
+  }
+  // The next element, or false when there is none.
+  bool Next(element* out) {
+    if (!valid_ || it_ == end_) return false;
+    *out = *it_;
+    ++it_;
+    return true;
+  }
+
+ private:
+  simdjson::dom::array::iterator it_, end_;
+  bool valid_ = false;
+};
+
 // Thrown for semantic problems inside a node; carries a message for the caller to position.
 struct NodeError {
   std::string message;
@@ -118,7 +156,9 @@ struct NodeError {
 
 class TraceBuilder {
  public:
-  TraceBuilder(const std::string& path, proto::Workload& w) : path_(path), w_(w) {}
+  TraceBuilder(const std::string& path, proto::Workload& w) : path_(path), w_(w) {
+    Intern("", type_index_, w_.mutable_types());  // index 0: no type recorded
+  }
 
   void AddNode(element node);
   Status Finish();
@@ -140,9 +180,9 @@ class TraceBuilder {
 
   const std::string& path_;
   proto::Workload& w_;
-  std::unordered_map<std::string, int32_t> schema_index_;
-  std::unordered_map<std::string, int32_t> tensor_index_;
-  std::unordered_set<int64_t> ids_;
+  InternMap schema_index_;
+  InternMap type_index_;
+  InternMap tensor_index_;
   std::string key_;  // scratch for tensor keys
   simdjson::dom::parser aux_parser_;
 };
@@ -230,7 +270,6 @@ void TraceBuilder::AddNode(element node) {
     }
   }
   if (!has_id) throw NodeError{"node has no \"id\""};
-  if (!ids_.insert(op.id()).second) throw NodeError{"duplicate node id " + std::to_string(op.id())};
   ConvertValues(in, op.mutable_inputs());
   ConvertValues(out, op.mutable_outputs());
   if (!tensor_range.empty()) ApplyTensorRange(tensor_range, op);
@@ -239,36 +278,30 @@ void TraceBuilder::AddNode(element node) {
 
 int32_t TraceBuilder::InternSchema(std::string_view schema) {
   if (schema.empty()) return -1;
-  auto [it, inserted] = schema_index_.try_emplace(std::string(schema), w_.schemas_size());
-  if (inserted) w_.add_schemas(std::string(schema));
-  return it->second;
+  return Intern(schema, schema_index_, w_.mutable_schemas());
 }
 
 void TraceBuilder::ConvertValues(const IoJson& io,
                                  google::protobuf::RepeatedPtrField<proto::Value>* out) {
   if (!io.has_values) return;
-  const simdjson::dom::array values = io.values.get_array();
-  simdjson::dom::array types, shapes, strides;
-  if (io.has_types) types = io.types.get_array();
-  if (io.has_shapes) shapes = io.shapes.get_array();
-  if (io.has_strides && io.strides.type() == element_type::ARRAY) strides = io.strides.get_array();
-  size_t i = 0;
-  for (element value : values) {
-    std::string_view type;
-    if (io.has_types && i < types.size()) type = types.at(i).get_string();
-    element shape, stride;
-    const bool has_shape = io.has_shapes && i < shapes.size() && shapes.at(i).get(shape) == simdjson::SUCCESS;
-    const bool has_stride = io.has_strides && io.strides.type() == element_type::ARRAY &&
-                            i < strides.size() && strides.at(i).get(stride) == simdjson::SUCCESS;
-    ConvertValue(value, type, has_shape ? &shape : nullptr, has_stride ? &stride : nullptr,
+  Cursor values(io.values), types, shapes, strides;
+  if (io.has_types) types = Cursor(io.types);
+  if (io.has_shapes) shapes = Cursor(io.shapes);
+  if (io.has_strides) strides = Cursor(io.strides);
+  element value, type, shape, stride;
+  while (values.Next(&value)) {
+    std::string_view type_name;
+    if (types.Next(&type)) type_name = type.get_string();
+    const bool has_shape = shapes.Next(&shape);
+    const bool has_stride = strides.Next(&stride);
+    ConvertValue(value, type_name, has_shape ? &shape : nullptr, has_stride ? &stride : nullptr,
                  out->Add());
-    ++i;
   }
 }
 
 void TraceBuilder::ConvertValue(element value, std::string_view type, const element* shape,
                                 const element* strides, proto::Value* out) {
-  out->set_type(std::string(type));
+  out->set_type(Intern(type, type_index_, w_.mutable_types()));
   const element_type kind = value.type();
   if (IsTensorType(type) && kind == element_type::ARRAY) {
     out->set_tensor(InternTensor(value, type, shape, strides));
@@ -298,19 +331,16 @@ void TraceBuilder::ConvertValue(element value, std::string_view type, const elem
     case element_type::ARRAY: {
       const std::vector<std::string_view> args = ContainerArgs(type);
       proto::ValueList* list = out->mutable_list();
-      simdjson::dom::array shapes, stride_list;
-      const bool per_item_shapes = shape && shape->type() == element_type::ARRAY &&
-                                   shape->get_array().get(shapes) == simdjson::SUCCESS;
-      const bool per_item_strides = strides && strides->type() == element_type::ARRAY &&
-                                    strides->get_array().get(stride_list) == simdjson::SUCCESS;
+      Cursor shapes, stride_list;
+      if (shape) shapes = Cursor(*shape);
+      if (strides) stride_list = Cursor(*strides);
       size_t i = 0;
+      element item_shape, item_stride;
       for (element item : value.get_array()) {
         const std::string_view item_type =
             args.empty() ? std::string_view() : args[std::min(i, args.size() - 1)];
-        element item_shape, item_stride;
-        const bool hs = per_item_shapes && i < shapes.size() && shapes.at(i).get(item_shape) == simdjson::SUCCESS;
-        const bool hst = per_item_strides && i < stride_list.size() &&
-                         stride_list.at(i).get(item_stride) == simdjson::SUCCESS;
+        const bool hs = shapes.Next(&item_shape);
+        const bool hst = stride_list.Next(&item_stride);
         ConvertValue(item, item_type, hs ? &item_shape : nullptr, hst ? &item_stride : nullptr,
                      list->add_items());
         ++i;
@@ -355,8 +385,15 @@ int32_t TraceBuilder::InternTensor(element value, std::string_view type, const e
 
   auto [it, inserted] = tensor_index_.try_emplace(key_, w_.tensors_size());
   if (!inserted) return it->second;
-  for (int64_t d : dims)
+  int64_t elements = 1, bytes = 0;
+  for (int64_t d : dims) {
     if (d < 0) throw NodeError{"tensor " + std::to_string(f[0]) + " has a negative dimension"};
+    if (__builtin_mul_overflow(elements, d, &elements))
+      throw NodeError{"tensor " + std::to_string(f[0]) + " has a shape whose size overflows 64 bits"};
+  }
+  if (__builtin_mul_overflow(std::max(f[3], elements), f[4], &bytes) ||
+      __builtin_add_overflow(bytes, f[2] * f[4], &bytes))
+    throw NodeError{"tensor " + std::to_string(f[0]) + " is larger than 2^63 bytes"};
   proto::Tensor& t = *w_.add_tensors();
   t.set_tensor_id(f[0]);
   t.set_storage_id(f[1]);
@@ -365,7 +402,7 @@ int32_t TraceBuilder::InternTensor(element value, std::string_view type, const e
   t.set_itemsize(f[4]);
   t.set_device(std::string(device));
   t.set_dtype(DTypeOfTensorType(type));
-  t.set_type(std::string(type));
+  t.set_type(Intern(type, type_index_, w_.mutable_types()));
   for (int64_t d : dims) t.add_shape(d);
   for (int64_t d : steps) t.add_strides(d);
   return it->second;
@@ -438,8 +475,13 @@ bool ParseStepNumber(std::string_view name, int64_t* step) {
 
 Status TraceBuilder::Finish() {
   auto* ops = w_.mutable_ops();
-  std::sort(ops->begin(), ops->end(),
-            [](const proto::Op& a, const proto::Op& b) { return a.id() < b.id(); });
+  // Sorting the pointers, not the messages: a message swap copies every field.
+  std::sort(ops->pointer_begin(), ops->pointer_end(),
+            [](const proto::Op* a, const proto::Op* b) { return a->id() < b->id(); });
+  for (int i = 1; i < ops->size(); ++i)
+    if (ops->Get(i).id() == ops->Get(i - 1).id())
+      return Status::InvalidInput(path_ + ":node id " + std::to_string(ops->Get(i).id()) +
+                                  ": duplicate node id " + std::to_string(ops->Get(i).id()));
   std::unordered_set<std::string> devices;
   for (const proto::Tensor& t : w_.tensors())
     if (!t.device().empty() && devices.insert(t.device()).second)
@@ -471,19 +513,24 @@ bool IsKnownSchema(std::string_view schema) {
 }
 
 Result<proto::Workload> ParseExecutionTrace(const std::string& path, std::string_view json) {
+  std::unique_ptr<InputStream> in = InputStream::FromMemory(path, json);
+  return ParseExecutionTrace(path, *in);
+}
+
+Result<proto::Workload> ParseExecutionTrace(const std::string& path, InputStream& in) {
   proto::Workload w;
   TraceBuilder builder(path, w);
   auto& prov = *w.mutable_provenance();
   bool has_schema = false, has_nodes = false;
   auto on_node = [&](element node, size_t index, size_t at) -> Status {
-    const std::string where = path + ":byte " + std::to_string(at) + ": node #" + std::to_string(index);
-    if (node.type() != element_type::OBJECT) return Status::InvalidInput(where + " is not an object");
+    auto where = [&] { return path + ":byte " + std::to_string(at) + ": node #" + std::to_string(index); };
+    if (node.type() != element_type::OBJECT) return Status::InvalidInput(where() + " is not an object");
     try {
       builder.AddNode(node);
     } catch (const simdjson::simdjson_error& e) {
-      return Status::InvalidInput(where + ": unexpected value (" + e.what() + ")");
+      return Status::InvalidInput(where() + ": unexpected value (" + e.what() + ")");
     } catch (const NodeError& e) {
-      return Status::InvalidInput(where + ": " + e.message);
+      return Status::InvalidInput(where() + ": " + e.message);
     }
     return Status::Ok();
   };
@@ -502,7 +549,7 @@ Result<proto::Workload> ParseExecutionTrace(const std::string& path, std::string
     }
     return Status::Ok();
   };
-  MIMIC_RETURN_IF_ERROR(WalkTopLevelObject(path, json, "nodes", on_node, on_member, &has_nodes));
+  MIMIC_RETURN_IF_ERROR(WalkTopLevelObject(path, in, "nodes", on_node, on_member, &has_nodes));
   if (!has_nodes || !has_schema)
     return Status::InvalidInput(path + ":byte 0: valid JSON but not a PyTorch execution trace (no " +
                                 std::string(has_nodes ? "\"schema\"" : "\"nodes\"") + " member)");

@@ -5,13 +5,22 @@
 namespace mimic::eg {
 
 bool JsonScanner::Fail(const char* what) {
-  error_ = "byte " + std::to_string(offset()) + ": " + what;
+  error_ = what;
+  error_pos_ = pos();
   return false;
+}
+
+// At the end of the window: final input ends here, otherwise the token is incomplete.
+bool JsonScanner::AtEnd() {
+  if (p_ < end_) return false;
+  if (!final_) incomplete_ = true;
+  return true;
 }
 
 char JsonScanner::Peek() {
   while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
-  return p_ < end_ ? *p_ : 0;
+  if (AtEnd()) return 0;
+  return *p_;
 }
 
 bool JsonScanner::Consume(char c) {
@@ -24,8 +33,11 @@ bool JsonScanner::Consume(char c) {
 bool JsonScanner::SkipString() {
   const char* q = p_ + 1;
   while (true) {
-    const void* hit = std::memchr(q, '"', static_cast<size_t>(end_ - q));
-    if (!hit) return Fail("unterminated string");
+    const void* hit = q < end_ ? std::memchr(q, '"', static_cast<size_t>(end_ - q)) : nullptr;
+    if (!hit) {
+      if (!final_) incomplete_ = true;
+      return Fail("unterminated string");
+    }
     q = static_cast<const char*>(hit);
     size_t backslashes = 0;
     for (const char* b = q - 1; b > p_ && *b == '\\'; --b) ++backslashes;
@@ -37,7 +49,7 @@ bool JsonScanner::SkipString() {
 }
 
 bool JsonScanner::ReadString(std::string_view* out) {
-  if (Peek() != '"') return Fail("expected a string");
+  if (Peek() != '"') return Fail(incomplete_ ? "unexpected end of input" : "expected a string");
   const char* start = p_;
   if (!SkipString()) return false;
   *out = std::string_view(start + 1, static_cast<size_t>(p_ - start - 2));
@@ -70,6 +82,7 @@ bool JsonScanner::ScanValue(std::string_view* out) {
       ++p_;
     }
     if (depth != 0) {
+      if (!final_) incomplete_ = true;
       p_ = start;
       return Fail("unterminated array or object");
     }
@@ -77,59 +90,164 @@ bool JsonScanner::ScanValue(std::string_view* out) {
     while (p_ < end_ && *p_ != ',' && *p_ != '}' && *p_ != ']' && *p_ != ' ' && *p_ != '\n' &&
            *p_ != '\r' && *p_ != '\t')
       ++p_;
+    if (p_ == end_ && !final_) {  // the number or literal may go on in the next window
+      incomplete_ = true;
+      return Fail("unexpected end of input");
+    }
   }
   *out = std::string_view(start, static_cast<size_t>(p_ - start));
   return true;
 }
 
 namespace {
+
+// The sliding window over the decompressed input. Consumed bytes are dropped on each refill;
+// the window doubles when one token does not fit in it.
+class Window {
+ public:
+  explicit Window(InputStream& in) : in_(in) { buf_.Reserve(kInitial); }
+
+  // A scanner over the unconsumed bytes, starting at the consumed mark.
+  JsonScanner Scanner() const { return JsonScanner(buf_.data(), buf_.size(), start_, eof_); }
+  // Marks everything before `pos` (a scanner position) as consumed.
+  void Consume(size_t pos) { start_ = pos; }
+  // Absolute offset, in the decompressed input, of window position `pos`.
+  size_t Offset(size_t pos) const { return base_ + pos; }
+  bool eof() const { return eof_; }
+
+  // Drops consumed bytes and reads more. False with *status set on a read error.
+  bool Refill(Status* status) {
+    const size_t keep = buf_.size() - start_;
+    if (start_ > 0) std::memmove(buf_.mutable_data(), buf_.data() + start_, keep);
+    base_ += start_;
+    start_ = 0;
+    buf_.Resize(keep);
+    if (keep > buf_.capacity() / 2) buf_.Reserve(buf_.capacity() * 2);
+    Result<size_t> n = in_.Read(buf_.mutable_data() + keep, buf_.capacity() - keep);
+    if (!n.ok()) {
+      *status = n.status();
+      return false;
+    }
+    buf_.Resize(keep + *n);
+    if (*n == 0) eof_ = true;
+    return true;
+  }
+
+ private:
+  static constexpr size_t kInitial = 1 << 20;
+  InputStream& in_;
+  PaddedBuffer buf_;
+  size_t start_ = 0;
+  size_t base_ = 0;
+  bool eof_ = false;
+};
+
 Status At(const std::string& path, size_t offset, const std::string& what) {
   return Status::InvalidInput(path + ":byte " + std::to_string(offset) + ": " + what);
 }
+
 }  // namespace
 
-Status WalkTopLevelObject(const std::string& path, std::string_view json,
-                          std::string_view array_key, const ElementFn& on_element,
-                          const MemberFn& on_member, bool* found_array) {
+Status WalkTopLevelObject(const std::string& path, InputStream& in, std::string_view array_key,
+                          const ElementFn& on_element, const MemberFn& on_member,
+                          bool* found_array) {
+  Window window(in);
   simdjson::dom::parser parser;
-  JsonScanner scan(json);
   *found_array = false;
-  if (!scan.Consume('{')) return At(path, scan.offset(), "expected a JSON object");
-  while (!scan.Consume('}')) {
-    std::string_view key;
-    if (!scan.ReadString(&key)) return Status::InvalidInput(path + ":" + scan.error());
-    if (!scan.Consume(':')) return At(path, scan.offset(), "expected ':'");
+
+  // Runs one scanning step, refilling the window and retrying while the step runs into the
+  // window's end. `step` returns false on failure, with the scanner telling why.
+  Status io;
+  auto step = [&](auto&& fn) -> Status {
+    while (true) {
+      JsonScanner scan = window.Scanner();
+      if (fn(scan)) {
+        window.Consume(scan.pos());
+        return Status::Ok();
+      }
+      if (!scan.incomplete() || window.eof()) {
+        const std::string why = scan.error().empty() ? "unexpected token" : scan.error();
+        return At(path, window.Offset(scan.error().empty() ? scan.pos() : scan.error_pos()), why);
+      }
+      if (!window.Refill(&io)) return io;
+    }
+  };
+  // Tries to consume `c`; *found tells whether it was there.
+  auto consume = [&](char c, bool* found) {
+    return step([&](JsonScanner& s) {
+      const char next = s.Peek();
+      if (next == 0 && s.incomplete()) return false;
+      *found = next == c;
+      if (*found) s.Consume(c);
+      return true;
+    });
+  };
+
+  bool found = false;
+  MIMIC_RETURN_IF_ERROR(consume('{', &found));
+  if (!found) return At(path, 0, "expected a JSON object");
+  MIMIC_RETURN_IF_ERROR(consume('}', &found));
+  std::string key;
+  while (!found) {
+    size_t key_at = 0;
+    MIMIC_RETURN_IF_ERROR(step([&](JsonScanner& s) {
+      std::string_view k;
+      if (!s.ReadString(&k)) return false;
+      key_at = window.Offset(s.pos());
+      key.assign(k);
+      return true;
+    }));
+    MIMIC_RETURN_IF_ERROR(consume(':', &found));
+    if (!found) return At(path, key_at, "expected ':'");
     if (key == array_key) {
       *found_array = true;
-      if (!scan.Consume('['))
-        return At(path, scan.offset(), "\"" + std::string(array_key) + "\" is not an array");
-      size_t index = 0;
-      while (!scan.Consume(']')) {
-        const size_t at = scan.offset();
+      MIMIC_RETURN_IF_ERROR(consume('[', &found));
+      if (!found) return At(path, key_at, "\"" + key + "\" is not an array");
+      MIMIC_RETURN_IF_ERROR(consume(']', &found));
+      for (size_t index = 0; !found; ++index) {
         std::string_view raw;
-        if (!scan.ScanValue(&raw)) return Status::InvalidInput(path + ":" + scan.error());
+        size_t at = 0;
+        MIMIC_RETURN_IF_ERROR(step([&](JsonScanner& s) {
+          s.Peek();
+          at = window.Offset(s.pos());
+          return s.ScanValue(&raw);
+        }));
+        // The window keeps `raw` (and simdjson's padding past it) until the next refill.
         simdjson::dom::element element;
         if (auto err = parser.parse(raw.data(), raw.size(), false).get(element))
-          return At(path, at, std::string(array_key) + "[" + std::to_string(index) + "]: " +
-                                  simdjson::error_message(err));
+          return At(path, at, key + "[" + std::to_string(index) + "]: " + simdjson::error_message(err));
         MIMIC_RETURN_IF_ERROR(on_element(element, index, at));
-        ++index;
-        if (!scan.Consume(',') && scan.Peek() != ']')
-          return At(path, scan.offset(), "expected ',' or ']'");
+        MIMIC_RETURN_IF_ERROR(consume(',', &found));
+        if (found) {
+          found = false;
+          continue;
+        }
+        MIMIC_RETURN_IF_ERROR(consume(']', &found));
+        if (!found) return At(path, window.Offset(window.Scanner().pos()), "expected ',' or ']'");
       }
     } else {
-      const size_t at = scan.offset();
       std::string_view raw;
-      if (!scan.ScanValue(&raw)) return Status::InvalidInput(path + ":" + scan.error());
+      size_t at = 0;
+      MIMIC_RETURN_IF_ERROR(step([&](JsonScanner& s) {
+        s.Peek();
+        at = window.Offset(s.pos());
+        return s.ScanValue(&raw);
+      }));
       simdjson::dom::element value;
       if (auto err = parser.parse(raw.data(), raw.size(), false).get(value))
         return At(path, at, simdjson::error_message(err));
       MIMIC_RETURN_IF_ERROR(on_member(key, value, at));
     }
-    if (!scan.Consume(',') && scan.Peek() != '}')
-      return At(path, scan.offset(), "expected ',' or '}'");
+    MIMIC_RETURN_IF_ERROR(consume(',', &found));
+    if (found) {
+      found = false;
+      continue;
+    }
+    MIMIC_RETURN_IF_ERROR(consume('}', &found));
+    if (!found) return At(path, window.Offset(window.Scanner().pos()), "expected ',' or '}'");
   }
-  if (!scan.at_end()) return At(path, scan.offset(), "trailing data after the JSON object");
+  MIMIC_RETURN_IF_ERROR(consume(0, &found));
+  if (!found) return At(path, window.Offset(window.Scanner().pos()), "trailing data after the JSON object");
   return Status::Ok();
 }
 

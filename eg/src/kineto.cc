@@ -193,6 +193,11 @@ std::unordered_map<const KinetoEvent*, int> AttributeLaunches(
 }  // namespace
 
 Result<KinetoTrace> ParseKinetoTrace(const std::string& path, std::string_view json) {
+  std::unique_ptr<InputStream> in = InputStream::FromMemory(path, json);
+  return ParseKinetoTrace(path, *in);
+}
+
+Result<KinetoTrace> ParseKinetoTrace(const std::string& path, InputStream& in) {
   KinetoTrace trace;
   auto on_event = [&](element e, size_t, size_t at) -> Status {
     if (e.type() != element_type::OBJECT) return Status::Ok();
@@ -234,7 +239,7 @@ Result<KinetoTrace> ParseKinetoTrace(const std::string& path, std::string_view j
     return Status::Ok();
   };
   bool found = false;
-  MIMIC_RETURN_IF_ERROR(WalkTopLevelObject(path, json, "traceEvents", on_event, on_member, &found));
+  MIMIC_RETURN_IF_ERROR(WalkTopLevelObject(path, in, "traceEvents", on_event, on_member, &found));
   if (!found)
     return Status::InvalidInput(path + ":byte 0: valid JSON but not a Kineto trace (no \"traceEvents\")");
   return trace;

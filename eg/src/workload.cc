@@ -1,7 +1,6 @@
 #include "mimic/eg/workload.h"
 
 #include <algorithm>
-#include <functional>
 #include <set>
 #include <unordered_set>
 
@@ -12,20 +11,22 @@
 namespace mimic::eg {
 namespace {
 
-// A `.mimic` file is this magic followed by the serialized proto::Workload.
+// A `.mimic` file is this magic, the SHA-256 of the payload in hex and a newline, then the
+// payload: the serialized proto::Workload.
 constexpr std::string_view kMagic = "MIMICWL\n";
+constexpr size_t kHeaderSize = kMagic.size() + 64 + 1;
 
 bool StartsWith(const std::string& s, std::string_view prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
 
 void AddSource(proto::Workload& w, const char* role, const std::string& path,
-               const FileContents& file) {
+               const std::string& sha256, uint64_t json_bytes) {
   proto::SourceFile& s = *w.mutable_provenance()->add_sources();
   s.set_role(role);
   s.set_path(path);
-  s.set_sha256(file.sha256);
-  s.set_bytes(file.bytes.size());
+  s.set_sha256(sha256);
+  s.set_bytes(json_bytes);
 }
 
 // Parent links must form a forest: a cycle would make every tree walk loop.
@@ -45,9 +46,35 @@ Status CheckParentLinks(const std::string& path, const proto::Workload& w) {
                                   ": cycle in parent links");
     for (int k : walk) state[k] = 2;
   }
+  return Status::Ok();
+}
+
+bool ValueIndicesOk(const proto::Workload& w, const proto::Value& v, int depth = 0) {
+  if (depth > 64 || v.type() < 0 || v.type() >= std::max(w.types_size(), 1)) return false;
+  if (v.kind_case() == proto::Value::kTensor) return v.tensor() >= -1 && v.tensor() < w.tensors_size();
+  if (v.kind_case() == proto::Value::kList)
+    for (const proto::Value& item : v.list().items())
+      if (!ValueIndicesOk(w, item, depth + 1)) return false;
+  return true;
+}
+
+// A workload file comes from outside too: every index it holds must point into its tables.
+Status CheckIndices(const std::string& path, const proto::Workload& w) {
+  const OpTree tree(w);
+  for (const proto::Segment& seg : w.segments())
+    if (tree.IndexOf(seg.op_id()) < 0)
+      return Status::InvalidInput(path + ":segment " + seg.name() + ": dangling op id " +
+                                  std::to_string(seg.op_id()));
+  for (const proto::Tensor& t : w.tensors())
+    if (t.type() < 0 || t.type() >= std::max(w.types_size(), 1) || t.numel() < 0 || t.offset() < 0)
+      return Status::InvalidInput(path + ":tensor " + std::to_string(t.tensor_id()) + ": invalid entry");
   for (const proto::Op& op : w.ops()) {
-    if (op.schema() >= w.schemas_size())
-      return Status::InvalidInput(path + ":node id " + std::to_string(op.id()) + ": schema index out of range");
+    const std::string where = path + ":node id " + std::to_string(op.id());
+    if (op.schema() < -1 || op.schema() >= w.schemas_size())
+      return Status::InvalidInput(where + ": schema index out of range");
+    for (const auto* values : {&op.inputs(), &op.outputs()})
+      for (const proto::Value& v : *values)
+        if (!ValueIndicesOk(w, v)) return Status::InvalidInput(where + ": dangling tensor or type index");
   }
   return Status::Ok();
 }
@@ -78,6 +105,11 @@ bool OpTree::IsWithin(int index, int ancestor) const {
   for (int j = index, guard = 0; j >= 0 && guard <= static_cast<int>(parent_.size()); j = parent_[j], ++guard)
     if (j == ancestor) return true;
   return false;
+}
+
+const std::string& TypeName(const proto::Workload& w, int32_t type_index) {
+  static const std::string kNone;
+  return type_index >= 0 && type_index < w.types_size() ? w.types(type_index) : kNone;
 }
 
 bool IsWrapperOp(const proto::Op& op) {
@@ -139,28 +171,33 @@ Summary Summarize(const proto::Workload& w) {
 Result<proto::Workload> ParseWorkloadFile(const std::string& path, std::string_view bytes) {
   if (bytes.substr(0, kMagic.size()) != kMagic)
     return Status::InvalidInput(path + ":byte 0: not a Mimic workload file");
+  if (bytes.size() < kHeaderSize || bytes[kHeaderSize - 1] != '\n')
+    return Status::InvalidInput(path + ":byte " + std::to_string(kMagic.size()) + ": truncated workload header");
+  const std::string_view body = bytes.substr(kHeaderSize);
+  if (Sha256Hex(body) != bytes.substr(kMagic.size(), 64))
+    return Status::InvalidInput(path + ":byte " + std::to_string(kHeaderSize) +
+                                ": checksum mismatch: the workload file is corrupt or truncated");
   proto::Workload w;
-  const std::string_view body = bytes.substr(kMagic.size());
   if (!w.ParseFromArray(body.data(), static_cast<int>(body.size())))
-    return Status::InvalidInput(path + ":byte " + std::to_string(kMagic.size()) +
+    return Status::InvalidInput(path + ":byte " + std::to_string(kHeaderSize) +
                                 ": corrupt workload (protobuf does not parse)");
   if (w.format().major() > kWorkloadFormatMajor)
-    return Status::Unsupported(path + ":byte " + std::to_string(kMagic.size()) +
+    return Status::Unsupported(path + ":byte " + std::to_string(kHeaderSize) +
                                ": workload format " + std::to_string(w.format().major()) + "." +
                                std::to_string(w.format().minor()) + " is newer than this Mimic reads (" +
                                std::to_string(kWorkloadFormatMajor) + ".x)");
   MIMIC_RETURN_IF_ERROR(CheckParentLinks(path, w));
-  for (const proto::Op& op : w.ops())
-    for (const auto* vals : {&op.inputs(), &op.outputs()})
-      for (const proto::Value& v : *vals)
-        if (v.kind_case() == proto::Value::kTensor && v.tensor() >= w.tensors_size())
-          return Status::InvalidInput(path + ":node id " + std::to_string(op.id()) + ": dangling tensor index");
+  MIMIC_RETURN_IF_ERROR(CheckIndices(path, w));
   return w;
 }
 
 Status SaveWorkload(const std::string& path, const proto::Workload& workload) {
+  std::string body;
+  if (!workload.SerializeToString(&body)) return Status::Internal("cannot serialize the workload");
   std::string bytes(kMagic);
-  if (!workload.AppendToString(&bytes)) return Status::Internal("cannot serialize the workload");
+  bytes += Sha256Hex(body);
+  bytes += '\n';
+  bytes += body;
   return WriteFileAtomic(path, bytes);
 }
 
@@ -168,23 +205,50 @@ namespace {
 
 // Normalizes an execution trace (and links a Kineto trace when one is given). Each JSON buffer
 // is released as soon as it has been read.
-using KinetoSource = std::function<Result<FileContents>()>;  // empty: no Kineto trace
+// Where a trace's bytes come from: a file, or memory (the embedded fleet sample).
+struct Source {
+  std::string name;
+  std::string_view memory;  // empty: read the file `name`
+  bool present() const { return !name.empty(); }
+  Result<std::unique_ptr<InputStream>> Open() const {
+    if (!memory.empty()) return InputStream::FromMemory(name, memory);
+    return InputStream::Open(name);
+  }
+  Result<std::string> Sha256() const {
+    if (!memory.empty()) return Sha256Hex(memory);
+    return Sha256OfFile(name);
+  }
+};
 
-Result<proto::Workload> Build(const std::string& path, FileContents et, const std::string& kineto_path,
-                              const KinetoSource& read_kineto) {
-  MIMIC_ASSIGN_OR_RETURN(proto::Workload w, ParseExecutionTrace(path, et.bytes.view()));
+// True when the source is a .mimic workload file (by its magic bytes).
+Result<bool> IsWorkloadFile(const Source& source) {
+  MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, source.Open());
+  char head[kMagic.size()];
+  size_t got = 0;
+  while (got < sizeof(head)) {
+    MIMIC_ASSIGN_OR_RETURN(const size_t n, in->Read(head + got, sizeof(head) - got));
+    if (n == 0) break;
+    got += n;
+  }
+  return std::string_view(head, got) == kMagic;
+}
+
+// Normalizes an execution trace, streaming it, and links a Kineto trace when one is given.
+Result<proto::Workload> Build(const Source& et, const Source& kineto) {
+  MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, et.Open());
+  MIMIC_ASSIGN_OR_RETURN(proto::Workload w, ParseExecutionTrace(et.name, *in));
   w.mutable_format()->set_major(kWorkloadFormatMajor);
   w.mutable_format()->set_minor(kWorkloadFormatMinor);
   w.mutable_provenance()->set_mimic_version(MIMIC_VERSION);
-  AddSource(w, "execution_trace", path, et);
-  et = FileContents();
-  MIMIC_RETURN_IF_ERROR(CheckParentLinks(path, w));
-  if (read_kineto) {
-    MIMIC_ASSIGN_OR_RETURN(FileContents kineto, read_kineto());
-    MIMIC_ASSIGN_OR_RETURN(KinetoTrace trace, ParseKinetoTrace(kineto_path, kineto.bytes.view()));
-    AddSource(w, "kineto", kineto_path, kineto);
-    kineto = FileContents();
-    MIMIC_RETURN_IF_ERROR(LinkKineto(kineto_path, trace, w));
+  MIMIC_ASSIGN_OR_RETURN(const std::string et_sha, et.Sha256());
+  AddSource(w, "execution_trace", et.name, et_sha, in->bytes_read());
+  MIMIC_RETURN_IF_ERROR(CheckParentLinks(et.name, w));
+  if (kineto.present()) {
+    MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> kin, kineto.Open());
+    MIMIC_ASSIGN_OR_RETURN(KinetoTrace trace, ParseKinetoTrace(kineto.name, *kin));
+    MIMIC_ASSIGN_OR_RETURN(const std::string kineto_sha, kineto.Sha256());
+    AddSource(w, "kineto", kineto.name, kineto_sha, kin->bytes_read());
+    MIMIC_RETURN_IF_ERROR(LinkKineto(kineto.name, trace, w));
   }
   return w;
 }
@@ -192,20 +256,21 @@ Result<proto::Workload> Build(const std::string& path, FileContents et, const st
 }  // namespace
 
 Result<proto::Workload> LoadWorkload(const std::string& path, const LoadOptions& options) {
-  MIMIC_ASSIGN_OR_RETURN(FileContents file, ReadFile(path));
-  if (file.bytes.view().substr(0, kMagic.size()) == kMagic) return ParseWorkloadFile(path, file.bytes.view());
-  KinetoSource kineto;
-  if (!options.kineto_path.empty()) kineto = [&] { return ReadFile(options.kineto_path); };
-  return Build(path, std::move(file), options.kineto_path, kineto);
+  const Source et{path, {}};
+  MIMIC_ASSIGN_OR_RETURN(const bool is_workload, IsWorkloadFile(et));
+  if (is_workload) {
+    MIMIC_ASSIGN_OR_RETURN(FileContents file, ReadFile(path));
+    return ParseWorkloadFile(path, file.bytes.view());
+  }
+  return Build(et, Source{options.kineto_path, {}});
 }
 
 Result<proto::Workload> LoadWorkloadFromMemory(const std::string& et_name, std::string_view et_raw,
                                                const std::string& kineto_name,
                                                std::string_view kineto_raw) {
-  MIMIC_ASSIGN_OR_RETURN(FileContents et, ReadBytes(et_name, et_raw));
-  KinetoSource kineto;
-  if (!kineto_raw.empty()) kineto = [&] { return ReadBytes(kineto_name, kineto_raw); };
-  return Build(et_name, std::move(et), kineto_name, kineto);
+  if (et_raw.empty()) return Status::InvalidInput(et_name + ":byte 0: empty file");
+  return Build(Source{et_name, et_raw},
+               kineto_raw.empty() ? Source{} : Source{kineto_name, kineto_raw});
 }
 
 }  // namespace mimic::eg

@@ -3,6 +3,8 @@
 #include <ATen/core/List.h>
 #include <ATen/core/jit_type.h>
 
+#include "mimic/eg/workload.h"
+
 namespace mimic::replay {
 namespace {
 
@@ -73,7 +75,19 @@ struct Converter {
         break;
     }
     return Status::Unsupported("argument '" + arg_name + "' of type " + type->str() +
-                               " cannot take the recorded value (" + v.type() + ")");
+                               " cannot take the recorded value (" + eg::TypeName(store.workload(), v.type()) + ")");
+  }
+
+  // Converts every item to `elem` and gathers them into a List (or vector) with `get`.
+  template <typename ListT, typename Get>
+  Result<c10::IValue> Collect(const proto::ValueList& items, const c10::TypePtr& elem,
+                              const std::string& arg_name, Get get) {
+    ListT list;
+    for (const proto::Value& item : items.items()) {
+      MIMIC_ASSIGN_OR_RETURN(c10::IValue iv, Convert(item, elem, arg_name));
+      list.push_back(get(iv));
+    }
+    return c10::IValue(std::move(list));
   }
 
   Result<c10::IValue> ConvertList(const proto::Value& v, const c10::TypePtr& elem,
@@ -88,51 +102,31 @@ struct Converter {
       items = &one;
     }
     switch (elem->kind()) {
-      case c10::TypeKind::TensorType: {
-        c10::List<at::Tensor> list;
-        for (const proto::Value& item : items->items()) {
-          MIMIC_ASSIGN_OR_RETURN(c10::IValue iv, Convert(item, elem, arg_name));
-          list.push_back(iv.toTensor());
-        }
-        return c10::IValue(list);
-      }
-      case c10::TypeKind::OptionalType: {
-        c10::List<std::optional<at::Tensor>> list;
-        for (const proto::Value& item : items->items()) {
-          MIMIC_ASSIGN_OR_RETURN(c10::IValue iv, Convert(item, elem, arg_name));
-          list.push_back(iv.isNone() ? std::optional<at::Tensor>() : iv.toTensor());
-        }
-        return c10::IValue(list);
-      }
+      case c10::TypeKind::TensorType:
+        return Collect<c10::List<at::Tensor>>(*items, elem, arg_name,
+                                              [](const c10::IValue& iv) { return iv.toTensor(); });
+      case c10::TypeKind::OptionalType:  // Tensor?[]
+        if (elem->castRaw<c10::OptionalType>()->getElementType()->kind() != c10::TypeKind::TensorType)
+          break;
+        return Collect<c10::List<std::optional<at::Tensor>>>(
+            *items, elem, arg_name, [](const c10::IValue& iv) {
+              return iv.isNone() ? std::optional<at::Tensor>() : iv.toTensor();
+            });
       case c10::TypeKind::IntType:
-      case c10::TypeKind::SymIntType: {
-        std::vector<int64_t> list;
-        for (const proto::Value& item : items->items()) {
-          MIMIC_ASSIGN_OR_RETURN(c10::IValue iv, Convert(item, elem, arg_name));
-          list.push_back(iv.toInt());
-        }
-        return c10::IValue(list);
-      }
-      case c10::TypeKind::FloatType: {
-        std::vector<double> list;
-        for (const proto::Value& item : items->items()) {
-          MIMIC_ASSIGN_OR_RETURN(c10::IValue iv, Convert(item, elem, arg_name));
-          list.push_back(iv.toDouble());
-        }
-        return c10::IValue(list);
-      }
-      case c10::TypeKind::BoolType: {
-        c10::List<bool> list;
-        for (const proto::Value& item : items->items()) {
-          MIMIC_ASSIGN_OR_RETURN(c10::IValue iv, Convert(item, elem, arg_name));
-          list.push_back(iv.toBool());
-        }
-        return c10::IValue(list);
-      }
+      case c10::TypeKind::SymIntType:
+        return Collect<std::vector<int64_t>>(*items, elem, arg_name,
+                                             [](const c10::IValue& iv) { return iv.toInt(); });
+      case c10::TypeKind::FloatType:
+        return Collect<std::vector<double>>(*items, elem, arg_name,
+                                            [](const c10::IValue& iv) { return iv.toDouble(); });
+      case c10::TypeKind::BoolType:
+        return Collect<c10::List<bool>>(*items, elem, arg_name,
+                                        [](const c10::IValue& iv) { return iv.toBool(); });
       default:
-        return Status::Unsupported("argument '" + arg_name + "' is a list of " + elem->str() +
-                                   ", which Mimic does not build");
+        break;
     }
+    return Status::Unsupported("argument '" + arg_name + "' is a list of " + elem->str() +
+                               ", which Mimic does not build");
   }
 };
 

@@ -95,7 +95,8 @@ class Runner {
     return store_.Prepare(selected);
   }
 
-  // Runs one iteration; returns its wall time. Per-op times go to op_ms_ when `measure`.
+  // Runs one iteration; returns its wall time. Per-op times go to op_ms_ when `measure`. An
+  // error means the replay must stop (cancelled, out of memory, --strict).
   Result<double> Iterate(bool first, bool measure) {
     store_.NewIteration();
     at::NoGradGuard no_grad;
@@ -106,14 +107,24 @@ class Runner {
       if (!p.handle) continue;
       const proto::Op& op = w_.ops(p.index);
       const auto op_t0 = Clock::now();
-      Status st = BuildStack(op, p.handle->schema(), store_, device_.torch_device(), &stack);
+      Status st;
+      try {
+        st = BuildStack(op, p.handle->schema(), store_, device_.torch_device(), &stack);
+      } catch (const c10::Error& e) {
+        st = Status::Unsupported(FirstLine(e.what_without_backtrace()));
+      }
       if (!st.ok()) {
         MIMIC_RETURN_IF_ERROR(Skip(op, "unsupported_argument", st.message()));
         p.handle.reset();
         continue;
       }
+      if (options_.cancel && options_.cancel->load(std::memory_order_relaxed))
+        return Status::Internal(options_.cancel_reason);
       try {
         p.handle->callBoxed(&stack);
+      } catch (const c10::OutOfMemoryError& e) {
+        return Status::Internal("out of memory in op " + std::to_string(op.id()) + " (" + op.name() +
+                                "): " + FirstLine(e.what_without_backtrace()));
       } catch (const c10::Error& e) {
         MIMIC_RETURN_IF_ERROR(Skip(op, "exception", FirstLine(e.what_without_backtrace())));
         p.handle.reset();
@@ -154,6 +165,7 @@ class Runner {
   void ResetOpTimes() { op_ms_.assign(plan_.size(), 0.0); }
 
  private:
+  // Records that `op` is not replayed; under --strict that stops the replay (an error Status).
   Status Skip(const proto::Op& op, const std::string& reason, const std::string& detail) {
     if (options_.strict)
       return Status::InvalidInput("op " + std::to_string(op.id()) + " (" + op.name() +
@@ -173,7 +185,7 @@ class Runner {
     if (result_.mismatches.size() < 20)
       result_.mismatches.push_back("tensor " + std::to_string(rec.tensor_id()) + ": replayed " +
                                    c10::toString(t.scalar_type()) + std::string(" ") +
-                                   c10::str(t.sizes()) + ", recorded " + rec.type() + " " +
+                                   c10::str(t.sizes()) + ", recorded " + eg::TypeName(w_, rec.type()) + " " +
                                    c10::str(c10::IntArrayRef(rec.shape().data(), rec.shape_size())));
   }
 
@@ -235,11 +247,15 @@ Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& optio
   const int total = options.warmup + options.iters;
   for (int it = 0; it < total; ++it) {
     const bool measure = it >= options.warmup;
-    MIMIC_ASSIGN_OR_RETURN(const double ms, runner.Iterate(/*first=*/it == 0, measure));
-    if (measure) result.iteration_ms.push_back(ms);
-    if (progress) progress(it + 1, total, ms);
+    Result<double> ms = runner.Iterate(/*first=*/it == 0, measure);
+    if (!ms.ok()) {  // the iteration in flight is dropped; the completed ones are reported
+      result.stop_reason = ms.status().message();
+      break;
+    }
+    if (measure) result.iteration_ms.push_back(*ms);
+    if (progress) progress(it + 1, total, *ms);
   }
-  runner.Finish(options.iters);
+  runner.Finish(static_cast<int>(result.iteration_ms.size()));
   return result;
 }
 

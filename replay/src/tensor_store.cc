@@ -1,10 +1,14 @@
 #include "tensor_store.h"
 
+#include "mimic/eg/workload.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/randint.h>
 #include <c10/core/Allocator.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -120,6 +124,15 @@ Status TensorStore::Prepare(const std::vector<int>& ops) {
       });
     }
   }
+  // Refuse what cannot fit before touching memory (a corrupt or hostile trace can claim
+  // petabytes).
+  int64_t total = 0;
+  for (const auto& [storage_id, bytes] : bytes_of_storage) total += bytes;
+  const int64_t physical = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  if (device_.is_cpu() && physical > 0 && total > physical)
+    return Status::InvalidInput("the replayed tensors need " + std::to_string(total >> 20) +
+                                " MiB, more than this machine's " + std::to_string(physical >> 20) +
+                                " MiB of memory");
   c10::Allocator* allocator = c10::GetAllocator(device_.type());
   for (const auto& [storage_id, bytes] : bytes_of_storage) {
     try {
@@ -136,7 +149,7 @@ Status TensorStore::Prepare(const std::vector<int>& ops) {
     c10::ScalarType st;
     if (!ToScalarType(tensor.dtype(), &st))
       return Status::Unsupported("tensor " + std::to_string(tensor.tensor_id()) +
-                                 " has a dtype Mimic cannot create (" + tensor.type() + ")");
+                                 " has a dtype Mimic cannot create (" + eg::TypeName(w_, tensor.type()) + ")");
     const int64_t extent = Extent(tensor);
     if (extent == 0) continue;
     at::Tensor flat = at::empty({0}, at::TensorOptions().dtype(st).device(device_));
@@ -152,7 +165,7 @@ void TensorStore::Fill(const at::Tensor& flat, int t) {
   const c10::ScalarType st = flat.scalar_type();
   at::NoGradGuard no_grad;
   if (IsFloating(st)) {
-    flat.uniform_(0.0, 1.0, gen_);
+    flat.uniform_(-1.0, 1.0, gen_);  // symmetric, like initialized weights and activations
     return;
   }
   if (st == c10::kBool) {

@@ -39,6 +39,7 @@ class TensorStore {
   // Forgets the outputs of the iteration (prepared buffers stay, as do their in-place updates).
   void NewIteration();
 
+  const proto::Workload& workload() const { return w_; }
   int64_t prepared_bytes() const { return prepared_bytes_; }
   int64_t prepared_storages() const { return static_cast<int64_t>(buffers_.size()); }
 

@@ -11,7 +11,7 @@
 
 namespace mimic {
 
-// A read-only byte buffer with at least kPadding readable zero bytes past size(), the slack that
+// A byte buffer with at least kPadding readable zero bytes past size(), the slack that
 // simdjson needs to parse in place.
 class PaddedBuffer {
  public:
@@ -33,6 +33,32 @@ class PaddedBuffer {
   size_t size_ = 0;
   size_t capacity_ = 0;
 };
+
+// A forward-only reader of a file's contents, undoing gzip transparently (by the magic bytes,
+// not the name; concatenated gzip members are read to the end). Not thread-safe.
+class InputStream {
+ public:
+  virtual ~InputStream() = default;
+  // Opens `path`. Errors: NotFound for a missing file, InvalidInput for a directory or an empty
+  // file, Io when it cannot be opened.
+  static Result<std::unique_ptr<InputStream>> Open(const std::string& path);
+  // Reads `raw` (plain or gzip bytes, which must outlive the stream); `name` is for messages.
+  static std::unique_ptr<InputStream> FromMemory(const std::string& name, std::string_view raw);
+
+  // Reads up to `n` bytes into `dst`; 0 at the end. Errors: InvalidInput naming the file and the
+  // compressed byte offset for corrupt or truncated gzip, Io for read failures.
+  virtual Result<size_t> Read(char* dst, size_t n) = 0;
+  // True when the stored bytes are gzip (known after the first Read).
+  virtual bool compressed() const = 0;
+  // Decompressed bytes read so far.
+  uint64_t bytes_read() const { return bytes_read_; }
+
+ protected:
+  uint64_t bytes_read_ = 0;
+};
+
+// SHA-256 of the file's bytes as stored, as 64 lowercase hex digits.
+Result<std::string> Sha256OfFile(const std::string& path);
 
 struct FileContents {
   PaddedBuffer bytes;     // decompressed contents

@@ -5,17 +5,20 @@
 #include <string>
 #include <string_view>
 
+#include "mimic/base/file.h"
 #include "mimic/base/status.h"
 #include "proto/workload.pb.h"
 
 namespace mimic::eg {
 
-// Parses an execution trace held in `json` (which must have simdjson's padding readable past
-// its end, as mimic::PaddedBuffer provides). `path` is only used in messages. On success the
+// Parses an execution trace streamed from `in` (plain or gzip JSON); `path` is only used in
+// messages. The JSON is never held whole: nodes are parsed one at a time. On success the
 // workload has provenance (schema, pid, process groups), the tensor table, ops sorted by id,
 // and iteration/label segments; sources are left for the caller to fill.
 // Errors: InvalidInput naming `path` and the byte offset or node for malformed input, and for
 // valid JSON that is not an execution trace.
+Result<proto::Workload> ParseExecutionTrace(const std::string& path, InputStream& in);
+// The same for JSON text already in memory.
 Result<proto::Workload> ParseExecutionTrace(const std::string& path, std::string_view json);
 
 // The schema strings this reader knows; others are read best-effort with a warning.

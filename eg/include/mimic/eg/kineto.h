@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mimic/base/file.h"
 #include "mimic/base/status.h"
 #include "proto/workload.pb.h"
 
@@ -35,8 +36,10 @@ struct KinetoTrace {
   int64_t world_size = -1;
 };
 
-// Parses a Kineto trace held in `json` (padded as for ParseExecutionTrace).
-// Errors: InvalidInput naming `path` and the byte offset, or for JSON without traceEvents.
+// Parses a Kineto trace streamed from `in` (plain or gzip JSON), keeping only the events Mimic
+// uses. Errors: InvalidInput naming `path` and the byte offset, or for JSON without traceEvents.
+Result<KinetoTrace> ParseKinetoTrace(const std::string& path, InputStream& in);
+// The same for JSON text already in memory.
 Result<KinetoTrace> ParseKinetoTrace(const std::string& path, std::string_view json);
 
 // Links `trace` into `workload`: CPU spans onto ops (by Record function id, else External id

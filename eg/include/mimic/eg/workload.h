@@ -56,6 +56,9 @@ class OpTree {
   std::vector<std::vector<int>> children_;
 };
 
+// The recorded type string of a value or tensor ("" when none was recorded).
+const std::string& TypeName(const proto::Workload& workload, int32_t type_index);
+
 // True for ops Mimic never replays itself: profiler and record_function wrappers, thread roots.
 bool IsWrapperOp(const proto::Op& op);
 

@@ -2,6 +2,7 @@
 // Replay() is not reentrant with itself (it sets LibTorch's global thread count and seed).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -22,6 +23,9 @@ struct ReplayOptions {
   bool strict = false;         // fail on the first op that cannot be replayed
   uint64_t seed = 1;           // drives every random tensor content
   int num_threads = 0;         // intra-op threads; 0 keeps LibTorch's default
+  // When set and it turns true (a signal handler, say), the replay stops after the current op.
+  const std::atomic<bool>* cancel = nullptr;
+  std::string cancel_reason = "interrupted";  // what the result says when `cancel` stopped it
 };
 
 // One op that the replay did not run.
@@ -35,7 +39,7 @@ struct SkippedOp {
 struct OpNameStats {
   std::string name;
   int64_t calls = 0;             // per iteration
-  double replay_ms = 0;          // per iteration, median over measured iterations
+  double replay_ms = 0;          // per iteration, mean over measured iterations
   double original_ms = -1;       // per iteration, from the Kineto CPU spans; -1 if unknown
 };
 
@@ -55,14 +59,19 @@ struct ReplayResult {
   int64_t preallocated_bytes = 0;
   int64_t storages_preallocated = 0;
   double setup_ms = 0;
+  // Empty when every iteration ran; else why the replay stopped early (an interruption, an
+  // out-of-memory, an op that failed under --strict). iteration_ms holds the completed ones.
+  std::string stop_reason;
 };
 
 // Called after each iteration: (done, total, that iteration's milliseconds).
 using ProgressFn = std::function<void(int, int, double)>;
 
-// Replays `workload` as `options` say. Errors: InvalidInput for a selection that does not exist
-// or a device that is not available; with options.strict, the first op that cannot be replayed.
-// Otherwise such ops are skipped and reported in the result.
+// Replays `workload` as `options` say. Errors (before any iteration runs): InvalidInput for a
+// selection that does not exist or tensors larger than this machine's memory, Unsupported for
+// a device that is not available. Once iterations run, the result always comes back: an op that
+// cannot be replayed is skipped and reported, and what stops the run early (options.cancel, an
+// out-of-memory, the first failing op under options.strict) is set in result.stop_reason.
 Result<ReplayResult> Replay(const proto::Workload& workload, const ReplayOptions& options,
                             const ProgressFn& progress = nullptr);
 
