@@ -1,6 +1,10 @@
 // mimic replay TRACE_OR_WORKLOAD [--kineto K] [--device D] [--warmup W] [--iters N] [--report R]
-#include <cstdio>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
 
 #include "cli.h"
 #include "mimic/eg/capture_manifest.h"
@@ -8,6 +12,28 @@
 #include "mimic/replay/report.h"
 
 namespace mimic::cli {
+namespace {
+
+// SIGINT/SIGTERM stop the replay after the op in flight; the report of the completed
+// iterations is still written. A second signal kills the process as usual.
+std::atomic<bool> g_cancel{false};
+std::atomic<int> g_signal{0};
+
+void OnSignal(int sig) {
+  g_signal.store(sig);
+  g_cancel.store(true);
+  signal(sig, SIG_DFL);
+}
+
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+}  // namespace
 
 void AddReplayOptions(CLI::App& app, replay::ReplayOptions& o, std::string& report_path) {
   app.add_option("--device", o.device, "Device to replay on: cpu (default: the best present)");
@@ -32,13 +58,22 @@ int ReplayAndReport(const proto::Workload& w, const std::string& input,
     else std::fprintf(stderr, "mimic: iteration %d/%d: %.3f ms\n", done, total, ms);
     if (tty && done == total) std::fprintf(stderr, "\n");
   };
+  InstallSignalHandlers();
+  options.cancel = &g_cancel;
+  options.cancel_reason = "interrupted by a signal";
   Result<replay::ReplayResult> r = replay::Replay(w, options, progress);
-  if (!r.ok()) return Fail(r.status());
+  if (!r.ok()) return Fail(r.status().WithContext(input));
+  if (r->stop_reason == options.cancel_reason)
+    r->stop_reason = std::string("interrupted by ") + (g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM");
   const replay::ReportContext ctx = replay::MakeContext(w, input, r->device);
   std::fputs(replay::CreateReporter("console")->Render(ctx, w, *r).c_str(), stdout);
   if (!report_path.empty()) {
     Status st = WriteOutput(report_path, replay::CreateReporter("json")->Render(ctx, w, *r));
     if (!st.ok()) return Fail(st);
+  }
+  if (!r->stop_reason.empty()) {
+    std::fprintf(stderr, "mimic: error: replay stopped early: %s\n", r->stop_reason.c_str());
+    return kExitRuntime;
   }
   return kExitOk;
 }

@@ -12,6 +12,16 @@ if(NOT CLI11_FOUND)
   target_include_directories(CLI11::CLI11 INTERFACE ${CLI11_INCLUDE_DIR})
 endif()
 
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+  set(CMAKE_C_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+endif()
+
+if(MIMIC_FUZZ_ONLY)
+  return()  # the readers need no LibTorch
+endif()
+
 # LibTorch: the pip wheel's CMake package unless CMAKE_PREFIX_PATH already points at one.
 if(NOT Torch_DIR)
   execute_process(
@@ -47,9 +57,3 @@ set(_mimic_pb_shadow ${CMAKE_BINARY_DIR}/protobuf_include)
 file(MAKE_DIRECTORY ${_mimic_pb_shadow})
 file(CREATE_LINK ${Protobuf_INCLUDE_DIR}/google ${_mimic_pb_shadow}/google SYMBOLIC)
 target_include_directories(mimic_torch BEFORE INTERFACE ${_mimic_pb_shadow})
-
-find_program(CCACHE_PROGRAM ccache)
-if(CCACHE_PROGRAM AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
-  set(CMAKE_C_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
-endif()

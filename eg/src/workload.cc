@@ -125,9 +125,18 @@ bool IsCollectiveOp(const proto::Op& op) {
          StartsWith(n, "gloo:");
 }
 
-std::vector<int> ReplayableOps(const proto::Workload& w, const OpTree& tree, int segment_op) {
+bool IsCompiledKernel(const proto::Op& op) {
+  return op.schema() < 0 && !op.kernel_backend().empty();
+}
+
+std::vector<int> ReplayableOps(const proto::Workload& w, const OpTree& tree, int segment_op,
+                               bool include_compiled) {
   const int n = w.ops_size();
-  auto candidate = [&](int i) { return w.ops(i).schema() >= 0 && !IsWrapperOp(w.ops(i)); };
+  auto candidate = [&](int i) {
+    const proto::Op& op = w.ops(i);
+    if (IsWrapperOp(op)) return false;
+    return op.schema() >= 0 || (include_compiled && IsCompiledKernel(op));
+  };
   std::vector<int> out;
   for (int i = 0; i < n; ++i) {
     if (!candidate(i)) continue;

@@ -78,6 +78,14 @@ class Runner {
     for (int index : selected) {
       PlannedOp p{index, std::nullopt};
       const proto::Op& op = w_.ops(index);
+      if (eg::IsCompiledKernel(op)) {
+        // Traces are untrusted input: Mimic never runs code that came with one.
+        MIMIC_RETURN_IF_ERROR(Skip(op, "compiled_kernel",
+                                   op.kernel_backend() + " kernel " + op.kernel_file() +
+                                       ": Mimic does not execute code carried by a trace"));
+        plan_.push_back(std::move(p));
+        continue;
+      }
       if (eg::IsCollectiveOp(op)) {
         // Collectives need the job's process groups: the multi-rank replay runs them.
         MIMIC_RETURN_IF_ERROR(Skip(op, "collective", "needs a process group (multi-rank replay)"));
@@ -236,7 +244,7 @@ Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& optio
   const auto setup_t0 = Clock::now();
   const eg::OpTree tree(w);
   MIMIC_ASSIGN_OR_RETURN(const int segment, SelectSegment(w, tree, options, &result.selection));
-  const std::vector<int> selected = eg::ReplayableOps(w, tree, segment);
+  const std::vector<int> selected = eg::ReplayableOps(w, tree, segment, /*include_compiled=*/true);
   if (selected.empty()) return Status::InvalidInput("nothing to replay: no top-level op with a schema in " + result.selection);
 
   Runner runner(w, options, *device, result);

@@ -64,10 +64,16 @@ class JsonReporter final : public Reporter {
     j.EndObject();
 
     j.Key("selection").String(r.selection);
+    j.Key("completed").Bool(r.stop_reason.empty());
+    j.Key("stop_reason").String(r.stop_reason);
     j.Key("iteration_ms").BeginObject();
-    j.Key("median").Double(Median(r.iteration_ms));
-    j.Key("p10").Double(Percentile(r.iteration_ms, 10));
-    j.Key("p90").Double(Percentile(r.iteration_ms, 90));
+    if (r.iteration_ms.empty()) {
+      j.Key("median").Null().Key("p10").Null().Key("p90").Null();
+    } else {
+      j.Key("median").Double(Median(r.iteration_ms));
+      j.Key("p10").Double(Percentile(r.iteration_ms, 10));
+      j.Key("p90").Double(Percentile(r.iteration_ms, 90));
+    }
     j.Key("samples").BeginArray();
     for (double v : r.iteration_ms) j.Double(v);
     j.EndArray();
@@ -143,7 +149,10 @@ class ConsoleReporter final : public Reporter {
          std::to_string(r.total_ops) + " ops replayed");
     for (const auto& [reason, n] : r.skipped_by_reason)
       line("  skipped " + std::to_string(n) + " (" + reason + ")");
+    if (!r.stop_reason.empty())
+      line("  STOPPED after " + std::to_string(r.iteration_ms.size()) + " measured iterations: " + r.stop_reason);
     line("");
+    if (r.iteration_ms.empty()) return out;
     char buf[256];
     std::snprintf(buf, sizeof(buf), "  %-34s %10s %10s %10s %8s", "", "median ms", "p10 ms", "p90 ms", "ratio");
     line(buf);

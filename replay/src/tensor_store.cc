@@ -97,11 +97,18 @@ bool ToScalarType(proto::DType dtype, c10::ScalarType* out) {
 TensorStore::TensorStore(const proto::Workload& w, c10::Device device, uint64_t seed)
     : w_(w), device_(device), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)), ranges_(w) {}
 
+bool TensorStore::MayAliasProducer(int t, proto::DType producer_dtype) const {
+  const proto::Tensor& tensor = w_.tensors(t);
+  if (tensor.dtype() != producer_dtype) return false;
+  c10::ScalarType st;
+  return ToScalarType(tensor.dtype(), &st) && !c10::isIntegralType(st, /*includeBool=*/false);
+}
+
 Status TensorStore::Prepare(const std::vector<int>& ops) {
   // Walk the ops in order, as the replay will: an input that no earlier op produced (neither
   // its table entry nor its storage) is a leaf and needs a prepared buffer.
   std::unordered_set<int> produced;
-  std::unordered_set<int64_t> produced_storages;
+  std::unordered_map<int64_t, proto::DType> produced_storages;  // storage id -> producer's dtype
   std::unordered_map<int64_t, int64_t> bytes_of_storage;
   std::vector<int> leaves;
   std::unordered_set<int> leaf_set;
@@ -111,7 +118,11 @@ Status TensorStore::Prepare(const std::vector<int>& ops) {
     for (const proto::Value& v : op.inputs()) {
       ForEachInputTensor(v, [&](int t) {
         const proto::Tensor& tensor = w_.tensors(t);
-        if (produced.count(t) || produced_storages.count(tensor.storage_id())) return;
+        if (produced.count(t)) return;
+        if (auto it = produced_storages.find(tensor.storage_id()); it != produced_storages.end()) {
+          if (MayAliasProducer(t, it->second)) return;
+          own_buffer_.insert(t);
+        }
         int64_t& bytes = bytes_of_storage[tensor.storage_id()];
         bytes = std::max(bytes, BytesNeeded(tensor));
         if (leaf_set.insert(t).second) leaves.push_back(t);
@@ -120,19 +131,23 @@ Status TensorStore::Prepare(const std::vector<int>& ops) {
     for (const proto::Value& v : op.outputs()) {
       ForEachInputTensor(v, [&](int t) {
         produced.insert(t);
-        produced_storages.insert(w_.tensors(t).storage_id());
+        produced_storages[w_.tensors(t).storage_id()] = w_.tensors(t).dtype();
       });
     }
   }
   // Refuse what cannot fit before touching memory (a corrupt or hostile trace can claim
   // petabytes).
-  int64_t total = 0;
-  for (const auto& [storage_id, bytes] : bytes_of_storage) total += bytes;
+  int64_t total = 0, largest = 0, largest_storage = 0;
+  for (const auto& [storage_id, bytes] : bytes_of_storage) {
+    total += bytes;
+    if (bytes > largest) largest = bytes, largest_storage = storage_id;
+  }
   const int64_t physical = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   if (device_.is_cpu() && physical > 0 && total > physical)
-    return Status::InvalidInput("the replayed tensors need " + std::to_string(total >> 20) +
-                                " MiB, more than this machine's " + std::to_string(physical >> 20) +
-                                " MiB of memory");
+    return Status::InvalidInput("storage " + std::to_string(largest_storage) + ": the replayed tensors need " +
+                                std::to_string(total >> 20) + " MiB (this storage " +
+                                std::to_string(largest >> 20) + " MiB), more than this machine's " +
+                                std::to_string(physical >> 20) + " MiB of memory");
   c10::Allocator* allocator = c10::GetAllocator(device_.type());
   for (const auto& [storage_id, bytes] : bytes_of_storage) {
     try {
@@ -201,7 +216,7 @@ at::Tensor TensorStore::Get(int t) {
   if (auto it = produced_.find(t); it != produced_.end()) return it->second;
   const proto::Tensor& tensor = w_.tensors(t);
   if (auto it = produced_storage_.find(tensor.storage_id()); it != produced_storage_.end() &&
-      static_cast<int64_t>(it->second.nbytes()) >= BytesNeeded(tensor))
+      !own_buffer_.count(t) && static_cast<int64_t>(it->second.nbytes()) >= BytesNeeded(tensor))
     return ViewOf(it->second, t);
   if (auto it = buffers_.find(tensor.storage_id()); it != buffers_.end()) return ViewOf(it->second, t);
   // The producer of this tensor was skipped: give the consumer a fresh tensor of the recorded

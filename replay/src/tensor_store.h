@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "int_ranges.h"
@@ -44,6 +45,10 @@ class TensorStore {
   int64_t prepared_storages() const { return static_cast<int64_t>(buffers_.size()); }
 
  private:
+  // Whether input `t` may be a view of the storage an earlier op produced with
+  // `producer_dtype`. Trace storage ids are reused once memory is freed, so a different dtype
+  // means another allocation; and index tensors always get their own buffer with valid values.
+  bool MayAliasProducer(int t, proto::DType producer_dtype) const;
   at::Tensor ViewOf(const c10::Storage& storage, int t);
   void Fill(const at::Tensor& view_of_extent, int t);
   const proto::Workload& w_;
@@ -54,6 +59,7 @@ class TensorStore {
   std::unordered_map<int, at::Tensor> produced_;         // table entry -> this iteration's value
   std::unordered_map<int64_t, c10::Storage> produced_storage_;
   std::unordered_map<int, at::Tensor> fresh_;            // fallbacks, kept across iterations
+  std::unordered_set<int> own_buffer_;  // leaves whose storage id an earlier output reused
   int64_t prepared_bytes_ = 0;
 };
 

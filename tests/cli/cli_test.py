@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import random
+import signal
 import subprocess
 import tempfile
 import unittest
@@ -220,6 +221,41 @@ class ReplayTest(unittest.TestCase):
         self.assertGreater(rep["ratio"], 0)
         self.assertEqual(rep["coverage"]["replayed"], rep["coverage"]["total"])
         self.assertIn("manifest", rep["original"]["source"])
+
+
+class FaultTest(unittest.TestCase):
+
+    def test_sigint_mid_replay_keeps_the_completed_iterations(self):
+        for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
+            with self.subTest(signal=name), tempfile.TemporaryDirectory() as d:
+                report = os.path.join(d, "r.json")
+                p = subprocess.Popen([MIMIC, "replay", os.path.join(SAMPLES, "mlp.et.json.gz"), "--warmup", "0",
+                                      "--iters", "100000", "--report", report],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                seen = 0
+                for line in p.stderr:  # progress lines: "mimic: iteration K/N: ..."
+                    seen += "iteration" in line
+                    if seen >= 3:
+                        break
+                p.send_signal(sig)
+                _, err = p.communicate(timeout=60)
+                self.assertEqual(p.returncode, 1, err)
+                self.assertIn(f"interrupted by {name}", err)
+                rep = load_json(report)
+                self.assertFalse(rep["completed"])
+                self.assertEqual(rep["stop_reason"], f"interrupted by {name}")
+                self.assertGreaterEqual(len(rep["iteration_ms"]["samples"]), 3)
+                self.assertEqual(os.listdir(d), ["r.json"])
+
+    def test_compiled_kernels_are_never_executed(self):
+        with tempfile.TemporaryDirectory() as d:
+            report = os.path.join(d, "r.json")
+            r = mimic("replay", os.path.join(SHARED, "param-pt2/pt2_et.json.gz"), "--device", "cpu",
+                      "--warmup", "0", "--iters", "1", "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rep = load_json(report)
+        self.assertEqual(rep["coverage"]["skipped_by_reason"], {"compiled_kernel": 1})
+        self.assertIn("does not execute code", rep["coverage"]["skipped_ops"][0]["detail"])
 
 
 if __name__ == "__main__":

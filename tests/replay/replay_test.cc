@@ -33,6 +33,23 @@ TEST_P(FleetSample, ReplaysEveryOpWithTheRecordedShapesAndDtypes) {
 
 INSTANTIATE_TEST_SUITE_P(Samples, FleetSample, ::testing::Values("mlp", "cnn_bn", "transformer", "embbag_rec"));
 
+// A capture whose trace reuses a freed float storage id for max-pool indices (int64): the
+// indices once became a view of float data and max_pool2d_with_indices_backward wrote out of
+// bounds. Index tensors now get their own buffer with valid values.
+TEST(Replay, ReusedStorageIdsDoNotAliasIndexTensors) {
+  const std::string path = mimic::testing::SourceDir() + "/tests/data/cnn_bn_storage_reuse.et.json.gz";
+  auto w = eg::LoadWorkload(path);
+  ASSERT_THAT(w, IsOk());
+  ReplayOptions options;
+  options.warmup = 0;
+  options.iters = 2;
+  auto r = Replay(*w, options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->replayed_ops, r->total_ops);
+  EXPECT_EQ(r->outputs_mismatched, 0);
+  EXPECT_TRUE(r->stop_reason.empty()) << r->stop_reason;
+}
+
 TEST(Replay, CudaTraceIsRemappedToTheCpu) {
   const std::string path = mimic::testing::SharedTraces() + "/param-linear/linear_et.json.gz";
   MIMIC_SKIP_UNLESS_EXISTS(path);

@@ -64,9 +64,14 @@ bool IsWrapperOp(const proto::Op& op);
 
 // The ops a replay executes, in order: within the subtree of `segment_op` (or everywhere when
 // segment_op < 0), the top-most ops that have a schema and are not wrappers; never their
-// children. Returns indices into workload.ops().
+// children. With `include_compiled`, also the top-most compiled kernels (Triton: ops with a
+// kernel_backend and no schema), which a replay must account for even though it never runs
+// the code they carry. Returns indices into workload.ops().
 std::vector<int> ReplayableOps(const proto::Workload& workload, const OpTree& tree,
-                               int segment_op = -1);
+                               int segment_op = -1, bool include_compiled = false);
+
+// True for a compiled kernel recorded with its source file (Triton), not an operator.
+bool IsCompiledKernel(const proto::Op& op);
 
 // Figures that `mimic inspect` prints.
 struct Summary {

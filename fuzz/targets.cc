@@ -1,0 +1,51 @@
+#include "targets.h"
+
+#include "mimic/base/file.h"
+#include "mimic/eg/capture_manifest.h"
+#include "mimic/eg/kineto.h"
+#include "mimic/eg/workload.h"
+
+namespace mimic::fuzz {
+namespace {
+
+// A small execution trace for Kineto inputs to link against.
+constexpr std::string_view kEt =
+    R"J({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [)J"
+    R"J({"id": 2, "name": "ProfilerStep#1", "ctrl_deps": 1, "attrs": [{"name": "rf_id", "type": "uint64", "value": 1}]},)J"
+    R"J({"id": 3, "name": "aten::mm", "ctrl_deps": 2, "attrs": [{"name": "rf_id", "type": "uint64", "value": 2},)J"
+    R"J({"name": "op_schema", "type": "string", "value": "aten::mm(Tensor self, Tensor mat2) -> Tensor"}]}]})J";
+
+}  // namespace
+
+void ExecutionTrace(std::string_view bytes) {
+  auto w = eg::LoadWorkloadFromMemory("fuzz.json", bytes, "", "");
+  if (w.ok()) (void)eg::Summarize(*w);
+}
+
+void Kineto(std::string_view bytes) {
+  (void)eg::LoadWorkloadFromMemory("fuzz_et.json", kEt, "fuzz_kineto.json", bytes);
+}
+
+// Inputs are tried as they are and framed with a valid header, so that the fuzzer reaches the
+// protobuf parse and the index validation behind the checksum.
+void Workload(std::string_view bytes) {
+  (void)eg::ParseWorkloadFile("fuzz.mimic", bytes);
+  const std::string framed = "MIMICWL\n" + Sha256Hex(bytes) + "\n" + std::string(bytes);
+  auto w = eg::ParseWorkloadFile("fuzz.mimic", framed);
+  if (!w.ok()) return;
+  const eg::OpTree tree(*w);
+  (void)eg::ReplayableOps(*w, tree, -1, true);
+  (void)eg::Summarize(*w);
+}
+
+void Manifest(std::string_view bytes) { (void)eg::ParseCaptureManifest("fuzz_manifest.json", bytes); }
+
+Target Find(const std::string& name) {
+  if (name == "execution_trace") return ExecutionTrace;
+  if (name == "kineto") return Kineto;
+  if (name == "workload") return Workload;
+  if (name == "manifest") return Manifest;
+  return nullptr;
+}
+
+}  // namespace mimic::fuzz
