@@ -21,6 +21,16 @@ int Fail(const Status& status);
 // Writes `text` to `path` atomically, or to stdout when path is "-".
 Status WriteOutput(const std::string& path, const std::string& text);
 
+// What a command was given to work on, loaded: a PyTorch execution trace (with its Kineto
+// trace, and the capture manifest's unprofiled step times when one lies beside it), a .mimic
+// workload, or a bundle (which also carries the seed of its random tensor contents).
+struct LoadedInput {
+  proto::Workload workload;
+  bool has_seed = false;
+  uint64_t seed = 0;
+};
+Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto_path);
+
 // Options shared by `replay` and `run`, registered on `app` into `options`.
 void AddReplayOptions(CLI::App& app, replay::ReplayOptions& options, std::string& report_path);
 
@@ -35,5 +45,9 @@ Runner AddInspect(CLI::App& app);
 Runner AddConvert(CLI::App& app);
 Runner AddReplay(CLI::App& app);
 Runner AddRun(CLI::App& app);
+Runner AddExportChakra(CLI::App& app);
+Runner AddImportChakra(CLI::App& app);
+Runner AddSynth(CLI::App& app);
+Runner AddPack(CLI::App& app);
 
 }  // namespace mimic::cli

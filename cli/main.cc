@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
   add(AddConvert, "convert", "Normalize a trace into a .mimic workload file");
   add(AddReplay, "replay", "Replay a trace or workload operator by operator and report timings");
   add(AddRun, "run", "Replay the embedded default fleet sample and compare it with the original");
+  add(AddSynth, "synth", "Transform a workload: select, filter, change dtype, repeat");
+  add(AddPack, "pack", "Write a self-contained, checksummed benchmark bundle");
+  add(AddExportChakra, "export-chakra", "Write a trace or workload as a Chakra .et trace (ASTRA-sim input)");
+  add(AddImportChakra, "import-chakra", "Summarize a Chakra .et trace: node types, collectives, dependencies");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -7,7 +7,6 @@
 #include <cstdio>
 
 #include "cli.h"
-#include "mimic/eg/capture_manifest.h"
 #include "mimic/eg/workload.h"
 #include "mimic/replay/report.h"
 
@@ -82,26 +81,19 @@ Runner AddReplay(CLI::App& app) {
   struct Args {
     std::string input, kineto, report;
     replay::ReplayOptions options;
+    bool seed_given = false;
   };
   auto args = std::make_shared<Args>();
-  app.add_option("input", args->input, "Execution trace (.json, .json.gz) or .mimic workload")->required();
+  app.add_option("input", args->input, "Execution trace (.json, .json.gz), .mimic workload or bundle")->required();
   app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
   AddReplayOptions(app, args->options, args->report);
-  return [args]() {
-    Result<proto::Workload> w = eg::LoadWorkload(args->input, {.kineto_path = args->kineto});
-    if (!w.ok()) return Fail(w.status());
-    // A trace captured by scripts/capture_fleet_samples.py has its unprofiled step times in the
-    // manifest beside it; they are the original run's truth (profiled steps run slower).
-    const std::string dir = args->input.find('/') == std::string::npos ? "." : args->input.substr(0, args->input.find_last_of('/'));
-    const std::string manifest_path = dir + "/manifest.json";
-    struct stat st {};
-    if (stat(manifest_path.c_str(), &st) == 0) {
-      Result<eg::CaptureManifest> m = eg::ReadCaptureManifest(manifest_path);
-      if (!m.ok()) return Fail(m.status());
-      if (const eg::CaptureSample* s = m->FindByTrace(args->input)) eg::ApplyCaptureSample(*s, manifest_path, *w);
-    }
+  return [args, &app]() {
+    args->seed_given = app.count("--seed") > 0;
+    Result<LoadedInput> in = LoadInput(args->input, args->kineto);
+    if (!in.ok()) return Fail(in.status());
+    if (in->has_seed && !args->seed_given) args->options.seed = in->seed;
     if (args->options.device.empty()) args->options.device = replay::BestDevice();
-    return ReplayAndReport(*w, args->input, args->options, args->report);
+    return ReplayAndReport(in->workload, args->input, args->options, args->report);
   };
 }
 

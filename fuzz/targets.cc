@@ -4,6 +4,7 @@
 #include "mimic/eg/capture_manifest.h"
 #include "mimic/eg/kineto.h"
 #include "mimic/eg/workload.h"
+#include "mimic/synth/chakra.h"
 
 namespace mimic::fuzz {
 namespace {
@@ -40,11 +41,20 @@ void Workload(std::string_view bytes) {
 
 void Manifest(std::string_view bytes) { (void)eg::ParseCaptureManifest("fuzz_manifest.json", bytes); }
 
+// A trace that parses is summarized and written back, as import-chakra and a re-export would.
+void Chakra(std::string_view bytes) {
+  auto trace = synth::ParseChakra("fuzz.et", bytes);
+  if (!trace.ok()) return;
+  (void)synth::SummarizeChakra(*trace);
+  (void)synth::SerializeChakra(*trace);
+}
+
 Target Find(const std::string& name) {
   if (name == "execution_trace") return ExecutionTrace;
   if (name == "kineto") return Kineto;
   if (name == "workload") return Workload;
   if (name == "manifest") return Manifest;
+  if (name == "chakra") return Chakra;
   return nullptr;
 }
 

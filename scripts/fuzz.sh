@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(execution_trace kineto workload manifest)
+[ ${#targets[@]} -gt 0 ] || targets=(execution_trace kineto workload manifest chakra)
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j"$(nproc)" --target "${targets[@]/%/_fuzz}" >/dev/null
@@ -37,6 +37,7 @@ seed execution_trace $shared/hta-simple-add/simple_add_et.json.gz $shared/param-
 seed kineto $shared/hta-simple-add/simple_add_kineto.json.gz tests/bad_inputs/kineto_*.json
 seed workload tests/bad_inputs/*.mimic
 seed manifest fleet_samples/manifest.json
+seed chakra $shared/astra-microbench/*.et
 
 status=0
 for t in "${targets[@]}"; do

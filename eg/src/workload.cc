@@ -5,16 +5,15 @@
 #include <unordered_set>
 
 #include "mimic/base/file.h"
+#include "mimic/base/framed.h"
 #include "mimic/eg/execution_trace.h"
 #include "mimic/eg/kineto.h"
 
 namespace mimic::eg {
 namespace {
 
-// A `.mimic` file is this magic, the SHA-256 of the payload in hex and a newline, then the
-// payload: the serialized proto::Workload.
+// A `.mimic` file is the serialized proto::Workload, framed (base/framed.h) with this magic.
 constexpr std::string_view kMagic = "MIMICWL\n";
-constexpr size_t kHeaderSize = kMagic.size() + 64 + 1;
 
 bool StartsWith(const std::string& s, std::string_view prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
@@ -178,36 +177,29 @@ Summary Summarize(const proto::Workload& w) {
 }
 
 Result<proto::Workload> ParseWorkloadFile(const std::string& path, std::string_view bytes) {
-  if (bytes.substr(0, kMagic.size()) != kMagic)
-    return Status::InvalidInput(path + ":byte 0: not a Mimic workload file");
-  if (bytes.size() < kHeaderSize || bytes[kHeaderSize - 1] != '\n')
-    return Status::InvalidInput(path + ":byte " + std::to_string(kMagic.size()) + ": truncated workload header");
-  const std::string_view body = bytes.substr(kHeaderSize);
-  if (Sha256Hex(body) != bytes.substr(kMagic.size(), 64))
-    return Status::InvalidInput(path + ":byte " + std::to_string(kHeaderSize) +
-                                ": checksum mismatch: the workload file is corrupt or truncated");
+  MIMIC_ASSIGN_OR_RETURN(const std::string_view body, Unframe(path, kMagic, bytes));
+  const size_t at = bytes.size() - body.size();
   proto::Workload w;
   if (!w.ParseFromArray(body.data(), static_cast<int>(body.size())))
-    return Status::InvalidInput(path + ":byte " + std::to_string(kHeaderSize) +
+    return Status::InvalidInput(path + ":byte " + std::to_string(at) +
                                 ": corrupt workload (protobuf does not parse)");
+  MIMIC_RETURN_IF_ERROR(CheckWorkload(path, w));
+  return w;
+}
+
+Status CheckWorkload(const std::string& path, const proto::Workload& w) {
   if (w.format().major() > kWorkloadFormatMajor)
-    return Status::Unsupported(path + ":byte " + std::to_string(kHeaderSize) +
-                               ": workload format " + std::to_string(w.format().major()) + "." +
+    return Status::Unsupported(path + ": workload format " + std::to_string(w.format().major()) + "." +
                                std::to_string(w.format().minor()) + " is newer than this Mimic reads (" +
                                std::to_string(kWorkloadFormatMajor) + ".x)");
   MIMIC_RETURN_IF_ERROR(CheckParentLinks(path, w));
-  MIMIC_RETURN_IF_ERROR(CheckIndices(path, w));
-  return w;
+  return CheckIndices(path, w);
 }
 
 Status SaveWorkload(const std::string& path, const proto::Workload& workload) {
   std::string body;
   if (!workload.SerializeToString(&body)) return Status::Internal("cannot serialize the workload");
-  std::string bytes(kMagic);
-  bytes += Sha256Hex(body);
-  bytes += '\n';
-  bytes += body;
-  return WriteFileAtomic(path, bytes);
+  return WriteFileAtomic(path, Frame(kMagic, body));
 }
 
 namespace {

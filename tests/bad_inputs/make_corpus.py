@@ -47,12 +47,12 @@ def field(number, wire, payload):
     return key + varint(len(payload)) + payload
 
 
-def mimic_file(payload, corrupt=False):
-    """A .mimic file: magic, SHA-256 of the payload in hex, newline, payload (see eg/workload)."""
+def mimic_file(payload, corrupt=False, magic=b"MIMICWL\n"):
+    """A framed file (base/framed.h): magic, SHA-256 of the payload in hex, newline, payload."""
     digest = hashlib.sha256(payload).hexdigest().encode()
     if corrupt:
         payload = payload[:-1] + bytes([payload[-1] ^ 0xFF])
-    return b"MIMICWL\n" + digest + b"\n" + payload
+    return magic + digest + b"\n" + payload
 
 
 def write(name, data, args, error):
@@ -120,6 +120,14 @@ def main():
           "checksum mismatch")
     write("newer_format.mimic", mimic_file(field(1, 2, field(1, 0, 99)) + field(5, 2, field(1, 0, 1) + no_schema)), convert,
           "newer than this Mimic reads")
+    workload = fmt_v1 + field(5, 2, field(1, 0, 1) + no_schema)
+    replay = "replay {case} --report {out}"
+    write("bundle_bad_checksum.bundle",
+          mimic_file(field(1, 2, field(1, 0, 1)) + field(2, 2, workload), corrupt=True, magic=b"MIMICBN\n"),
+          replay, "checksum mismatch")
+    write("bundle_newer_format.bundle",
+          mimic_file(field(1, 2, field(1, 0, 7)) + field(2, 2, workload), magic=b"MIMICBN\n"),
+          replay, "bundle format 7.0 is newer")
     os.makedirs(os.path.join(HERE, "a_directory.json"), exist_ok=True)
     with open(os.path.join(HERE, "a_directory.json", ".keep"), "w") as f:
         f.write("This folder is a bad-input case: a directory given where a trace file is expected.\n")

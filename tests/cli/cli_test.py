@@ -223,6 +223,42 @@ class ReplayTest(unittest.TestCase):
         self.assertIn("manifest", rep["original"]["source"])
 
 
+class SynthTest(unittest.TestCase):
+
+    def test_synth_records_transformations_and_replays(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "t.mimic")
+            r = mimic("synth", os.path.join(SAMPLES, "transformer.et.json.gz"), "--iteration", "2",
+                      "--dtype", "bf16", "--repeat", "2", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for name in ("select", "dtype", "repeat"):
+                self.assertIn(f"mimic: {name}:", r.stderr)
+            report = os.path.join(d, "r.json")
+            r = mimic("replay", out, "--warmup", "0", "--iters", "1", "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rep = load_json(report)
+            self.assertEqual(rep["coverage"]["replayed"], rep["coverage"]["total"])
+            self.assertEqual(rep["outputs"]["mismatched"], 0)
+            self.assertIsNone(rep["original_iteration_ms"])  # bf16 never ran originally
+            r = mimic("synth", os.path.join(SAMPLES, "mlp.et.json.gz"), "--dtype", "int8", "-o", out)
+            self.assertEqual(r.returncode, 2)
+
+    def test_pack_then_replay_the_bundle_with_its_seed(self):
+        with tempfile.TemporaryDirectory() as d:
+            bundle = os.path.join(d, "mlp.bundle")
+            r = mimic("pack", os.path.join(SAMPLES, "mlp.et.json.gz"), "--kineto",
+                      os.path.join(SAMPLES, "mlp.kineto.json.gz"), "--seed", "99", "-o", bundle)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("seed 99", r.stderr)
+            report = os.path.join(d, "r.json")
+            r = mimic("replay", bundle, "--warmup", "0", "--iters", "1", "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rep = load_json(report)
+            self.assertEqual(rep["coverage"]["replayed"], rep["coverage"]["total"])
+            # The manifest's unprofiled originals travel inside the bundle.
+            self.assertIn("manifest", rep["original"]["source"])
+
+
 class FaultTest(unittest.TestCase):
 
     def test_sigint_mid_replay_keeps_the_completed_iterations(self):

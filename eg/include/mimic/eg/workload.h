@@ -36,6 +36,11 @@ Status SaveWorkload(const std::string& path, const proto::Workload& workload);
 // Parses the bytes of a `.mimic` file; `path` is only used in messages.
 Result<proto::Workload> ParseWorkloadFile(const std::string& path, std::string_view bytes);
 
+// Checks a workload that came from outside (a file, a bundle): a format this Mimic reads,
+// parent links that form a forest, and every index inside its table. Errors: InvalidInput or
+// Unsupported naming `path` and the offending node, segment or tensor.
+Status CheckWorkload(const std::string& path, const proto::Workload& workload);
+
 // Id-indexed view of a workload's op tree. Borrows `workload`, which must outlive it.
 class OpTree {
  public:

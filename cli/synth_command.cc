@@ -1,0 +1,77 @@
+// mimic synth INPUT [--iteration N | --label L] [--filter P] [--dtype T] [--repeat K] -o OUT
+// mimic pack INPUT [--kineto K] [--seed S] -o OUT.bundle
+#include <cstdio>
+
+#include "cli.h"
+#include "mimic/eg/workload.h"
+#include "mimic/synth/bundle.h"
+#include "mimic/synth/transform.h"
+
+namespace mimic::cli {
+
+Runner AddSynth(CLI::App& app) {
+  struct Args {
+    std::string input, kineto, out, label, filter, dtype;
+    int64_t iteration = -1;
+    int repeat = 1;
+  };
+  auto args = std::make_shared<Args>();
+  app.add_option("input", args->input, "Execution trace, .mimic workload or bundle")->required();
+  app.add_option("--kineto", args->kineto, "Kineto trace captured with the trace, to link");
+  app.add_option("--iteration", args->iteration, "Keep ProfilerStep#N (default: the first step)");
+  app.add_option("--label", args->label, "Keep a \"## label ##\" range instead of an iteration");
+  app.add_option("--filter", args->filter,
+                 "Keep top-level ops matching a name pattern (aten::mm, aten::*norm*) or an op class "
+                 "(gemm, conv, attention, embedding, reduction_norm, memcpy, collective, elementwise, other)");
+  app.add_option("--dtype", args->dtype, "Change floating-point tensors to bf16, fp16 or fp32");
+  app.add_option("--repeat", args->repeat, "Repeat the iteration K times")->check(CLI::PositiveNumber);
+  app.add_option("-o,--output", args->out, "Workload file to write (.mimic)")->required();
+  app.footer(
+      "Transformations run in this order: select (always: one iteration or label), filter, dtype, "
+      "repeat. Each is recorded in the workload. Batch scaling, operator substitution, world-size "
+      "scaling and composition of several workloads are not implemented yet.");
+  return [args]() {
+    Result<LoadedInput> in = LoadInput(args->input, args->kineto);
+    if (!in.ok()) return Fail(in.status());
+    Result<proto::Workload> w = synth::Select(in->workload, {.iteration = args->iteration, .label = args->label});
+    if (w.ok() && !args->filter.empty()) w = synth::Filter(*w, args->filter);
+    if (w.ok() && !args->dtype.empty()) {
+      proto::DType dtype;
+      if (!synth::ParseFloatDType(args->dtype, &dtype))
+        return Fail(Status::InvalidInput("--dtype " + args->dtype + ": expected bf16, fp16 or fp32"));
+      w = synth::ChangeDtype(*w, dtype);
+    }
+    if (w.ok() && args->repeat > 1) w = synth::Repeat(*w, args->repeat);
+    if (!w.ok()) return Fail(w.status().WithContext(args->input));
+    Status st = eg::SaveWorkload(args->out, *w);
+    if (!st.ok()) return Fail(st);
+    for (const proto::Transformation& t : w->transformations())
+      std::fprintf(stderr, "mimic: %s: %s\n", t.name().c_str(), t.summary().c_str());
+    std::fprintf(stderr, "mimic: wrote %s\n", args->out.c_str());
+    return static_cast<int>(kExitOk);
+  };
+}
+
+Runner AddPack(CLI::App& app) {
+  struct Args {
+    std::string input, kineto, out;
+    uint64_t seed = 1;
+  };
+  auto args = std::make_shared<Args>();
+  app.add_option("input", args->input, "Execution trace or .mimic workload")->required();
+  app.add_option("--kineto", args->kineto, "Kineto trace captured with the trace, to link");
+  app.add_option("--seed", args->seed, "Seed of every random tensor content when replayed")->capture_default_str();
+  app.add_option("-o,--output", args->out, "Bundle to write")->required();
+  return [args]() {
+    Result<LoadedInput> in = LoadInput(args->input, args->kineto);
+    if (!in.ok()) return Fail(in.status());
+    const proto::Bundle bundle = synth::MakeBundle(std::move(in->workload), args->seed);
+    Status st = synth::WriteBundle(args->out, bundle);
+    if (!st.ok()) return Fail(st);
+    std::fprintf(stderr, "mimic: wrote %s (%d ops, seed %llu)\n", args->out.c_str(),
+                 bundle.workload().ops_size(), static_cast<unsigned long long>(bundle.seed()));
+    return static_cast<int>(kExitOk);
+  };
+}
+
+}  // namespace mimic::cli

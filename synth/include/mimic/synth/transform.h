@@ -1,0 +1,42 @@
+// Workload transformations: each takes a workload and returns a new one, recording itself in
+// workload.transformations so that a benchmark says how it was made. Pure functions;
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "mimic/base/status.h"
+#include "proto/workload.pb.h"
+
+namespace mimic::synth {
+
+struct SelectSpec {
+  int64_t iteration = -1;  // ProfilerStep number; -1: the first one
+  std::string label;       // a "## label ##" range instead
+};
+
+// Keeps one iteration (or label range): its opening op and subtree, which becomes the only
+// segment. Errors: InvalidInput when the trace has no such iteration or label, or no iteration
+// at all.
+Result<proto::Workload> Select(const proto::Workload& w, const SelectSpec& spec);
+
+// Keeps the top-level replayable ops whose name matches `pattern` ('*' matches any run of
+// characters; "aten::mm" matches its overloads too) or whose op class is named `pattern`
+// ("gemm", "conv", ... see eg/op_class.h); drops the other top-level ops with their subtrees.
+// Errors: InvalidInput when nothing matches.
+Result<proto::Workload> Filter(const proto::Workload& w, const std::string& pattern);
+
+// Changes every floating-point tensor to `dtype` (integer and bool tensors keep theirs), and
+// dtype arguments that name a floating type. REQUIRES: dtype is FLOAT32, FLOAT16 or BFLOAT16.
+Result<proto::Workload> ChangeDtype(const proto::Workload& w, proto::DType dtype);
+
+// Repeats the workload's one iteration `k` times inside a single iteration segment, as the job
+// would run k steps. Errors: InvalidInput for k < 1 or a workload with several iterations
+// (select one first).
+Result<proto::Workload> Repeat(const proto::Workload& w, int k);
+
+// "bf16", "fp16", "fp32" (and the LibTorch names) -> the dtype; false for others.
+bool ParseFloatDType(const std::string& name, proto::DType* out);
+
+}  // namespace mimic::synth

@@ -1,0 +1,2 @@
+#include "mimic/synth/chakra.h"
+#include "testing.h"

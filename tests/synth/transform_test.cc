@@ -1,0 +1,132 @@
+// Transformations on the fleet samples: each result replays with every op and the shapes and
+// dtypes it records; bundles round-trip bit-identical.
+#include "mimic/synth/transform.h"
+
+#include <unistd.h>
+
+#include "mimic/eg/op_class.h"
+#include "mimic/eg/workload.h"
+#include "mimic/replay/replayer.h"
+#include "mimic/synth/bundle.h"
+#include "testing.h"
+
+namespace mimic::synth {
+namespace {
+
+proto::Workload Load(const std::string& name) {
+  const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
+  auto w = eg::LoadWorkload(dir + name + ".et.json.gz", {.kineto_path = dir + name + ".kineto.json.gz"});
+  EXPECT_THAT(w, IsOk());
+  return *w;
+}
+
+// Replays one iteration and checks full coverage with the recorded shapes and dtypes.
+void ExpectReplaysFully(const proto::Workload& w, int64_t* replayed = nullptr) {
+  replay::ReplayOptions options;
+  options.warmup = 0;
+  options.iters = 1;
+  auto r = replay::Replay(w, options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->replayed_ops, r->total_ops);
+  for (const replay::SkippedOp& s : r->skipped) ADD_FAILURE() << s.name << ": " << s.reason << ": " << s.detail;
+  EXPECT_EQ(r->outputs_mismatched, 0);
+  for (const std::string& m : r->mismatches) ADD_FAILURE() << m;
+  if (replayed) *replayed = r->replayed_ops;
+}
+
+class Sample : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Sample, SelectKeepsOneIterationSubtree) {
+  const proto::Workload w = Load(GetParam());
+  auto s = Select(w, {.iteration = 2});
+  ASSERT_THAT(s, IsOk());
+  ASSERT_EQ(s->segments_size(), 1);
+  EXPECT_EQ(s->segments(0).name(), "ProfilerStep#2");
+  EXPECT_LT(s->ops_size(), w.ops_size());
+  const eg::OpTree tree(*s);
+  for (int i = 0; i < s->ops_size(); ++i) EXPECT_TRUE(tree.IsWithin(i, tree.IndexOf(s->segments(0).op_id())));
+  ASSERT_EQ(s->transformations_size(), 1);
+  EXPECT_EQ(s->transformations(0).name(), "select");
+  ExpectReplaysFully(*s);
+  EXPECT_THAT(Select(w, {.iteration = 42}), StatusIs(StatusCode::kInvalidInput));
+}
+
+TEST_P(Sample, DtypeChangeKeepsIntegerTensorsAndReplays) {
+  const proto::Workload w = Load(GetParam());
+  for (proto::DType dtype : {proto::BFLOAT16, proto::FLOAT16}) {
+    auto s = Select(w, {});
+    ASSERT_THAT(s, IsOk());
+    auto d = ChangeDtype(*s, dtype);
+    ASSERT_THAT(d, IsOk());
+    for (int i = 0; i < d->tensors_size(); ++i) {
+      const proto::DType before = s->tensors(i).dtype();
+      const bool floating = before == proto::FLOAT32 || before == proto::FLOAT64 ||
+                            before == proto::FLOAT16 || before == proto::BFLOAT16;
+      EXPECT_EQ(d->tensors(i).dtype(), floating ? dtype : before);
+      EXPECT_EQ(d->tensors(i).itemsize(), floating ? 2 : s->tensors(i).itemsize());
+    }
+    EXPECT_EQ(d->original().iteration_ms_size(), 0);  // the original never ran in this dtype
+    ExpectReplaysFully(*d);
+  }
+}
+
+TEST_P(Sample, FilterByClassKeepsOnlyThatClass) {
+  auto s = Select(Load(GetParam()), {});
+  ASSERT_THAT(s, IsOk());
+  auto f = Filter(*s, "gemm");
+  ASSERT_THAT(f, IsOk());
+  const eg::OpTree tree(*f);
+  const std::vector<int> top = eg::ReplayableOps(*f, tree, -1, true);
+  ASSERT_FALSE(top.empty());
+  for (int i : top) EXPECT_EQ(eg::ClassOf(f->ops(i).name()), eg::OpClass::kGemm) << f->ops(i).name();
+  ExpectReplaysFully(*f);
+  EXPECT_THAT(Filter(*s, "no::such_op*"), StatusIs(StatusCode::kInvalidInput));
+}
+
+TEST_P(Sample, RepeatRunsKStepsInOneIteration) {
+  auto s = Select(Load(GetParam()), {});
+  ASSERT_THAT(s, IsOk());
+  int64_t once = 0, thrice = 0;
+  ExpectReplaysFully(*s, &once);
+  auto r = Repeat(*s, 3);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->segments_size(), 1);
+  ExpectReplaysFully(*r, &thrice);
+  EXPECT_EQ(thrice, 3 * once);
+  ASSERT_EQ(r->original().iteration_ms_size(), s->original().iteration_ms_size());
+  for (int i = 0; i < r->original().iteration_ms_size(); ++i)
+    EXPECT_DOUBLE_EQ(r->original().iteration_ms(i), 3 * s->original().iteration_ms(i));
+  EXPECT_THAT(Repeat(Load(GetParam()), 2), StatusIs(StatusCode::kInvalidInput));  // two steps
+}
+
+INSTANTIATE_TEST_SUITE_P(Fleet, Sample, ::testing::Values("mlp", "cnn_bn", "transformer", "embbag_rec"));
+
+TEST(Bundle, PackRoundTripsBitIdentical) {
+  const proto::Workload w = Load("embbag_rec");
+  const std::string path = ::testing::TempDir() + "/bundle_" + std::to_string(getpid());
+  ASSERT_TRUE(WriteBundle(path, MakeBundle(w, 1234)).ok());
+  auto b = ReadBundle(path);
+  ASSERT_THAT(b, IsOk());
+  EXPECT_EQ(b->seed(), 1234u);
+  EXPECT_EQ(b->workload().SerializeAsString(), w.SerializeAsString());
+  EXPECT_EQ(b->format().major(), kBundleFormatMajor);
+}
+
+TEST(Bundle, CorruptOrNewerBundlesAreRefused) {
+  std::string payload;
+  proto::Bundle b = MakeBundle(Load("mlp"), 1);
+  ASSERT_TRUE(b.SerializeToString(&payload));
+  const std::string path = ::testing::TempDir() + "/bundle_bad_" + std::to_string(getpid());
+  ASSERT_TRUE(WriteBundle(path, b).ok());
+  auto good = ReadBundle(path);
+  ASSERT_THAT(good, IsOk());
+  // Flip one payload byte: the checksum catches it.
+  std::string bytes = "MIMICBN\n" + std::string(64, '0') + "\n" + payload;
+  EXPECT_THAT(ParseBundle("x.bundle", bytes), StatusIs(StatusCode::kInvalidInput));
+  b.mutable_format()->set_major(kBundleFormatMajor + 1);
+  ASSERT_TRUE(WriteBundle(path, b).ok());
+  EXPECT_THAT(ReadBundle(path), StatusIs(StatusCode::kUnsupported));
+}
+
+}  // namespace
+}  // namespace mimic::synth
