@@ -49,5 +49,10 @@ Runner AddExportChakra(CLI::App& app);
 Runner AddImportChakra(CLI::App& app);
 Runner AddSynth(CLI::App& app);
 Runner AddPack(CLI::App& app);
+Runner AddBuildBenchmark(CLI::App& app);
+
+// Runs as the standalone benchmark `bundle` was built into (mimic build-benchmark): its own
+// --help and the replay options. Returns the exit code.
+int RunStandalone(int argc, char** argv, const proto::Bundle& bundle);
 
 }  // namespace mimic::cli

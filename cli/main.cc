@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "mimic/base/file.h"
+#include "mimic/synth/standalone.h"
 
 namespace mimic::cli {
 
@@ -24,6 +25,12 @@ Status WriteOutput(const std::string& path, const std::string& text) {
 
 int main(int argc, char** argv) {
   using namespace mimic::cli;
+  // A standalone benchmark is this binary with a bundle appended: run as that benchmark.
+  mimic::Result<std::optional<mimic::proto::Bundle>> embedded =
+      mimic::synth::ReadEmbeddedBundle("/proc/self/exe");
+  if (!embedded.ok()) return Fail(embedded.status());
+  if (embedded->has_value()) return RunStandalone(argc, argv, **embedded);
+
   CLI::App app{
       "Mimic: turns PyTorch execution traces into replayable benchmarks, replays them through "
       "LibTorch, and compares the replay with the original run.\n"
@@ -41,6 +48,7 @@ int main(int argc, char** argv) {
   add(AddRun, "run", "Replay the embedded default fleet sample and compare it with the original");
   add(AddSynth, "synth", "Transform a workload: select, filter, change dtype, repeat");
   add(AddPack, "pack", "Write a self-contained, checksummed benchmark bundle");
+  add(AddBuildBenchmark, "build-benchmark", "Build a standalone benchmark executable from a bundle");
   add(AddExportChakra, "export-chakra", "Write a trace or workload as a Chakra .et trace (ASTRA-sim input)");
   add(AddImportChakra, "import-chakra", "Summarize a Chakra .et trace: node types, collectives, dependencies");
   try {

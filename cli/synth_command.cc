@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "mimic/eg/workload.h"
 #include "mimic/synth/bundle.h"
+#include "mimic/synth/standalone.h"
 #include "mimic/synth/transform.h"
 
 namespace mimic::cli {
@@ -72,6 +73,54 @@ Runner AddPack(CLI::App& app) {
                  bundle.workload().ops_size(), static_cast<unsigned long long>(bundle.seed()));
     return static_cast<int>(kExitOk);
   };
+}
+
+Runner AddBuildBenchmark(CLI::App& app) {
+  struct Args {
+    std::string bundle, out;
+  };
+  auto args = std::make_shared<Args>();
+  app.add_option("bundle", args->bundle, "Bundle written by `mimic pack`")->required();
+  app.add_option("-o,--output", args->out, "Executable to write")->required();
+  app.footer(
+      "The executable is this mimic binary with the bundle appended; `./NAME --help` lists its "
+      "options. It links LibTorch's shared libraries: run it where the same torch is installed "
+      "(or LD_LIBRARY_PATH points at its lib folder).");
+  return [args]() {
+    Status st = synth::BuildStandalone("/proc/self/exe", args->bundle, args->out);
+    if (!st.ok()) return Fail(st);
+    std::fprintf(stderr, "mimic: wrote %s\n", args->out.c_str());
+    return static_cast<int>(kExitOk);
+  };
+}
+
+int RunStandalone(int argc, char** argv, const proto::Bundle& bundle) {
+  const std::string self = argv[0];
+  const std::string name = self.substr(self.find_last_of('/') + 1);
+  const proto::Workload& w = bundle.workload();
+  std::string about = name + ": a Mimic benchmark (" + bundle.created_by() + ", " + bundle.created_at() + ").\n";
+  for (const proto::SourceFile& s : w.provenance().sources())
+    about += "  from " + s.role() + " " + s.path() + " (sha256 " + s.sha256().substr(0, 12) + ")\n";
+  for (const proto::Transformation& t : w.transformations()) about += "  " + t.name() + ": " + t.summary() + "\n";
+  about += "Replays the embedded workload operator by operator and compares it with the original run.\n"
+           "Exit codes: 0 success, 1 runtime failure, 2 bad input or usage.";
+  CLI::App app{about, name};
+  replay::ReplayOptions options;
+  options.seed = bundle.seed();
+  options.warmup = 3;
+  options.iters = 20;
+  std::string report;
+  AddReplayOptions(app, options, report);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+  if (options.device.empty()) options.device = replay::BestDevice();
+  return ReplayAndReport(w, name + " (embedded bundle)", options, report);
 }
 
 }  // namespace mimic::cli

@@ -259,6 +259,30 @@ class SynthTest(unittest.TestCase):
             self.assertIn("manifest", rep["original"]["source"])
 
 
+    def test_standalone_benchmark_runs_its_embedded_bundle(self):
+        with tempfile.TemporaryDirectory() as d:
+            bundle = os.path.join(d, "emb.bundle")
+            self.assertEqual(mimic("pack", os.path.join(SAMPLES, "embbag_rec.et.json.gz"), "--seed", "5",
+                                   "-o", bundle).returncode, 0)
+            exe = os.path.join(d, "embbag_bench")
+            r = mimic("build-benchmark", bundle, "-o", exe)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(os.access(exe, os.X_OK))
+            h = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=60)
+            self.assertEqual(h.returncode, 0, h.stderr)
+            self.assertIn("embbag_bench", h.stdout)
+            self.assertIn("--iters", h.stdout)
+            report = os.path.join(d, "r.json")
+            b = subprocess.run([exe, "--device", "cpu", "--warmup", "0", "--iters", "2", "--report", report],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(b.returncode, 0, b.stderr)
+            rep = load_json(report)
+            self.assertEqual(len(rep["iteration_ms"]["samples"]), 2)
+            self.assertEqual(rep["coverage"]["replayed"], rep["coverage"]["total"])
+            self.assertIn("manifest", rep["original"]["source"])
+            self.assertEqual(subprocess.run([exe, "--iters", "0"], capture_output=True).returncode, 2)
+
+
 class FaultTest(unittest.TestCase):
 
     def test_sigint_mid_replay_keeps_the_completed_iterations(self):
