@@ -7,7 +7,9 @@
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 #include "mimic/replay/replayer.h"
+#include "mimic/base/file.h"
 #include "mimic/synth/bundle.h"
+#include "mimic/synth/standalone.h"
 #include "testing.h"
 
 namespace mimic::synth {
@@ -126,6 +128,30 @@ TEST(Bundle, CorruptOrNewerBundlesAreRefused) {
   b.mutable_format()->set_major(kBundleFormatMajor + 1);
   ASSERT_TRUE(WriteBundle(path, b).ok());
   EXPECT_THAT(ReadBundle(path), StatusIs(StatusCode::kUnsupported));
+}
+
+TEST(Standalone, AppendsOneBundleAndReadsItBack) {
+  const std::string dir = ::testing::TempDir() + "/standalone_" + std::to_string(getpid());
+  const std::string runner = dir + ".runner", bundle = dir + ".bundle", exe = dir + ".exe", exe2 = dir + ".exe2";
+  const std::string runner_bytes = "\x7f" "ELF pretend executable";
+  ASSERT_TRUE(WriteFileAtomic(runner, runner_bytes).ok());
+  const proto::Bundle b = MakeBundle(Load("mlp"), 77);
+  ASSERT_TRUE(WriteBundle(bundle, b).ok());
+  ASSERT_TRUE(BuildStandalone(runner, bundle, exe).ok());
+  // Building from a standalone replaces its bundle instead of stacking a second one.
+  ASSERT_TRUE(BuildStandalone(exe, bundle, exe2).ok());
+  auto a = ReadFile(exe), c = ReadFile(exe2), raw = ReadFile(bundle);
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(a->bytes.view(), c->bytes.view());
+  EXPECT_EQ(a->bytes.size(), runner_bytes.size() + raw->bytes.size() + 16);
+  auto embedded = ReadEmbeddedBundle(exe2);
+  ASSERT_THAT(embedded, IsOk());
+  ASSERT_TRUE(embedded->has_value());
+  EXPECT_EQ((*embedded)->SerializeAsString(), b.SerializeAsString());
+  auto none = ReadEmbeddedBundle(runner);
+  ASSERT_THAT(none, IsOk());
+  EXPECT_FALSE(none->has_value());
 }
 
 }  // namespace
