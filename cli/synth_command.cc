@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "mimic/eg/workload.h"
+#include "mimic/synth/batch.h"
 #include "mimic/synth/bundle.h"
 #include "mimic/synth/standalone.h"
 #include "mimic/synth/transform.h"
@@ -15,6 +16,8 @@ Runner AddSynth(CLI::App& app) {
     std::string input, kineto, out, label, filter, dtype;
     int64_t iteration = -1;
     int repeat = 1;
+    double batch_scale = 0;
+    int64_t batch = 0;
   };
   auto args = std::make_shared<Args>();
   app.add_option("input", args->input, "Execution trace, .mimic workload or bundle")->required();
@@ -24,18 +27,23 @@ Runner AddSynth(CLI::App& app) {
   app.add_option("--filter", args->filter,
                  "Keep top-level ops matching a name pattern (aten::mm, aten::*norm*) or an op class "
                  "(gemm, conv, attention, embedding, reduction_norm, memcpy, collective, elementwise, other)");
+  auto* scale = app.add_option("--batch-scale", args->batch_scale, "Scale the batch size by F")
+                    ->check(CLI::PositiveNumber);
+  app.add_option("--batch", args->batch, "Set the batch size to N")->check(CLI::PositiveNumber)->excludes(scale);
   app.add_option("--dtype", args->dtype, "Change floating-point tensors to bf16, fp16 or fp32");
   app.add_option("--repeat", args->repeat, "Repeat the iteration K times")->check(CLI::PositiveNumber);
   app.add_option("-o,--output", args->out, "Workload file to write (.mimic)")->required();
   app.footer(
-      "Transformations run in this order: select (always: one iteration or label), filter, dtype, "
-      "repeat. Each is recorded in the workload. Batch scaling, operator substitution, world-size "
-      "scaling and composition of several workloads are not implemented yet.");
+      "Transformations run in this order: select (always: one iteration or label), filter, batch, "
+      "dtype, repeat. Each is recorded in the workload. Operator substitution, world-size scaling "
+      "and composition of several workloads are not implemented yet.");
   return [args]() {
     Result<LoadedInput> in = LoadInput(args->input, args->kineto);
     if (!in.ok()) return Fail(in.status());
     Result<proto::Workload> w = synth::Select(in->workload, {.iteration = args->iteration, .label = args->label});
     if (w.ok() && !args->filter.empty()) w = synth::Filter(*w, args->filter);
+    if (w.ok() && (args->batch > 0 || args->batch_scale > 0))
+      w = synth::ScaleBatch(*w, {.factor = args->batch_scale, .batch = args->batch});
     if (w.ok() && !args->dtype.empty()) {
       proto::DType dtype;
       if (!synth::ParseFloatDType(args->dtype, &dtype))

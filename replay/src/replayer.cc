@@ -16,11 +16,15 @@
 
 #include "device.h"
 #include "mimic/eg/workload.h"
-#include "op_call.h"
+#include "mimic/ops/dispatch.h"
 #include "tensor_store.h"
 
 namespace mimic::replay {
 namespace {
+
+using ops::BuildStack;
+using ops::ResolveOperator;
+using ops::ToScalarType;
 
 using Clock = std::chrono::steady_clock;
 

@@ -16,24 +16,9 @@
 #include <unordered_set>
 
 namespace mimic::replay {
-namespace {
 
-struct DTypeMap {
-  proto::DType proto;
-  c10::ScalarType torch;
-};
-constexpr DTypeMap kDTypeMap[] = {
-    {proto::FLOAT32, c10::kFloat},        {proto::FLOAT64, c10::kDouble},
-    {proto::FLOAT16, c10::kHalf},         {proto::BFLOAT16, c10::kBFloat16},
-    {proto::INT8, c10::kChar},            {proto::UINT8, c10::kByte},
-    {proto::INT16, c10::kShort},          {proto::INT32, c10::kInt},
-    {proto::INT64, c10::kLong},           {proto::BOOL, c10::kBool},
-    {proto::COMPLEX64, c10::kComplexFloat}, {proto::COMPLEX128, c10::kComplexDouble},
-    {proto::FLOAT8_E4M3FN, c10::ScalarType::Float8_e4m3fn},
-    {proto::FLOAT8_E5M2, c10::ScalarType::Float8_e5m2},
-    {proto::UINT16, c10::ScalarType::UInt16}, {proto::UINT32, c10::ScalarType::UInt32},
-    {proto::UINT64, c10::ScalarType::UInt64},
-};
+using ops::ToScalarType;
+namespace {
 
 std::vector<int64_t> Shape(const proto::Tensor& t) { return {t.shape().begin(), t.shape().end()}; }
 
@@ -87,12 +72,6 @@ void ForEachInputTensor(const proto::Value& v, const std::function<void(int)>& f
 }
 
 }  // namespace
-
-bool ToScalarType(proto::DType dtype, c10::ScalarType* out) {
-  for (const auto& m : kDTypeMap)
-    if (m.proto == dtype) return *out = m.torch, true;
-  return false;
-}
 
 TensorStore::TensorStore(const proto::Workload& w, c10::Device device, uint64_t seed)
     : w_(w), device_(device), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)), ranges_(w) {}

@@ -14,14 +14,12 @@
 
 #include "int_ranges.h"
 #include "mimic/base/status.h"
+#include "mimic/ops/dispatch.h"
 #include "proto/workload.pb.h"
 
 namespace mimic::replay {
 
-// proto dtype -> LibTorch scalar type; false for DTYPE_UNKNOWN.
-bool ToScalarType(proto::DType dtype, c10::ScalarType* out);
-
-class TensorStore {
+class TensorStore final : public ops::TensorSource {
  public:
   TensorStore(const proto::Workload& w, c10::Device device, uint64_t seed);
 
@@ -34,13 +32,13 @@ class TensorStore {
   // The tensor for table entry `t`: this iteration's output if one was registered, else a view
   // of a registered output's storage, else a view of the prepared buffer, else a fresh tensor
   // (for inputs of ops whose producer was skipped).
-  at::Tensor Get(int t);
+  at::Tensor Get(int t) override;
   // Registers `tensor` as the value of table entry `t` for the rest of the iteration.
   void Put(int t, const at::Tensor& tensor);
   // Forgets the outputs of the iteration (prepared buffers stay, as do their in-place updates).
   void NewIteration();
 
-  const proto::Workload& workload() const { return w_; }
+  const proto::Workload& workload() const override { return w_; }
   int64_t prepared_bytes() const { return prepared_bytes_; }
   int64_t prepared_storages() const { return static_cast<int64_t>(buffers_.size()); }
 

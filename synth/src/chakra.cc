@@ -366,7 +366,7 @@ class Exporter {
     return order;
   }
 
-  // The communication op `index` performs: that of the first communication op in its subtree,
+  // The communication a top-level op's `subtree` performs: that of its first communication op,
   // sized and named from the best-informed op there. nullopt when there is none.
   std::optional<CommInfo> FindComm(const std::vector<int>& subtree) const {
     int first = -1, rpc = -1, backend = -1;
@@ -561,18 +561,17 @@ class Exporter {
     const std::vector<uint64_t> producers = Producers(reads);
     const std::vector<const proto::Kernel*> kernels = Kernels(subtree);
     const int64_t tensor_bytes = BytesOf(w_, reads);
-    if (std::optional<CommInfo> comm = FindComm(subtree)) {
-      EmitComm(op, *comm, kernels, producers, tensor_bytes);
-    } else {
-      EmitComp(op, kernels, producers, tensor_bytes);
-    }
-    RecordWrites(writes, last_producer_);
+    const std::optional<CommInfo> comm = FindComm(subtree);
+    const uint64_t writer = comm ? EmitComm(op, *comm, kernels, producers, tensor_bytes)
+                                 : EmitComp(op, kernels, producers, tensor_bytes);
+    RecordWrites(writes, writer);
   }
 
   // A collective or send/recv: issued after the thread's previous CPU node, in order with the
   // previous communication on its process group; off the CPU chain, so that the thread's next
-  // op overlaps with it (its consumers wait for it through their data dependencies).
-  void EmitComm(const proto::Op& op, const CommInfo& comm, const std::vector<const proto::Kernel*>& kernels,
+  // op overlaps with it (its consumers wait for it through their data dependencies). Returns
+  // the node's id.
+  uint64_t EmitComm(const proto::Op& op, const CommInfo& comm, const std::vector<const proto::Kernel*>& kernels,
                 const std::vector<uint64_t>& producers, int64_t tensor_bytes) {
     const cpm::NodeType type = comm.type.kind == CommKind::kSend   ? cpm::COMM_SEND_NODE
                                : comm.type.kind == CommKind::kRecv ? cpm::COMM_RECV_NODE
@@ -601,13 +600,14 @@ class Exporter {
     AddOrigin(n, op);
     if (!kernels.empty()) AddInt64(n, "stream", kernels.front()->stream());
     last_comm_of_group_[comm.pg_name] = n.id();
-    last_producer_ = n.id();
+    return n.id();
   }
 
   // A computation. A CPU node follows the previous CPU node of its thread (program order). A
   // GPU node is launched after the thread's previous CPU node and runs after the previous GPU
-  // node of its stream; it does not hold up the thread.
-  void EmitComp(const proto::Op& op, const std::vector<const proto::Kernel*>& kernels,
+  // node of its stream; it does not hold up the thread. Returns the id of the node that
+  // completes the op (its last kernel node with kernel_nodes).
+  uint64_t EmitComp(const proto::Op& op, const std::vector<const proto::Kernel*>& kernels,
                 const std::vector<uint64_t>& producers, int64_t tensor_bytes) {
     const bool split = options_.kernel_nodes && !kernels.empty();
     const bool gpu = w_.kineto().present() ? !kernels.empty() : TouchesDevice(w_, op);
@@ -631,8 +631,7 @@ class Exporter {
     if (!cpu_node) AddInt64(n, "stream", stream);
     if (cpu_node) last_cpu_of_thread_[op.thread()] = id;
     else last_gpu_of_stream_[stream] = id;
-    last_producer_ = id;
-    if (!split) return;
+    if (!split) return id;
 
     // One node per kernel, after the op's CPU node and the previous work of its stream. The
     // first kernel of the op on each stream waits for the op's inputs and carries its FLOPs.
@@ -657,8 +656,8 @@ class Exporter {
       AddOrigin(kn, op);
       AddInt64(kn, "stream", k->stream());
       last_gpu_of_stream_[k->stream()] = kn.id();
-      last_producer_ = kn.id();
     }
+    return trace_.nodes.back().id();
   }
 
   // Where a node came from: the ET node id and thread.
@@ -671,7 +670,6 @@ class Exporter {
   const ChakraExportOptions options_;
   const eg::OpTree tree_;
   ChakraTrace trace_;
-  uint64_t last_producer_ = 0;  // the node that completes the op just emitted
   std::unordered_map<int64_t, uint64_t> last_cpu_of_thread_;
   std::unordered_map<int64_t, uint64_t> last_gpu_of_stream_;
   std::unordered_map<std::string, uint64_t> last_comm_of_group_;

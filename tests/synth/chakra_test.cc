@@ -91,9 +91,11 @@ struct Microbench {
   cpm::CollectiveCommType comm_type;
 };
 
-class AstraMicrobench : public ::testing::TestWithParam<Microbench> {};
+void PrintTo(const Microbench& m, std::ostream* os) { *os << m.file; }
 
-TEST_P(AstraMicrobench, ImportsWithItsCollectiveAndSize) {
+class ChakraAstraSample : public ::testing::TestWithParam<Microbench> {};
+
+TEST_P(ChakraAstraSample, ImportsWithItsCollectiveAndSize) {
   const std::string path = mimic::testing::SharedTraces() + "/astra-microbench/" + GetParam().file;
   MIMIC_SKIP_UNLESS_EXISTS(path);
   auto trace = ReadChakra(path);
@@ -116,19 +118,20 @@ TEST_P(AstraMicrobench, ImportsWithItsCollectiveAndSize) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Samples, AstraMicrobench,
+    Samples, ChakraAstraSample,
     ::testing::Values(Microbench{"all_gather.4npus_1MB.0.et", "all_gather_4npus_1MB", cpm::ALL_GATHER},
                       Microbench{"all_reduce.4npus_1MB.0.et", "all_reduce_4npus_1MB", cpm::ALL_REDUCE},
                       Microbench{"all_to_all.4npus_1MB.0.et", "all_to_all_4npus_1MB", cpm::ALL_TO_ALL},
                       Microbench{"reduce_scatter.4npus_1MB.0.et", "reduce_scatter_4npus_1MB",
-                                 cpm::REDUCE_SCATTER}));
+                                 cpm::REDUCE_SCATTER}),
+    [](const ::testing::TestParamInfo<Microbench>& info) { return std::string(CommTypeName(info.param.comm_type)); });
 
 // ---------------------------------------------------------------------------------------------
 // Exports of real traces.
 
-class FleetSample : public ::testing::TestWithParam<const char*> {};
+class ChakraFleetSample : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(FleetSample, ExportRoundTripsAndFollowsTheWorkload) {
+TEST_P(ChakraFleetSample, ExportRoundTripsAndFollowsTheWorkload) {
   const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
   auto w = eg::LoadWorkload(dir + GetParam() + ".et.json.gz",
                             {.kineto_path = dir + GetParam() + ".kineto.json.gz"});
@@ -188,7 +191,8 @@ TEST_P(FleetSample, ExportRoundTripsAndFollowsTheWorkload) {
   EXPECT_GT(s.data_deps, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Samples, FleetSample, ::testing::Values("mlp", "cnn_bn", "embbag_rec", "transformer"));
+INSTANTIATE_TEST_SUITE_P(Samples, ChakraFleetSample, ::testing::Values("mlp", "cnn_bn", "embbag_rec", "transformer"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 TEST(ChakraExport, AllgatherTraceHasItsTenAllGathersOnGroupZero) {
   const std::string path = mimic::testing::SharedTraces() + "/chakra-allgather/allgather_1.0.2_et.json.gz";

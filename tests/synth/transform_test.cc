@@ -8,6 +8,7 @@
 #include "mimic/eg/workload.h"
 #include "mimic/replay/replayer.h"
 #include "mimic/base/file.h"
+#include "mimic/synth/batch.h"
 #include "mimic/synth/bundle.h"
 #include "mimic/synth/standalone.h"
 #include "testing.h"
@@ -40,7 +41,7 @@ class Sample : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Sample, SelectKeepsOneIterationSubtree) {
   const proto::Workload w = Load(GetParam());
-  auto s = Select(w, {.iteration = 2});
+  auto s = Select(w, {.iteration = 2, .label = ""});
   ASSERT_THAT(s, IsOk());
   ASSERT_EQ(s->segments_size(), 1);
   EXPECT_EQ(s->segments(0).name(), "ProfilerStep#2");
@@ -50,7 +51,7 @@ TEST_P(Sample, SelectKeepsOneIterationSubtree) {
   ASSERT_EQ(s->transformations_size(), 1);
   EXPECT_EQ(s->transformations(0).name(), "select");
   ExpectReplaysFully(*s);
-  EXPECT_THAT(Select(w, {.iteration = 42}), StatusIs(StatusCode::kInvalidInput));
+  EXPECT_THAT(Select(w, {.iteration = 42, .label = ""}), StatusIs(StatusCode::kInvalidInput));
 }
 
 TEST_P(Sample, DtypeChangeKeepsIntegerTensorsAndReplays) {
@@ -99,6 +100,35 @@ TEST_P(Sample, RepeatRunsKStepsInOneIteration) {
   for (int i = 0; i < r->original().iteration_ms_size(); ++i)
     EXPECT_DOUBLE_EQ(r->original().iteration_ms(i), 3 * s->original().iteration_ms(i));
   EXPECT_THAT(Repeat(Load(GetParam()), 2), StatusIs(StatusCode::kInvalidInput));  // two steps
+}
+
+TEST(Batch, DoublingTheBatchDoublesEveryBatchDependentTensor) {
+  auto s = Select(Load("mlp"), {});
+  ASSERT_THAT(s, IsOk());
+  BatchReport rep;
+  auto b = ScaleBatch(*s, {.factor = 2, .batch = 0}, &rep);
+  ASSERT_THAT(b, IsOk());
+  EXPECT_EQ(rep.new_batch, 2 * rep.old_batch);
+  EXPECT_GT(rep.leaves_scaled, 0);
+  EXPECT_GT(rep.tensors_reshaped, 0);
+  int64_t doubled = 0;
+  for (int i = 0; i < b->tensors_size(); ++i) {
+    const proto::Tensor& before = s->tensors(i);
+    const proto::Tensor& after = b->tensors(i);
+    if (after.numel() == before.numel()) continue;
+    EXPECT_EQ(after.numel(), 2 * before.numel()) << "tensor " << before.tensor_id();
+    int dims_doubled = 0;  // the batch dimension (not always the first: transposed gradients)
+    for (int d = 0; d < after.shape_size(); ++d) dims_doubled += after.shape(d) == 2 * before.shape(d);
+    EXPECT_EQ(dims_doubled, 1) << "tensor " << before.tensor_id();
+    ++doubled;
+  }
+  EXPECT_EQ(doubled, rep.tensors_reshaped);
+  EXPECT_EQ(b->original().iteration_ms_size(), 0);
+  ExpectReplaysFully(*b);
+  // The model's input batch itself doubled.
+  auto again = ScaleBatch(*b, {.factor = 0, .batch = rep.old_batch});
+  ASSERT_THAT(again, IsOk());
+  for (int i = 0; i < again->tensors_size(); ++i) EXPECT_EQ(again->tensors(i).numel(), s->tensors(i).numel());
 }
 
 INSTANTIATE_TEST_SUITE_P(Fleet, Sample, ::testing::Values("mlp", "cnn_bn", "transformer", "embbag_rec"));

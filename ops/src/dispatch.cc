@@ -1,16 +1,35 @@
-#include "op_call.h"
+#include "mimic/ops/dispatch.h"
 
 #include <ATen/core/List.h>
 #include <ATen/core/jit_type.h>
 
 #include "mimic/eg/workload.h"
 
-namespace mimic::replay {
+namespace mimic::ops {
 namespace {
 
+struct DTypeMap {
+  proto::DType proto;
+  c10::ScalarType torch;
+};
+constexpr DTypeMap kDTypeMap[] = {
+    {proto::FLOAT32, c10::kFloat},        {proto::FLOAT64, c10::kDouble},
+    {proto::FLOAT16, c10::kHalf},         {proto::BFLOAT16, c10::kBFloat16},
+    {proto::INT8, c10::kChar},            {proto::UINT8, c10::kByte},
+    {proto::INT16, c10::kShort},          {proto::INT32, c10::kInt},
+    {proto::INT64, c10::kLong},           {proto::BOOL, c10::kBool},
+    {proto::COMPLEX64, c10::kComplexFloat}, {proto::COMPLEX128, c10::kComplexDouble},
+    {proto::FLOAT8_E4M3FN, c10::ScalarType::Float8_e4m3fn},
+    {proto::FLOAT8_E5M2, c10::ScalarType::Float8_e5m2},
+    {proto::UINT16, c10::ScalarType::UInt16}, {proto::UINT32, c10::ScalarType::UInt32},
+    {proto::UINT64, c10::ScalarType::UInt64},
+};
+
+
 struct Converter {
-  TensorStore& store;
+  TensorSource& store;
   c10::Device device;
+  bool remap_host;
 
   Result<c10::IValue> Convert(const proto::Value& v, const c10::TypePtr& type,
                               const std::string& arg_name) {
@@ -58,7 +77,7 @@ struct Converter {
           const std::string& name = kind == K::kDevice ? v.device() : v.string_value();
           try {
             const c10::Device recorded(name);
-            return c10::IValue(recorded.is_cpu() ? recorded : device);
+            return c10::IValue(recorded.is_cpu() && !remap_host ? recorded : device);
           } catch (const c10::Error&) {
             break;
           }
@@ -132,6 +151,12 @@ struct Converter {
 
 }  // namespace
 
+bool ToScalarType(proto::DType dtype, c10::ScalarType* out) {
+  for (const auto& m : kDTypeMap)
+    if (m.proto == dtype) return *out = m.torch, true;
+  return false;
+}
+
 Result<c10::OperatorHandle> ResolveOperator(const std::string& schema) {
   const size_t paren = schema.find('(');
   const std::string qualified = schema.substr(0, paren);
@@ -144,13 +169,13 @@ Result<c10::OperatorHandle> ResolveOperator(const std::string& schema) {
   return *handle;
 }
 
-Status BuildStack(const proto::Op& op, const c10::FunctionSchema& schema, TensorStore& store,
-                  c10::Device device, torch::jit::Stack* stack) {
+Status BuildStack(const proto::Op& op, const c10::FunctionSchema& schema, TensorSource& store,
+                  c10::Device device, torch::jit::Stack* stack, bool remap_host_devices) {
   const auto& args = schema.arguments();
   if (static_cast<size_t>(op.inputs_size()) > args.size())
     return Status::Unsupported("recorded " + std::to_string(op.inputs_size()) + " inputs for " +
                                std::to_string(args.size()) + " schema arguments");
-  Converter conv{store, device};
+  Converter conv{store, device, remap_host_devices};
   stack->clear();
   stack->reserve(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
@@ -166,4 +191,4 @@ Status BuildStack(const proto::Op& op, const c10::FunctionSchema& schema, Tensor
   return Status::Ok();
 }
 
-}  // namespace mimic::replay
+}  // namespace mimic::ops

@@ -1,0 +1,40 @@
+// Batch-size scaling of a workload. The batch dimension is identified from the model's leaf
+// inputs (tensors no op produces and no op writes: the batch, its labels, its indices); their
+// leading dimension is scaled, and every downstream tensor shape is re-derived by running the
+// workload's ops on LibTorch's meta device (the operators' own shape semantics; an op without a
+// meta kernel runs once on small real CPU tensors instead). Not thread-safe (uses LibTorch's
+// dispatcher, which is, but also process-wide grad mode).
+#pragma once
+
+#include <cstdint>
+
+#include "mimic/base/status.h"
+#include "proto/workload.pb.h"
+
+namespace mimic::synth {
+
+struct BatchSpec {
+  double factor = 0;   // new batch = old batch x factor (when batch is 0)
+  int64_t batch = 0;   // the new batch size
+};
+
+struct BatchReport {
+  int64_t old_batch = 0, new_batch = 0;
+  int64_t leaves_scaled = 0;      // model inputs whose leading dimension changed
+  int64_t tensors_reshaped = 0;   // table entries whose shape changed
+  int64_t size_args_rewritten = 0;  // explicit size lists (view, reshape, expand, zeros, ...)
+  int64_t cpu_fallbacks = 0;      // ops without a meta kernel, propagated on the CPU
+};
+
+// Scales the batch of a one-iteration workload (select one first). Explicit size lists (view,
+// reshape, expand, ... arguments) cannot be derived from the operators' semantics: in ops that
+// consume batch-dependent tensors, the first entry that is a multiple of the batch is scaled,
+// and the op is retried with the recorded sizes if that fails. This guess is wrong when a model
+// dimension is a multiple of the batch (a batch of 32 with 32 channels, say); the result is
+// then refused rather than produced wrong.
+// Errors: InvalidInput when no batch dimension can be identified, the workload holds several
+// iterations, or a replayed op's shapes cannot be propagated (naming the op).
+Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& spec,
+                                   BatchReport* report = nullptr);
+
+}  // namespace mimic::synth
