@@ -13,14 +13,16 @@ namespace mimic::cli {
 
 Runner AddSynth(CLI::App& app) {
   struct Args {
-    std::string input, kineto, out, label, filter, dtype;
+    std::vector<std::string> inputs;
+    std::string kineto, out, label, filter, dtype, compose = "seq", substitute;
+    std::vector<int> weights;
     int64_t iteration = -1;
     int repeat = 1;
     double batch_scale = 0;
     int64_t batch = 0;
   };
   auto args = std::make_shared<Args>();
-  app.add_option("input", args->input, "Execution trace, .mimic workload or bundle")->required();
+  app.add_option("inputs", args->inputs, "Execution traces, .mimic workloads or bundles")->required();
   app.add_option("--kineto", args->kineto, "Kineto trace captured with the trace, to link");
   app.add_option("--iteration", args->iteration, "Keep ProfilerStep#N (default: the first step)");
   app.add_option("--label", args->label, "Keep a \"## label ##\" range instead of an iteration");
@@ -31,27 +33,48 @@ Runner AddSynth(CLI::App& app) {
                     ->check(CLI::PositiveNumber);
   app.add_option("--batch", args->batch, "Set the batch size to N")->check(CLI::PositiveNumber)->excludes(scale);
   app.add_option("--dtype", args->dtype, "Change floating-point tensors to bf16, fp16 or fp32");
+  app.add_option("--substitute", args->substitute,
+                 "Substitution table (docs/substitution.md): drop ops, or keep their time as a delay");
   app.add_option("--repeat", args->repeat, "Repeat the iteration K times")->check(CLI::PositiveNumber);
+  app.add_option("--compose", args->compose, "How several inputs combine: seq (one after another)")
+      ->check(CLI::IsMember({"seq", "concurrent"}));
+  app.add_option("--weights", args->weights, "Times each input runs in the mix (default 1 each)")->delimiter(',');
   app.add_option("-o,--output", args->out, "Workload file to write (.mimic)")->required();
   app.footer(
-      "Transformations run in this order: select (always: one iteration or label), filter, batch, "
-      "dtype, repeat. Each is recorded in the workload. Operator substitution, world-size scaling "
-      "and composition of several workloads are not implemented yet.");
+      "Transformations run in this order, on each input: select (always: one iteration or label), "
+      "filter, substitute, batch, dtype; then the inputs are composed, then repeated. Each is "
+      "recorded in the workload. Concurrent composition and world-size scaling are not "
+      "implemented yet.");
   return [args]() {
-    Result<LoadedInput> in = LoadInput(args->input, args->kineto);
-    if (!in.ok()) return Fail(in.status());
-    Result<proto::Workload> w = synth::Select(in->workload, {.iteration = args->iteration, .label = args->label});
-    if (w.ok() && !args->filter.empty()) w = synth::Filter(*w, args->filter);
-    if (w.ok() && (args->batch > 0 || args->batch_scale > 0))
-      w = synth::ScaleBatch(*w, {.factor = args->batch_scale, .batch = args->batch});
-    if (w.ok() && !args->dtype.empty()) {
-      proto::DType dtype;
-      if (!synth::ParseFloatDType(args->dtype, &dtype))
-        return Fail(Status::InvalidInput("--dtype " + args->dtype + ": expected bf16, fp16 or fp32"));
-      w = synth::ChangeDtype(*w, dtype);
+    if (args->inputs.size() > 1 && !args->kineto.empty())
+      return Fail(Status::InvalidInput("--kineto applies to a single input"));
+    if (args->compose == "concurrent")
+      return Fail(Status::Unsupported("--compose concurrent is not implemented yet (use seq)"));
+    proto::DType dtype = proto::DTYPE_UNKNOWN;
+    if (!args->dtype.empty() && !synth::ParseFloatDType(args->dtype, &dtype))
+      return Fail(Status::InvalidInput("--dtype " + args->dtype + ": expected bf16, fp16 or fp32"));
+    std::vector<proto::Workload> parts;
+    for (const std::string& input : args->inputs) {
+      Result<LoadedInput> in = LoadInput(input, args->kineto);
+      if (!in.ok()) return Fail(in.status());
+      Result<proto::Workload> w = synth::Select(in->workload, {.iteration = args->iteration, .label = args->label});
+      if (w.ok() && !args->filter.empty()) w = synth::Filter(*w, args->filter);
+      if (w.ok() && !args->substitute.empty()) w = synth::Substitute(*w, args->substitute);
+      if (w.ok() && (args->batch > 0 || args->batch_scale > 0))
+        w = synth::ScaleBatch(*w, {.factor = args->batch_scale, .batch = args->batch});
+      if (w.ok() && dtype != proto::DTYPE_UNKNOWN) w = synth::ChangeDtype(*w, dtype);
+      if (!w.ok()) return Fail(w.status().WithContext(input));
+      parts.push_back(std::move(*w));
+    }
+    Result<proto::Workload> w = parts.front();
+    if (parts.size() > 1) {
+      std::vector<int> weights = args->weights.empty() ? std::vector<int>(parts.size(), 1) : args->weights;
+      w = synth::ComposeSequential(parts, weights);
+    } else if (!args->weights.empty()) {
+      return Fail(Status::InvalidInput("--weights needs several inputs"));
     }
     if (w.ok() && args->repeat > 1) w = synth::Repeat(*w, args->repeat);
-    if (!w.ok()) return Fail(w.status().WithContext(args->input));
+    if (!w.ok()) return Fail(w.status());
     Status st = eg::SaveWorkload(args->out, *w);
     if (!st.ok()) return Fail(st);
     for (const proto::Transformation& t : w->transformations())

@@ -124,6 +124,8 @@ bool IsCollectiveOp(const proto::Op& op) {
          StartsWith(n, "gloo:");
 }
 
+bool IsDelayOp(const proto::Op& op) { return op.name() == kDelayOp; }
+
 bool IsCompiledKernel(const proto::Op& op) {
   return op.schema() < 0 && !op.kernel_backend().empty();
 }
@@ -134,7 +136,7 @@ std::vector<int> ReplayableOps(const proto::Workload& w, const OpTree& tree, int
   auto candidate = [&](int i) {
     const proto::Op& op = w.ops(i);
     if (IsWrapperOp(op)) return false;
-    return op.schema() >= 0 || (include_compiled && IsCompiledKernel(op));
+    return op.schema() >= 0 || IsDelayOp(op) || (include_compiled && IsCompiledKernel(op));
   };
   std::vector<int> out;
   for (int i = 0; i < n; ++i) {

@@ -36,8 +36,16 @@ std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); 
 
 struct PlannedOp {
   int index;                                 // into workload.ops()
-  std::optional<c10::OperatorHandle> handle;  // unset: skipped
+  std::optional<c10::OperatorHandle> handle;  // unset: skipped (or a delay)
+  double delay_us = -1;                      // >= 0: a mimic::delay standing in for an op
 };
+
+// Busy-waits `us` microseconds: a substituted op's time kept on the replaying thread.
+void Spin(double us) {
+  const auto until = Clock::now() + std::chrono::duration<double, std::micro>(us);
+  while (Clock::now() < until) {
+  }
+}
 
 // Picks the segment to replay; -1 for the whole trace.
 Result<int> SelectSegment(const proto::Workload& w, const eg::OpTree& tree,
@@ -82,6 +90,12 @@ class Runner {
     for (int index : selected) {
       PlannedOp p{index, std::nullopt};
       const proto::Op& op = w_.ops(index);
+      if (eg::IsDelayOp(op)) {
+        auto it = op.attrs().find("delay_us");
+        p.delay_us = it == op.attrs().end() ? 0 : it->second.double_value();
+        plan_.push_back(std::move(p));
+        continue;
+      }
       if (eg::IsCompiledKernel(op)) {
         // Traces are untrusted input: Mimic never runs code that came with one.
         MIMIC_RETURN_IF_ERROR(Skip(op, "compiled_kernel",
@@ -116,6 +130,12 @@ class Runner {
     const auto t0 = Clock::now();
     for (size_t i = 0; i < plan_.size(); ++i) {
       PlannedOp& p = plan_[i];
+      if (p.delay_us >= 0) {
+        const auto delay_t0 = Clock::now();
+        Spin(p.delay_us);
+        if (measure) op_ms_[i] += MsSince(delay_t0);
+        continue;
+      }
       if (!p.handle) continue;
       const proto::Op& op = w_.ops(p.index);
       const auto op_t0 = Clock::now();
@@ -155,7 +175,7 @@ class Runner {
 
   void Finish(int measured_iters) {
     int64_t replayed = 0;
-    for (const PlannedOp& p : plan_) replayed += p.handle.has_value();
+    for (const PlannedOp& p : plan_) replayed += p.handle.has_value() || p.delay_us >= 0;
     result_.total_ops = static_cast<int64_t>(plan_.size());
     result_.replayed_ops = replayed;
     result_.preallocated_bytes = store_.prepared_bytes();
@@ -166,7 +186,7 @@ class Runner {
       OpNameStats& s = by_name[op.name()];
       s.name = op.name();
       ++s.calls;
-      if (plan_[i].handle && measured_iters > 0) s.replay_ms += op_ms_[i] / measured_iters;
+      if ((plan_[i].handle || plan_[i].delay_us >= 0) && measured_iters > 0) s.replay_ms += op_ms_[i] / measured_iters;
       if (op.has_cpu_span()) s.original_ms = std::max(s.original_ms, 0.0) + op.cpu_duration_us() / 1000.0;
     }
     for (auto& [name, s] : by_name) result_.per_op.push_back(s);

@@ -90,6 +90,18 @@ class JsonReporter final : public Reporter {
     j.EndArray();
     j.EndObject();
 
+    j.Key("transformations").BeginArray();
+    for (const proto::Transformation& t : w.transformations()) {
+      j.BeginObject();
+      j.Key("name").String(t.name());
+      j.Key("params").BeginObject();
+      for (const auto& [k, v] : t.params()) j.Key(k).String(v);
+      j.EndObject();
+      j.Key("summary").String(t.summary());
+      j.EndObject();
+    }
+    j.EndArray();
+
     j.Key("coverage").BeginObject();
     j.Key("total").Int(r.total_ops);
     j.Key("replayed").Int(r.replayed_ops);
@@ -149,6 +161,8 @@ class ConsoleReporter final : public Reporter {
          std::to_string(r.total_ops) + " ops replayed");
     for (const auto& [reason, n] : r.skipped_by_reason)
       line("  skipped " + std::to_string(n) + " (" + reason + ")");
+    for (const proto::Transformation& t : w.transformations())
+      line("  transformed: " + t.name() + ": " + t.summary());
     if (!r.stop_reason.empty())
       line("  STOPPED after " + std::to_string(r.iteration_ms.size()) + " measured iterations: " + r.stop_reason);
     line("");

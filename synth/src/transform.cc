@@ -1,9 +1,13 @@
 #include "mimic/synth/transform.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
+#include <simdjson.h>
+
+#include "mimic/base/file.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 
@@ -111,6 +115,46 @@ int32_t InternType(proto::Workload& w, const std::string& name) {
     if (w.types(i) == name) return i;
   w.add_types(name);
   return w.types_size() - 1;
+}
+
+struct SubstitutionRule {
+  std::string match;
+  std::string action;  // "delay" or "drop"
+  double delay_us = -1;
+};
+struct SubstitutionTable {
+  std::vector<SubstitutionRule> rules;
+};
+
+// Reads docs/substitution.md's format: {"substitutions": [{"match", "action", "delay_us"?}]}.
+Result<SubstitutionTable> ReadSubstitutionTable(const std::string& path) {
+  MIMIC_ASSIGN_OR_RETURN(FileContents file, ReadFile(path));
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto err = parser.parse(file.bytes.data(), file.bytes.size(), false).get(doc))
+    return Status::InvalidInput(path + ": " + simdjson::error_message(err));
+  simdjson::dom::array rules;
+  if (doc["substitutions"].get(rules) != simdjson::SUCCESS)
+    return Status::InvalidInput(path + ": no \"substitutions\" list");
+  SubstitutionTable table;
+  size_t i = 0;
+  for (simdjson::dom::element e : rules) {
+    const std::string where = path + ": substitutions[" + std::to_string(i++) + "]";
+    SubstitutionRule r;
+    std::string_view s;
+    if (e["match"].get(s) != simdjson::SUCCESS || s.empty()) return Status::InvalidInput(where + ".match is missing");
+    r.match = std::string(s);
+    if (e["action"].get(s) != simdjson::SUCCESS || (s != "delay" && s != "drop"))
+      return Status::InvalidInput(where + ".action must be \"delay\" or \"drop\"");
+    r.action = std::string(s);
+    double us;
+    if (e["delay_us"].get(us) == simdjson::SUCCESS) {
+      if (us < 0) return Status::InvalidInput(where + ".delay_us must not be negative");
+      r.delay_us = us;
+    }
+    table.rules.push_back(std::move(r));
+  }
+  return table;
 }
 
 }  // namespace
@@ -265,6 +309,170 @@ Result<proto::Workload> Repeat(const proto::Workload& w, int k) {
     out.mutable_original()->set_source(w.original().source() + ", times " + std::to_string(k) + " (repeat)");
   Record(out, "repeat", {{"k", std::to_string(k)}},
          std::to_string(k) + " copies of " + std::to_string(w.ops_size() - (step ? 1 : 0)) + " ops in one iteration");
+  return out;
+}
+
+namespace {
+
+// Renumbers `part` into `out` at the given offsets (ids, tensors, storages, schemas, types).
+struct Offsets {
+  int64_t op_id, tensor_id, storage_id;
+  int32_t schema, type, tensor;
+};
+
+void RemapValue(proto::Value& v, const Offsets& o) {
+  v.set_type(v.type() + o.type);
+  if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0) v.set_tensor(v.tensor() + o.tensor);
+  if (v.kind_case() == proto::Value::kList)
+    for (proto::Value& item : *v.mutable_list()->mutable_items()) RemapValue(item, o);
+}
+
+}  // namespace
+
+Result<proto::Workload> ComposeSequential(const std::vector<proto::Workload>& parts,
+                                          const std::vector<int>& weights) {
+  if (parts.empty()) return Status::InvalidInput("compose: no workloads given");
+  if (weights.size() != parts.size())
+    return Status::InvalidInput("compose: " + std::to_string(weights.size()) + " weights for " +
+                                std::to_string(parts.size()) + " workloads");
+  proto::Workload out;
+  *out.mutable_format() = parts[0].format();
+  out.add_types("");
+  proto::Op& wrapper = *out.add_ops();
+  wrapper.set_id(1);
+  wrapper.set_schema(-1);
+  wrapper.set_name("ProfilerStep#0");
+  double original_ms = 0;
+  bool original_known = true;
+  std::string names;
+  Offsets o{2, 0, 0, 0, 0, 0};
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const proto::Workload& part = parts[p];
+    if (weights[p] < 1) return Status::InvalidInput("compose: weights must be at least 1");
+    int iterations = 0;
+    for (const proto::Segment& s : part.segments()) iterations += s.kind() == proto::Segment::ITERATION;
+    if (iterations > 1) return Status::InvalidInput("compose: workload " + std::to_string(p + 1) + " has several iterations (select one)");
+    for (const proto::SourceFile& src : part.provenance().sources()) *out.mutable_provenance()->add_sources() = src;
+    for (const proto::Transformation& t : part.transformations()) *out.add_transformations() = t;
+    o.schema = out.schemas_size();
+    o.type = out.types_size();
+    o.tensor = out.tensors_size();
+    for (const std::string& x : part.schemas()) out.add_schemas(x);
+    for (const std::string& x : part.types()) out.add_types(x);
+    int64_t max_tensor_id = 0, max_storage_id = 0, max_op_id = 0;
+    for (const proto::Tensor& t : part.tensors()) {
+      proto::Tensor& c = *out.add_tensors();
+      c = t;
+      c.set_tensor_id(t.tensor_id() + o.tensor_id);
+      c.set_storage_id(t.storage_id() + o.storage_id);
+      c.set_type(t.type() + o.type);
+      max_tensor_id = std::max(max_tensor_id, t.tensor_id());
+      max_storage_id = std::max(max_storage_id, t.storage_id());
+    }
+    for (const proto::Op& op : part.ops()) max_op_id = std::max(max_op_id, op.id());
+    const eg::OpTree tree(part);
+    const proto::Segment* step = nullptr;
+    for (const proto::Segment& s : part.segments())
+      if (s.kind() == proto::Segment::ITERATION) step = &s;
+    for (int copy = 0; copy < weights[p]; ++copy) {
+      for (int i = 0; i < part.ops_size(); ++i) {
+        if (step && part.ops(i).id() == step->op_id()) continue;  // the wrapper replaces it
+        proto::Op& op = *out.add_ops();
+        op = part.ops(i);
+        op.set_id(op.id() + o.op_id);
+        const int parent = tree.Parent(i);
+        const bool under_step = parent >= 0 && step && part.ops(parent).id() == step->op_id();
+        op.set_parent(parent < 0 || under_step ? wrapper.id() : part.ops(parent).id() + o.op_id);
+        if (op.schema() >= 0) op.set_schema(op.schema() + o.schema);
+        for (proto::Value& v : *op.mutable_inputs()) RemapValue(v, o);
+        for (proto::Value& v : *op.mutable_outputs()) RemapValue(v, o);
+      }
+      o.op_id += max_op_id + 1;
+    }
+    o.tensor_id += max_tensor_id + 1;
+    o.storage_id += max_storage_id + 1;
+    const auto& times = part.original().iteration_ms();
+    if (times.empty()) {
+      original_known = false;
+    } else {
+      std::vector<double> v(times.begin(), times.end());
+      std::sort(v.begin(), v.end());
+      const double median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+      original_ms += median * weights[p];
+    }
+    names += (p ? "+" : "") + std::to_string(weights[p]) + "x" +
+             (part.provenance().sources_size() ? part.provenance().sources(0).path() : "workload");
+  }
+  proto::Segment& seg = *out.add_segments();
+  seg.set_kind(proto::Segment::ITERATION);
+  seg.set_name(wrapper.name());
+  seg.set_op_id(wrapper.id());
+  if (original_known) {
+    out.mutable_original()->add_iteration_ms(original_ms);
+    out.mutable_original()->set_source("weighted sum of the components' original medians");
+  }
+  Record(out, "compose", {{"mode", "seq"}, {"parts", names}},
+         std::to_string(parts.size()) + " workloads in sequence, " + std::to_string(out.ops_size() - 1) + " ops");
+  return out;
+}
+
+Result<proto::Workload> Substitute(const proto::Workload& w, const std::string& table_path) {
+  MIMIC_ASSIGN_OR_RETURN(const SubstitutionTable table, ReadSubstitutionTable(table_path));
+  const eg::OpTree tree(w);
+  std::vector<char> drop(w.ops_size(), 0);
+  std::unordered_map<int, double> delay_of;  // op index -> µs
+  std::map<std::string, int64_t> counts;
+  for (int i : eg::ReplayableOps(w, tree, -1, /*include_compiled=*/true)) {
+    const proto::Op& op = w.ops(i);
+    for (const SubstitutionRule& r : table.rules) {
+      if (!GlobMatch(r.match, op.name()) && !GlobMatch(r.match + ".*", op.name())) continue;
+      ++counts[r.match + " -> " + r.action];
+      MarkSubtree(tree, i, drop);
+      if (r.action == "delay") {
+        double us = r.delay_us;
+        if (us < 0) {
+          double kernels = 0;
+          std::vector<int> stack = {i};
+          while (!stack.empty()) {
+            const int j = stack.back();
+            stack.pop_back();
+            for (const proto::Kernel& k : w.ops(j).kernels()) kernels += k.duration_us();
+            for (int c : tree.Children(j)) stack.push_back(c);
+          }
+          us = kernels > 0 ? kernels : op.has_cpu_span() ? op.cpu_duration_us() : -1;
+        }
+        if (us < 0)
+          return Status::InvalidInput(table_path + ": rule \"" + r.match + "\": op " + std::to_string(op.id()) + " (" +
+                                      op.name() + ") has no recorded time (link its Kineto trace, or give delay_us)");
+        delay_of[i] = us;
+      }
+      break;
+    }
+  }
+  if (counts.empty()) return Status::InvalidInput(table_path + ": no rule matches any top-level op");
+  proto::Workload out = Shell(w);
+  for (int i = 0; i < w.ops_size(); ++i) {
+    if (auto it = delay_of.find(i); it != delay_of.end()) {
+      proto::Op& d = *out.add_ops();
+      d.set_id(w.ops(i).id());
+      d.set_parent(w.ops(i).parent());
+      d.set_thread(w.ops(i).thread());
+      d.set_schema(-1);
+      d.set_name(eg::kDelayOp);
+      (*d.mutable_attrs())["delay_us"].set_double_value(it->second);
+      (*d.mutable_attrs())["replaces"].set_string_value(w.ops(i).name());
+      continue;
+    }
+    if (!drop[i]) *out.add_ops() = w.ops(i);
+  }
+  for (const proto::Segment& s : w.segments()) *out.add_segments() = s;
+  std::string summary;
+  for (const auto& [rule, n] : counts) summary += (summary.empty() ? "" : "; ") + rule + ": " + std::to_string(n);
+  // A dropped op's time is gone from the replay; the original then ran more than it.
+  bool dropped = false;
+  for (const SubstitutionRule& r : table.rules) dropped |= r.action == "drop";
+  if (dropped) out.clear_original();
+  Record(out, "substitute", {{"table", table_path}}, summary);
   return out;
 }
 

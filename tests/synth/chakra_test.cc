@@ -167,6 +167,14 @@ TEST_P(ChakraFleetSample, ExportRoundTripsAndFollowsTheWorkload) {
       for (int d = 0; d + 1 < input.shape_size(); ++d) rows *= input.shape(d);
       EXPECT_EQ(IntAttr(n, "num_ops"), 2 * rows * weight.shape(0) * weight.shape(1));
     }
+    // conv2d(input, weight [Cout, Cin/groups, kh, kw]) -> [N, Cout, Hout, Wout].
+    if (op.name() == "aten::conv2d") {
+      const proto::Tensor& weight = w->tensors(op.inputs(1).tensor());
+      const proto::Tensor& out = w->tensors(op.outputs(0).tensor());
+      ASSERT_EQ(out.shape_size(), 4);
+      EXPECT_EQ(IntAttr(n, "num_ops"), 2 * out.shape(0) * out.shape(1) * out.shape(2) * out.shape(3) *
+                                           weight.shape(1) * weight.shape(2) * weight.shape(3));
+    }
   }
   // Program order: each CPU node follows the previous one of its thread.
   const ChakraSummary s = SummarizeChakra(trace);

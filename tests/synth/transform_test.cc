@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <map>
+
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 #include "mimic/replay/replayer.h"
@@ -129,6 +131,63 @@ TEST(Batch, DoublingTheBatchDoublesEveryBatchDependentTensor) {
   auto again = ScaleBatch(*b, {.factor = 0, .batch = rep.old_batch});
   ASSERT_THAT(again, IsOk());
   for (int i = 0; i < again->tensors_size(); ++i) EXPECT_EQ(again->tensors(i).numel(), s->tensors(i).numel());
+}
+
+TEST(Compose, SequentialMixRunsEveryPartItsWeight) {
+  std::vector<proto::Workload> parts;
+  std::vector<int64_t> ops;
+  for (const char* name : {"mlp", "embbag_rec"}) {
+    auto s = Select(Load(name), {});
+    ASSERT_THAT(s, IsOk());
+    int64_t replayed = 0;
+    ExpectReplaysFully(*s, &replayed);
+    ops.push_back(replayed);
+    parts.push_back(*s);
+  }
+  auto mix = ComposeSequential(parts, {2, 1});
+  ASSERT_THAT(mix, IsOk());
+  int64_t replayed = 0;
+  ExpectReplaysFully(*mix, &replayed);
+  EXPECT_EQ(replayed, 2 * ops[0] + ops[1]);
+  // The parts never share storage: their ids were renumbered apart.
+  std::map<int64_t, int> part_of_storage;
+  for (int i = 0; i < mix->tensors_size(); ++i) {
+    const int part = i < parts[0].tensors_size() ? 0 : 1;
+    auto [it, fresh] = part_of_storage.emplace(mix->tensors(i).storage_id(), part);
+    EXPECT_EQ(it->second, part) << "storage " << mix->tensors(i).storage_id();
+  }
+  ASSERT_EQ(mix->original().iteration_ms_size(), 1);
+  EXPECT_THAT(ComposeSequential(parts, {1}), StatusIs(StatusCode::kInvalidInput));
+}
+
+TEST(Substitute, DelaysKeepTheRecordedTimeAndDropsRemove) {
+  auto s = Select(Load("transformer"), {});
+  ASSERT_THAT(s, IsOk());
+  const std::string table = ::testing::TempDir() + "/subst_" + std::to_string(getpid()) + ".json";
+  ASSERT_TRUE(WriteFileAtomic(table, R"({"substitutions": [
+      {"match": "aten::dropout", "action": "delay"},
+      {"match": "aten::scaled_dot_product_attention", "action": "delay", "delay_us": 250},
+      {"match": "aten::relu", "action": "drop"}]})").ok());
+  auto sub = Substitute(*s, table);
+  ASSERT_THAT(sub, IsOk());
+  int delays = 0, dropouts = 0, relus = 0;
+  for (const proto::Op& op : sub->ops()) {
+    if (eg::IsDelayOp(op)) {
+      ++delays;
+      EXPECT_GT(op.attrs().at("delay_us").double_value(), 0);
+    }
+    dropouts += op.name() == "aten::dropout";
+    relus += op.name() == "aten::relu";
+  }
+  EXPECT_GT(delays, 0);
+  EXPECT_EQ(dropouts, 0);
+  EXPECT_EQ(relus, 0);
+  const std::string& summary = sub->transformations(sub->transformations_size() - 1).summary();
+  EXPECT_NE(summary.find("aten::relu -> drop: "), std::string::npos) << summary;
+  EXPECT_EQ(sub->original().iteration_ms_size(), 0);  // dropped time: the original no longer applies
+  ExpectReplaysFully(*sub);
+  ASSERT_TRUE(WriteFileAtomic(table, R"({"substitutions": [{"match": "x", "action": "explode"}]})").ok());
+  EXPECT_THAT(Substitute(*s, table), StatusIs(StatusCode::kInvalidInput));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fleet, Sample, ::testing::Values("mlp", "cnn_bn", "transformer", "embbag_rec"));

@@ -69,7 +69,8 @@ bool IsWrapperOp(const proto::Op& op);
 
 // The ops a replay executes, in order: within the subtree of `segment_op` (or everywhere when
 // segment_op < 0), the top-most ops that have a schema and are not wrappers; never their
-// children. With `include_compiled`, also the top-most compiled kernels (Triton: ops with a
+// children; `mimic::delay` ops count as replayable. With `include_compiled`, also the top-most
+// compiled kernels (Triton: ops with a
 // kernel_backend and no schema), which a replay must account for even though it never runs
 // the code they carry. Returns indices into workload.ops().
 std::vector<int> ReplayableOps(const proto::Workload& workload, const OpTree& tree,
@@ -77,6 +78,11 @@ std::vector<int> ReplayableOps(const proto::Workload& workload, const OpTree& tr
 
 // True for a compiled kernel recorded with its source file (Triton), not an operator.
 bool IsCompiledKernel(const proto::Op& op);
+
+// The name of the pseudo-op that synth's substitution leaves in place of an op: the replay
+// spins for attrs["delay_us"] instead of dispatching anything.
+inline constexpr const char* kDelayOp = "mimic::delay";
+bool IsDelayOp(const proto::Op& op);
 
 // Figures that `mimic inspect` prints.
 struct Summary {

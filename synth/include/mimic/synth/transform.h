@@ -40,3 +40,23 @@ Result<proto::Workload> Repeat(const proto::Workload& w, int k);
 bool ParseFloatDType(const std::string& name, proto::DType* out);
 
 }  // namespace mimic::synth
+
+namespace mimic::synth {
+
+// Runs several one-iteration workloads (select each first) one after another inside a single
+// iteration, each `weights[i]` times (a fleet mix), as one workload. Tensor and storage ids
+// are renumbered so the components never share memory. The original time, when every
+// component has one, is the weighted sum of their medians.
+// Errors: InvalidInput for no inputs, weights that do not match, or a component with several
+// iterations.
+Result<proto::Workload> ComposeSequential(const std::vector<proto::Workload>& parts,
+                                          const std::vector<int>& weights);
+
+// Operator substitution from a table (docs/substitution.md): top-level ops matching a rule
+// are dropped, or replaced by a calibrated delay (a `mimic::delay` op that the replay spins
+// for the op's recorded time: its kernels' total, else its CPU span, else the rule's
+// delay_us). Errors: InvalidInput naming the table file and rule for a malformed table, or an
+// op to delay whose time is unknown.
+Result<proto::Workload> Substitute(const proto::Workload& w, const std::string& table_path);
+
+}  // namespace mimic::synth
