@@ -509,7 +509,7 @@ class Exporter {
     if (it != last.end()) deps.push_back(it->second);
   }
 
-  void SetIo(Node& n, const proto::Op& op) {
+  void SetIo(Node& n, const proto::Op& op) const {
     SetIoInfo(*n.mutable_inputs(), op.inputs());
     SetIoInfo(*n.mutable_outputs(), op.outputs());
   }
@@ -546,6 +546,7 @@ class Exporter {
     n.set_duration_micros(DurationMicros(op.cpu_duration_us()));
   }
 
+  // REQUIRES: !kernels.empty().
   static void SetKernelSpan(Node& n, const std::vector<const proto::Kernel*>& kernels) {
     double busy = 0;
     for (const proto::Kernel* k : kernels) busy += k->duration_us();
@@ -571,8 +572,9 @@ class Exporter {
   // previous communication on its process group; off the CPU chain, so that the thread's next
   // op overlaps with it (its consumers wait for it through their data dependencies). Returns
   // the node's id.
-  uint64_t EmitComm(const proto::Op& op, const CommInfo& comm, const std::vector<const proto::Kernel*>& kernels,
-                const std::vector<uint64_t>& producers, int64_t tensor_bytes) {
+  uint64_t EmitComm(const proto::Op& op, const CommInfo& comm,
+                    const std::vector<const proto::Kernel*>& kernels,
+                    const std::vector<uint64_t>& producers, int64_t tensor_bytes) {
     const cpm::NodeType type = comm.type.kind == CommKind::kSend   ? cpm::COMM_SEND_NODE
                                : comm.type.kind == CommKind::kRecv ? cpm::COMM_RECV_NODE
                                                                    : cpm::COMM_COLL_NODE;
@@ -608,7 +610,7 @@ class Exporter {
   // node of its stream; it does not hold up the thread. Returns the id of the node that
   // completes the op (its last kernel node with kernel_nodes).
   uint64_t EmitComp(const proto::Op& op, const std::vector<const proto::Kernel*>& kernels,
-                const std::vector<uint64_t>& producers, int64_t tensor_bytes) {
+                    const std::vector<uint64_t>& producers, int64_t tensor_bytes) {
     const bool split = options_.kernel_nodes && !kernels.empty();
     const bool gpu = w_.kineto().present() ? !kernels.empty() : TouchesDevice(w_, op);
     const bool cpu_node = split || !gpu;
@@ -634,11 +636,12 @@ class Exporter {
     if (!split) return id;
 
     // One node per kernel, after the op's CPU node and the previous work of its stream. The
-    // first kernel of the op on each stream waits for the op's inputs and carries its FLOPs.
+    // op's first kernel on each stream waits for its inputs; its first kernel carries its FLOPs.
     std::vector<int64_t> streams_seen;
     for (const proto::Kernel* k : kernels) {
       Node& kn = NewNode(k->name(), cpm::COMP_NODE);
-      const bool first_on_stream = std::find(streams_seen.begin(), streams_seen.end(), k->stream()) == streams_seen.end();
+      const bool first_on_stream =
+          std::find(streams_seen.begin(), streams_seen.end(), k->stream()) == streams_seen.end();
       Deps kdeps;
       kdeps.ctrl.push_back(id);
       DependOn(kdeps.ctrl, last_gpu_of_stream_, k->stream());
