@@ -6,6 +6,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "mimic/base/clock.h"
 #include "mimic/base/json_writer.h"
 #include "mimic/base/stats.h"
 
@@ -26,14 +27,6 @@ std::string CpuModel() {
   return "unknown";
 }
 
-std::string UtcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::optional<double> Ratio(const std::vector<double>& replay, std::optional<double> original) {
   if (replay.empty() || !original || *original <= 0) return std::nullopt;
@@ -223,7 +216,7 @@ ReportContext MakeContext(const proto::Workload& w, const std::string& input_pat
   c.input_path = input_path;
   for (const proto::SourceFile& s : w.provenance().sources())
     if (s.role() == "execution_trace") c.input_sha256 = s.sha256();
-  c.date = UtcNow();
+  c.date = UtcNowIso8601();
   return c;
 }
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
 #include "mimic/ops/dispatch.h"
 
@@ -99,53 +100,6 @@ void RunOnCpu(const c10::OperatorHandle& handle, torch::jit::Stack& stack) {
       iv = at::empty_strided(iv.toTensor().sizes(), iv.toTensor().strides(), iv.toTensor().options().device(c10::kMeta));
 }
 
-// For each argument of a schema string, whether it is annotated as mutated ("Tensor(a!)").
-std::vector<bool> MutatedArguments(const std::string& schema) {
-  std::vector<bool> out;
-  const size_t open = schema.find('(');
-  if (open == std::string::npos) return out;
-  int depth = 0;
-  bool bang = false;
-  for (size_t i = open + 1; i < schema.size(); ++i) {
-    const char c = schema[i];
-    if (c == '!') bang = true;
-    if (c == '(' || c == '[') ++depth;
-    if ((c == ')' || c == ']') && depth-- == 0) {
-      out.push_back(bang);
-      break;
-    }
-    if (c == ',' && depth == 0) {
-      out.push_back(bang);
-      bang = false;
-    }
-  }
-  return out;
-}
-
-// The name of each argument of a schema string.
-std::vector<std::string> ArgumentNames(const std::string& schema) {
-  std::vector<std::string> out;
-  const size_t open = schema.find('(');
-  if (open == std::string::npos) return out;
-  int depth = 0;
-  size_t start = open + 1;
-  for (size_t i = open + 1; i < schema.size(); ++i) {
-    const char c = schema[i];
-    if (c == '(' || c == '[') ++depth;
-    const bool end = (c == ')' || c == ']') && depth-- == 0;
-    if (end || (c == ',' && depth == 0)) {
-      std::string arg = schema.substr(start, i - start);
-      arg = arg.substr(0, arg.find('='));
-      while (!arg.empty() && arg.back() == ' ') arg.pop_back();
-      const size_t space = arg.find_last_of(' ');
-      if (arg != "*" && !arg.empty()) out.push_back(space == std::string::npos ? arg : arg.substr(space + 1));
-      start = i + 1;
-      if (end) break;
-    }
-  }
-  return out;
-}
-
 bool IsStateArg(const std::string& name) {
   return name == "weight" || name == "bias" || name == "running_mean" || name == "running_var" ||
          name == "per_sample_weights";
@@ -170,17 +124,17 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
   std::unordered_set<int64_t> written;  // storage ids
   for (const proto::Op& op : w.ops()) {
     if (op.schema() < 0) continue;
-    const std::vector<bool> mutated = MutatedArguments(w.schemas(op.schema()));
-    for (int a = 0; a < op.inputs_size() && a < static_cast<int>(mutated.size()); ++a)
-      if (mutated[a]) ForEachTensor(op.inputs(a), [&](int t) { written.insert(w.tensors(t).storage_id()); });
+    const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(w.schemas(op.schema()));
+    for (int a = 0; a < op.inputs_size() && a < static_cast<int>(args.size()); ++a)
+      if (args[a].mutated) ForEachTensor(op.inputs(a), [&](int t) { written.insert(w.tensors(t).storage_id()); });
   }
   // Module state passed by name (weights, biases, batch norm statistics) is not an input
   // either, even where the schema does not mark it mutated.
   for (const proto::Op& op : w.ops()) {
     if (op.schema() < 0) continue;
-    const std::vector<std::string> names = ArgumentNames(w.schemas(op.schema()));
-    for (int a = 0; a < op.inputs_size() && a < static_cast<int>(names.size()); ++a)
-      if (IsStateArg(names[a])) ForEachTensor(op.inputs(a), [&](int t) { written.insert(w.tensors(t).storage_id()); });
+    const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(w.schemas(op.schema()));
+    for (int a = 0; a < op.inputs_size() && a < static_cast<int>(args.size()); ++a)
+      if (IsStateArg(args[a].name)) ForEachTensor(op.inputs(a), [&](int t) { written.insert(w.tensors(t).storage_id()); });
   }
   std::vector<int> inputs;
   for (int i : order) {

@@ -4,6 +4,7 @@
 
 #include <ctime>
 
+#include "mimic/base/clock.h"
 #include "mimic/base/file.h"
 #include "mimic/base/framed.h"
 #include "mimic/eg/workload.h"
@@ -13,14 +14,6 @@ namespace {
 
 constexpr std::string_view kMagic = "MIMICBN\n";
 
-std::string UtcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 }  // namespace
 
@@ -30,7 +23,7 @@ proto::Bundle MakeBundle(proto::Workload workload, uint64_t seed) {
   b.mutable_format()->set_minor(kBundleFormatMinor);
   *b.mutable_workload() = std::move(workload);
   b.set_seed(seed);
-  b.set_created_at(UtcNow());
+  b.set_created_at(UtcNowIso8601());
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   b.set_created_by(std::string("mimic ") + MIMIC_VERSION + " on " + host);

@@ -9,6 +9,7 @@
 
 #include "mimic/base/file.h"
 #include "mimic/eg/op_class.h"
+#include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
 
 namespace mimic::synth {
@@ -59,34 +60,6 @@ bool GlobMatch(std::string_view pattern, std::string_view text) {
   }
   while (p < pattern.size() && pattern[p] == '*') ++p;
   return p == pattern.size();
-}
-
-// The declared type of each argument of a schema string ("aten::to(Tensor self, ScalarType
-// dtype, ...) -> Tensor" -> {"Tensor", "ScalarType", ...}).
-std::vector<std::string> ArgumentTypes(const std::string& schema) {
-  std::vector<std::string> types;
-  const size_t open = schema.find('(');
-  if (open == std::string::npos) return types;
-  int depth = 0;
-  size_t start = open + 1;
-  for (size_t i = open + 1; i < schema.size(); ++i) {
-    const char c = schema[i];
-    if (c == '(' || c == '[') ++depth;
-    if ((c == ')' || c == ']') && depth-- == 0) {
-      if (i > start) types.push_back(schema.substr(start, i - start));
-      break;
-    }
-    if (c == ',' && depth == 0) {
-      types.push_back(schema.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  for (std::string& t : types) {
-    t.erase(0, t.find_first_not_of(' '));
-    t = t.substr(0, t.find(' '));
-  }
-  types.erase(std::remove(types.begin(), types.end(), "*"), types.end());
-  return types;
 }
 
 struct FloatType {
@@ -233,7 +206,7 @@ Result<proto::Workload> ChangeDtype(const proto::Workload& w, proto::DType dtype
   if (!target || dtype == proto::FLOAT64) return Status::InvalidInput("--dtype: only bf16, fp16 or fp32");
   proto::Workload out = w;
   const int32_t type_index = InternType(out, target->type_name);
-  int64_t tensors = 0, args = 0;
+  int64_t tensors = 0, dtype_args = 0;
   for (proto::Tensor& t : *out.mutable_tensors()) {
     if (!FindFloat(t.dtype()) || t.dtype() == dtype) continue;
     t.set_dtype(dtype);
@@ -244,15 +217,15 @@ Result<proto::Workload> ChangeDtype(const proto::Workload& w, proto::DType dtype
   // Arguments of type ScalarType that name a floating type follow (aten::to(dtype=...), ...).
   for (proto::Op& op : *out.mutable_ops()) {
     if (op.schema() < 0) continue;
-    const std::vector<std::string> types = ArgumentTypes(out.schemas(op.schema()));
-    for (int i = 0; i < op.inputs_size() && i < static_cast<int>(types.size()); ++i) {
-      if (types[i].rfind("ScalarType", 0) != 0) continue;
+    const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(out.schemas(op.schema()));
+    for (int i = 0; i < op.inputs_size() && i < static_cast<int>(args.size()); ++i) {
+      if (args[i].type.rfind("ScalarType", 0) != 0) continue;
       proto::Value& v = *op.mutable_inputs(i);
       if (v.kind_case() != proto::Value::kIntValue) continue;
       for (const FloatType& f : kFloatTypes) {
         if (f.scalar_type == v.int_value() && f.scalar_type != target->scalar_type) {
           v.set_int_value(target->scalar_type);
-          ++args;
+          ++dtype_args;
           break;
         }
       }
@@ -260,7 +233,7 @@ Result<proto::Workload> ChangeDtype(const proto::Workload& w, proto::DType dtype
   }
   out.clear_original();  // the original ran in its own dtypes
   Record(out, "dtype", {{"dtype", target->short_name}},
-         std::to_string(tensors) + " tensor views and " + std::to_string(args) + " dtype arguments changed");
+         std::to_string(tensors) + " tensor views and " + std::to_string(dtype_args) + " dtype arguments changed");
   return out;
 }
 

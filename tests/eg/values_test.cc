@@ -3,6 +3,7 @@
 
 #include "mimic/base/file.h"
 #include "mimic/eg/execution_trace.h"
+#include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
 #include "testing.h"
 
@@ -119,6 +120,22 @@ TEST(Values, MalformedTracesAreInvalidInputWithAPosition) {
     EXPECT_NE(w.status().message().find("test.json:"), std::string::npos) << w.status().message();
     EXPECT_NE(w.status().message().find(c.expect), std::string::npos) << c.expect << " in: " << w.status().message();
   }
+}
+
+TEST(SchemaArgs, TypesNamesAndMutation) {
+  const auto args = ParseSchemaArgs(
+      "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
+  ASSERT_EQ(args.size(), 3u);
+  EXPECT_EQ(args[0].type, "Tensor(a!)");
+  EXPECT_EQ(args[0].name, "self");
+  EXPECT_TRUE(args[0].mutated);
+  EXPECT_FALSE(args[1].mutated);
+  EXPECT_EQ(args[2].name, "alpha");
+  const auto sizes = ParseSchemaArgs("aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None) -> Tensor");
+  ASSERT_EQ(sizes.size(), 2u);
+  EXPECT_EQ(sizes[0].type, "SymInt[]");
+  EXPECT_EQ(sizes[1].type, "ScalarType?");
+  EXPECT_TRUE(ParseSchemaArgs("no parenthesis").empty());
 }
 
 }  // namespace
