@@ -4,6 +4,7 @@
 #include "mimic/eg/capture_manifest.h"
 #include "mimic/eg/kineto.h"
 #include "mimic/eg/workload.h"
+#include "mimic/synth/bundle.h"
 #include "mimic/synth/chakra.h"
 
 namespace mimic::fuzz {
@@ -29,8 +30,10 @@ void Kineto(std::string_view bytes) {
 
 // Inputs are tried as they are and framed with a valid header, so that the fuzzer reaches the
 // protobuf parse and the index validation behind the checksum.
+// Also the bundle reader, which frames a workload the same way and checks it the same way.
 void Workload(std::string_view bytes) {
   (void)eg::ParseWorkloadFile("fuzz.mimic", bytes);
+  (void)synth::ParseBundle("fuzz.bundle", "MIMICBN\n" + Sha256Hex(bytes) + "\n" + std::string(bytes));
   const std::string framed = "MIMICWL\n" + Sha256Hex(bytes) + "\n" + std::string(bytes);
   auto w = eg::ParseWorkloadFile("fuzz.mimic", framed);
   if (!w.ok()) return;
