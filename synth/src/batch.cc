@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -50,6 +51,17 @@ class MetaTensors final : public ops::TensorSource {
   at::Tensor Get(int t) override {
     if (auto it = values_.find(t); it != values_.end()) return it->second;
     const proto::Tensor& rec = w_.tensors(t);
+    // Another view of a storage an op produced, recorded with that output's shape (saved
+    // activations come back under a new tensor id): it is that output.
+    if (auto it = by_storage_.find(rec.storage_id()); it != by_storage_.end()) {
+      const proto::Tensor& producer = w_.tensors(it->second);
+      if (producer.dtype() == rec.dtype() && producer.offset() == rec.offset() &&
+          std::equal(producer.shape().begin(), producer.shape().end(), rec.shape().begin(), rec.shape().end())) {
+        const at::Tensor& v = values_.at(it->second);
+        aliased_[t] = std::vector<int64_t>(v.sizes().begin(), v.sizes().end());
+        return v;
+      }
+    }
     c10::ScalarType st = c10::kFloat;
     ops::ToScalarType(rec.dtype(), &st);
     std::vector<int64_t> shape(rec.shape().begin(), rec.shape().end());
@@ -67,12 +79,20 @@ class MetaTensors final : public ops::TensorSource {
     return m;
   }
 
-  void Put(int t, const at::Tensor& v) { values_[t] = v; }
+  void Put(int t, const at::Tensor& v) {
+    values_[t] = v;
+    by_storage_[w_.tensors(t).storage_id()] = t;
+  }
   void SetLeafShape(int t, std::vector<int64_t> shape) { new_shape_[t] = std::move(shape); }
+  // Entries that resolved to another entry's value through their shared storage, with the
+  // shape they took.
+  const std::unordered_map<int, std::vector<int64_t>>& aliased() const { return aliased_; }
 
  private:
   const proto::Workload& w_;
   std::unordered_map<int, at::Tensor> values_;
+  std::unordered_map<int64_t, int> by_storage_;  // storage id -> the entry last produced on it
+  std::unordered_map<int, std::vector<int64_t>> aliased_;
   std::unordered_map<int, std::vector<int64_t>> new_shape_;
 };
 
@@ -105,7 +125,57 @@ bool IsStateArg(const std::string& name) {
          name == "per_sample_weights";
 }
 
-bool IsSizeArg(const std::string& name) { return name == "size" || name == "shape" || name == "sizes"; }
+// Size-list arguments that can carry the batch: view/reshape/expand/new_* "size", and the
+// "input_sizes" that backward ops (select_backward, slice_backward, ...) restore.
+// For a view-like op (the output holds the input's elements in another shape), the new size
+// list: input and output dimensions are grouped where their running products meet, as view
+// itself matches them, and each group's output takes the group's change in size on the
+// dimension that holds the batch (equal to it, else a multiple of it, else the first). False when the shapes do not group (or hold -1, which view
+// infers by itself).
+bool RescaleViewSizes(const std::vector<int64_t>& old_in, const std::vector<int64_t>& new_in,
+                      int64_t batch, std::vector<int64_t>& sizes) {
+  if (old_in.size() != new_in.size()) return false;
+  for (int64_t d : sizes)
+    if (d < 0) return false;
+  std::vector<int64_t> out = sizes;
+  size_t i = 0, j = 0;
+  while (i < old_in.size() || j < sizes.size()) {
+    const size_t i0 = i, j0 = j;
+    int64_t pin = 1, pout = 1;
+    do {
+      if (pin <= pout && i < old_in.size()) pin *= old_in[i++];
+      else if (j < sizes.size()) pout *= sizes[j++];
+      else return false;
+    } while (pin != pout || (i == i0 && j == j0));
+    int64_t new_prod = 1, old_prod = 1;
+    for (size_t k = i0; k < i; ++k) new_prod *= new_in[k], old_prod *= old_in[k];
+    if (new_prod == old_prod) continue;
+    if (old_prod == 0 || new_prod % old_prod != 0) return false;
+    const int64_t factor = new_prod / old_prod;
+    // Within the group, the batch is the dimension equal to it, else one it divides.
+    size_t pick = j;
+    for (size_t k = j0; k < j && pick == j; ++k)
+      if (out[k] == batch) pick = k;
+    for (size_t k = j0; k < j && pick == j; ++k)
+      if (out[k] > 1 && out[k] % batch == 0) pick = k;
+    for (size_t k = j0; k < j && pick == j; ++k)
+      if (out[k] > 1) pick = k;
+    if (pick == j) return false;
+    out[pick] *= factor;
+  }
+  sizes = out;
+  return true;
+}
+
+bool IsViewLike(const std::string& name) {
+  return name == "aten::view" || name == "aten::reshape" || name == "aten::_reshape_alias" ||
+         name == "aten::_unsafe_view";
+}
+
+bool IsSizeArg(const std::string& name) {
+  return name == "size" || name == "shape" || name == "sizes" || name == "input_sizes" ||
+         name == "self_sizes" || name == "input_size";
+}
 
 }  // namespace
 
@@ -179,26 +249,64 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
   for (int i = 0; i < w.ops_size(); ++i)
     if (w.ops(i).schema() >= 0 && !eg::IsWrapperOp(w.ops(i))) all.push_back(i);
   const std::unordered_set<int> top_level(order.begin(), order.end());
-  std::unordered_set<int> tainted;  // entries computed from a scaled input
-  std::unordered_set<int> from_top;  // entries whose value a top-level op produced
-  for (const auto& [t, shape] : new_shapes) tainted.insert(t);
+  std::unordered_map<int, int> producer;  // entry -> the op (index) whose value it holds
+  std::unordered_map<int, std::vector<int64_t>> new_strides;  // as the meta kernels laid them out
+  std::unordered_map<int, int64_t> new_offsets;  // views into batch-sized storage move too
+  // Recorded shape -> new shape, for the shapes that changed one way only (a recorded shape
+  // that became two different ones, like attention's [B*H, S, D] and [B*H, D, S] at S = D,
+  // says nothing about a size list equal to it).
+  std::map<std::vector<int64_t>, std::vector<int64_t>> reshaped;
+  std::set<std::vector<int64_t>> ambiguous;
+  auto note_reshape = [&](const std::vector<int64_t>& from, const std::vector<int64_t>& to) {
+    if (ambiguous.count(from)) return;
+    auto [it, fresh] = reshaped.emplace(from, to);
+    if (!fresh && it->second != to) {
+      reshaped.erase(it);
+      ambiguous.insert(from);
+    }
+  };
+  for (const auto& [t, shape] : new_shapes)
+    note_reshape(std::vector<int64_t>(w.tensors(t).shape().begin(), w.tensors(t).shape().end()), shape);
 
   at::NoGradGuard no_grad;
   torch::jit::Stack stack;
   for (int index : all) {
     proto::Op& op = *out.mutable_ops(index);
+    // Only ops that consume a tensor whose shape changed get their size lists rewritten (a
+    // gradient computed from the batch is not batch-shaped itself).
     bool depends = false;
-    for (const proto::Value& v : op.inputs()) ForEachTensor(v, [&](int t) { depends |= tainted.count(t) > 0; });
+    for (const proto::Value& v : op.inputs()) ForEachTensor(v, [&](int t) { depends |= new_shapes.count(t) > 0; });
     MIMIC_ASSIGN_OR_RETURN(c10::OperatorHandle handle, ops::ResolveOperator(out.schemas(op.schema())));
     const auto& args = handle.schema().arguments();
     // Explicit size lists of ops on batch-dependent tensors hold the batch too (view, reshape,
-    // expand, new_zeros, ...): the first entry that is a multiple of the batch scales with it.
-    // If the op then fails, it is retried with the recorded sizes.
+    // expand, new_zeros, ...). A list equal to the recorded shape of a tensor whose shape
+    // changed takes its new shape (backward ops restore forward shapes this way); otherwise the
+    // first entry that is a multiple of the batch scales with it. If the op then fails, it is
+    // retried with the recorded sizes.
     proto::Op patched = op;
     int64_t rewritten = 0;
     for (int a = 0; depends && a < patched.inputs_size() && a < static_cast<int>(args.size()); ++a) {
       proto::Value& v = *patched.mutable_inputs(a);
       if (!IsSizeArg(args[a].name()) || v.kind_case() != proto::Value::kList) continue;
+      std::vector<int64_t> sizes;
+      for (const proto::Value& item : v.list().items())
+        sizes.push_back(item.kind_case() == proto::Value::kIntValue ? item.int_value() : -1);
+      if (IsViewLike(op.name()) && op.inputs(0).kind_case() == proto::Value::kTensor && op.inputs(0).tensor() >= 0) {
+        const proto::Tensor& in = w.tensors(op.inputs(0).tensor());
+        const at::Tensor now = meta.Get(op.inputs(0).tensor());
+        std::vector<int64_t> resized = sizes;
+        if (RescaleViewSizes({in.shape().begin(), in.shape().end()}, {now.sizes().begin(), now.sizes().end()}, b, resized)) {
+          for (int k = 0; k < v.list().items_size(); ++k) v.mutable_list()->mutable_items(k)->set_int_value(resized[k]);
+          rewritten += resized != sizes;
+          continue;
+        }
+      }
+      if (auto known = reshaped.find(sizes); known != reshaped.end()) {
+        for (int k = 0; k < v.list().items_size(); ++k)
+          v.mutable_list()->mutable_items(k)->set_int_value(known->second[k]);
+        ++rewritten;
+        continue;
+      }
       for (proto::Value& item : *v.mutable_list()->mutable_items()) {
         if (item.kind_case() == proto::Value::kIntValue && item.int_value() > 0 && item.int_value() % b == 0) {
           item.set_int_value(item.int_value() / b * nb);
@@ -237,19 +345,24 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
       rep.size_args_rewritten += rewritten;
       op = patched;
     }
-    // Record what the op produced at the new batch. A nested op never overrides what a
-    // top-level op (its parent, say, which returns the same tensor) produced.
-    const bool top = top_level.count(index) > 0;
+    // Record what the op produced at the new batch. A nested op never overrides what one of
+    // its ancestors produced (empty_like's inner empty_strided returns the same tensor, made
+    // from the recorded sizes): the ancestor computed it from the new shapes.
     std::function<void(const c10::IValue&, const proto::Value&)> take = [&](const c10::IValue& iv, const proto::Value& rec) {
       if (iv.isTensor() && rec.kind_case() == proto::Value::kTensor && rec.tensor() >= 0 && iv.toTensor().defined()) {
-        if (top) from_top.insert(rec.tensor());
-        else if (from_top.count(rec.tensor())) return;
+        if (auto p = producer.find(rec.tensor()); p != producer.end() && p->second != index && tree.IsWithin(index, p->second))
+          return;
+        producer[rec.tensor()] = index;
         const at::Tensor& t = iv.toTensor();
         meta.Put(rec.tensor(), t);
         const proto::Tensor& old = w.tensors(rec.tensor());
         std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
-        if (!std::equal(shape.begin(), shape.end(), old.shape().begin(), old.shape().end()))
+        if (!std::equal(shape.begin(), shape.end(), old.shape().begin(), old.shape().end())) {
           new_shapes[rec.tensor()] = shape;
+          new_strides[rec.tensor()] = std::vector<int64_t>(t.strides().begin(), t.strides().end());
+          new_offsets[rec.tensor()] = t.storage_offset();
+          note_reshape(std::vector<int64_t>(old.shape().begin(), old.shape().end()), shape);
+        }
       } else if (iv.isTensorList() && rec.kind_case() == proto::Value::kList) {
         const auto list = iv.toTensorList();
         for (size_t k = 0; k < list.size() && k < static_cast<size_t>(rec.list().items_size()); ++k)
@@ -258,19 +371,24 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
     };
     for (size_t k = 0; k < stack.size() && k < static_cast<size_t>(op.outputs_size()); ++k)
       take(stack[k], op.outputs(static_cast<int>(k)));
-    if (depends)
-      for (const proto::Value& v : op.outputs()) ForEachTensor(v, [&](int t) { tainted.insert(t); });
   }
 
+  for (const auto& [t, shape] : meta.aliased()) {
+    const proto::Tensor& old = w.tensors(t);
+    if (!new_shapes.count(t) && !std::equal(shape.begin(), shape.end(), old.shape().begin(), old.shape().end()))
+      new_shapes[t] = shape;
+  }
   for (const auto& [t, shape] : new_shapes) {
     proto::Tensor& rec = *out.mutable_tensors(t);
     rec.clear_shape();
     for (int64_t d : shape) rec.add_shape(d);
     if (rec.strides_size() > 0) {
       rec.clear_strides();
-      for (int64_t s : Contiguous(shape)) rec.add_strides(s);
+      auto it = new_strides.find(t);
+      for (int64_t s : it != new_strides.end() ? it->second : Contiguous(shape)) rec.add_strides(s);
     }
     rec.set_numel(Numel(shape));
+    if (auto it = new_offsets.find(t); it != new_offsets.end()) rec.set_offset(it->second);
     ++rep.tensors_reshaped;
   }
   out.clear_original();  // the original ran at its own batch size

@@ -104,8 +104,8 @@ TEST_P(Sample, RepeatRunsKStepsInOneIteration) {
   EXPECT_THAT(Repeat(Load(GetParam()), 2), StatusIs(StatusCode::kInvalidInput));  // two steps
 }
 
-TEST(Batch, DoublingTheBatchDoublesEveryBatchDependentTensor) {
-  auto s = Select(Load("mlp"), {});
+TEST_P(Sample, DoublingTheBatchDoublesEveryBatchDependentTensor) {
+  auto s = Select(Load(GetParam()), {});
   ASSERT_THAT(s, IsOk());
   BatchReport rep;
   auto b = ScaleBatch(*s, {.factor = 2, .batch = 0}, &rep);

@@ -27,11 +27,12 @@ struct BatchReport {
 };
 
 // Scales the batch of a one-iteration workload (select one first). Explicit size lists (view,
-// reshape, expand, ... arguments) cannot be derived from the operators' semantics: in ops that
-// consume batch-dependent tensors, the first entry that is a multiple of the batch is scaled,
-// and the op is retried with the recorded sizes if that fails. This guess is wrong when a model
-// dimension is a multiple of the batch (a batch of 32 with 32 channels, say); the result is
-// then refused rather than produced wrong.
+// reshape, expand, ... arguments) cannot be derived from the operators' semantics. They are
+// rewritten in ops that consume a tensor whose shape changed: a view-like op's list is
+// regrouped against its input's new shape; a list equal to the recorded shape of a tensor that
+// changed one way only takes its new shape; otherwise the entry that holds the batch (equal to
+// it, else a multiple of it) is scaled. An op that fails with the rewritten list is retried
+// with the recorded one; a replayed op that still fails refuses the result.
 // Errors: InvalidInput when no batch dimension can be identified, the workload holds several
 // iterations, or a replayed op's shapes cannot be propagated (naming the op).
 Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& spec,
