@@ -70,9 +70,9 @@ def make_step(model: nn.Module, loss_fn: nn.Module,
     return step
 
 
-def build_mlp() -> Workload:
+def build_mlp(batch_scale: int = 1) -> Workload:
     """MLP classifier, cross-entropy, SGD with momentum."""
-    batch, dims, classes = 256, [1024, 1024, 1024, 512], 10
+    batch, dims, classes = 256 * batch_scale, [1024, 1024, 1024, 512], 10
     layers = []
     for d_in, d_out in zip(dims, dims[1:]):
         layers += [nn.Linear(d_in, d_out), nn.ReLU()]
@@ -88,9 +88,9 @@ def build_mlp() -> Workload:
         step=make_step(model, nn.CrossEntropyLoss(), optimizer, (x,), y))
 
 
-def build_cnn_bn() -> Workload:
+def build_cnn_bn(batch_scale: int = 1) -> Workload:
     """Small CNN with BatchNorm, cross-entropy, SGD with momentum."""
-    batch, channels, classes = 32, [3, 32, 64, 128], 10
+    batch, channels, classes = 32 * batch_scale, [3, 32, 64, 128], 10
     layers = []
     for c_in, c_out in zip(channels, channels[1:]):
         layers += [nn.Conv2d(c_in, c_out, kernel_size=3, padding=1),
@@ -129,9 +129,9 @@ class TokenClassifier(nn.Module):
         return self.head(self.encoder(self.embed(tokens)).mean(dim=1))
 
 
-def build_transformer() -> Workload:
+def build_transformer(batch_scale: int = 1) -> Workload:
     """TransformerEncoder sequence classifier, cross-entropy, AdamW."""
-    batch, seq, vocab, classes = 8, 64, 4000, 10
+    batch, seq, vocab, classes = 8 * batch_scale, 64, 4000, 10
     d_model, heads, layers = 128, 4, 2
     model = TokenClassifier(vocab, d_model, heads, layers, classes)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -170,9 +170,9 @@ class EmbBagRec(nn.Module):
         return self.top(torch.cat(features, dim=1)).squeeze(1)
 
 
-def build_embbag_rec() -> Workload:
+def build_embbag_rec(batch_scale: int = 1) -> Workload:
     """DLRM-style recommendation model, BCEWithLogits, SGD."""
-    batch, dim, dense_features, max_bag = 512, 64, 13, 39
+    batch, dim, dense_features, max_bag = 512 * batch_scale, 64, 13, 39
     table_rows = [50000, 20000, 10000, 5000]
     model = EmbBagRec(table_rows, dim, dense_features)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -197,7 +197,7 @@ def build_embbag_rec() -> Workload:
                        (dense, indices, offsets), y))
 
 
-BUILDERS: dict[str, Callable[[], Workload]] = {
+BUILDERS: dict[str, Callable[[int], Workload]] = {
     "cnn_bn": build_cnn_bn,
     "embbag_rec": build_embbag_rec,
     "mlp": build_mlp,
@@ -389,6 +389,9 @@ def parse_args() -> argparse.Namespace:
                         help="unprofiled steps timed for iteration_ms")
     parser.add_argument("--warmup-steps", type=int, default=5,
                         help="untimed training steps before timing")
+    parser.add_argument("--batch-scale", type=int, default=1,
+                        help="multiply every model's batch size (a second "
+                             "batch size, to check `mimic synth --batch-scale`)")
     return parser.parse_args()
 
 
@@ -399,6 +402,8 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown model(s) {unknown}; "
                          f"choose from {sorted(BUILDERS)}")
+    if args.batch_scale < 1:
+        raise SystemExit("--batch-scale must be >= 1")
     if args.steps < 1 or args.timed_steps < 1 or args.warmup_steps < 0:
         raise SystemExit("--steps and --timed-steps must be >= 1, "
                          "--warmup-steps >= 0")
@@ -407,7 +412,7 @@ def main() -> None:
     entries = []
     for name in names:
         torch.manual_seed(SEED)
-        entries.append(capture(BUILDERS[name](), args.out, args.warmup_steps,
+        entries.append(capture(BUILDERS[name](args.batch_scale), args.out, args.warmup_steps,
                                args.timed_steps, args.steps))
     update_manifest(args.out, entries)
     print(f"wrote {os.path.join(args.out, 'manifest.json')}")
