@@ -36,20 +36,19 @@ Runner AddSynth(CLI::App& app) {
   app.add_option("--substitute", args->substitute,
                  "Substitution table (docs/substitution.md): drop ops, or keep their time as a delay");
   app.add_option("--repeat", args->repeat, "Repeat the iteration K times")->check(CLI::PositiveNumber);
-  app.add_option("--compose", args->compose, "How several inputs combine: seq (one after another)")
+  app.add_option("--compose", args->compose,
+                 "How several inputs combine: seq (one after another) or concurrent (co-located "
+                 "tenants, each on its own thread)")
       ->check(CLI::IsMember({"seq", "concurrent"}));
   app.add_option("--weights", args->weights, "Times each input runs in the mix (default 1 each)")->delimiter(',');
   app.add_option("-o,--output", args->out, "Workload file to write (.mimic)")->required();
   app.footer(
       "Transformations run in this order, on each input: select (always: one iteration or label), "
       "filter, substitute, batch, dtype; then the inputs are composed, then repeated. Each is "
-      "recorded in the workload. Concurrent composition and world-size scaling are not "
-      "implemented yet.");
+      "recorded in the workload. World-size scaling is not implemented yet.");
   return [args]() {
     if (args->inputs.size() > 1 && !args->kineto.empty())
       return Fail(Status::InvalidInput("--kineto applies to a single input"));
-    if (args->compose == "concurrent")
-      return Fail(Status::Unsupported("--compose concurrent is not implemented yet (use seq)"));
     proto::DType dtype = proto::DTYPE_UNKNOWN;
     if (!args->dtype.empty() && !synth::ParseFloatDType(args->dtype, &dtype))
       return Fail(Status::InvalidInput("--dtype " + args->dtype + ": expected bf16, fp16 or fp32"));
@@ -69,7 +68,8 @@ Runner AddSynth(CLI::App& app) {
     Result<proto::Workload> w = parts.front();
     if (parts.size() > 1) {
       std::vector<int> weights = args->weights.empty() ? std::vector<int>(parts.size(), 1) : args->weights;
-      w = synth::ComposeSequential(parts, weights);
+      w = synth::Compose(parts, weights,
+                         args->compose == "concurrent" ? synth::ComposeMode::kConcurrent : synth::ComposeMode::kSequential);
     } else if (!args->weights.empty()) {
       return Fail(Status::InvalidInput("--weights needs several inputs"));
     }

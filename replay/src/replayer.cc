@@ -10,6 +10,9 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <thread>
 #include <chrono>
 #include <optional>
 #include <unordered_map>
@@ -271,23 +274,75 @@ Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& optio
   const std::vector<int> selected = eg::ReplayableOps(w, tree, segment, /*include_compiled=*/true);
   if (selected.empty()) return Status::InvalidInput("nothing to replay: no top-level op with a schema in " + result.selection);
 
-  Runner runner(w, options, *device, result);
-  MIMIC_RETURN_IF_ERROR(runner.Plan(selected));
-  runner.ResetOpTimes();
+  // A concurrent mix (synth's --compose concurrent) holds one tenant range per part: each
+  // tenant replays on its own thread, with its own tensors, and an iteration lasts until the
+  // last tenant is done.
+  std::vector<int> tenants;
+  if (segment >= 0)
+    for (int c : tree.Children(segment))
+      if (w.ops(c).name().rfind("## mimic:tenant:", 0) == 0) tenants.push_back(c);
+  std::vector<ReplayResult> partials(std::max<size_t>(tenants.size(), 1));
+  std::vector<std::unique_ptr<Runner>> runners;
+  for (size_t k = 0; k < partials.size(); ++k) {
+    runners.push_back(std::make_unique<Runner>(w, options, *device, partials[k]));
+    const std::vector<int> ops =
+        tenants.empty() ? selected : eg::ReplayableOps(w, tree, tenants[k], /*include_compiled=*/true);
+    MIMIC_RETURN_IF_ERROR(runners.back()->Plan(ops));
+    runners.back()->ResetOpTimes();
+  }
   result.setup_ms = MsSince(setup_t0);
 
   const int total = options.warmup + options.iters;
+  std::vector<Result<double>> outcome(runners.size(), 0.0);
   for (int it = 0; it < total; ++it) {
     const bool measure = it >= options.warmup;
-    Result<double> ms = runner.Iterate(/*first=*/it == 0, measure);
-    if (!ms.ok()) {  // the iteration in flight is dropped; the completed ones are reported
-      result.stop_reason = ms.status().message();
-      break;
+    const auto t0 = Clock::now();
+    if (runners.size() == 1) {
+      outcome[0] = runners[0]->Iterate(/*first=*/it == 0, measure);
+    } else {
+      std::vector<std::thread> threads;
+      for (size_t k = 0; k < runners.size(); ++k)
+        threads.emplace_back([&, k] { outcome[k] = runners[k]->Iterate(/*first=*/it == 0, measure); });
+      for (std::thread& t : threads) t.join();
     }
-    if (measure) result.iteration_ms.push_back(*ms);
-    if (progress) progress(it + 1, total, *ms);
+    const double ms = runners.size() == 1 && outcome[0].ok() ? *outcome[0] : MsSince(t0);
+    bool stopped = false;
+    for (const Result<double>& o : outcome) {
+      if (!o.ok() && !stopped) {  // the iteration in flight is dropped; completed ones are reported
+        result.stop_reason = o.status().message();
+        stopped = true;
+      }
+    }
+    if (stopped) break;
+    if (measure) result.iteration_ms.push_back(ms);
+    if (progress) progress(it + 1, total, ms);
   }
-  runner.Finish(static_cast<int>(result.iteration_ms.size()));
+  const int measured = static_cast<int>(result.iteration_ms.size());
+  std::map<std::string, OpNameStats> by_name;
+  for (size_t k = 0; k < runners.size(); ++k) {
+    runners[k]->Finish(measured);
+    const ReplayResult& p = partials[k];
+    result.total_ops += p.total_ops;
+    result.replayed_ops += p.replayed_ops;
+    for (const auto& [reason, n] : p.skipped_by_reason) result.skipped_by_reason[reason] += n;
+    result.skipped.insert(result.skipped.end(), p.skipped.begin(), p.skipped.end());
+    result.outputs_checked += p.outputs_checked;
+    result.outputs_mismatched += p.outputs_mismatched;
+    result.mismatches.insert(result.mismatches.end(), p.mismatches.begin(), p.mismatches.end());
+    result.preallocated_bytes += p.preallocated_bytes;
+    result.storages_preallocated += p.storages_preallocated;
+    for (const OpNameStats& s : p.per_op) {
+      OpNameStats& m = by_name[s.name];
+      m.name = s.name;
+      m.calls += s.calls;
+      m.replay_ms += s.replay_ms;
+      if (s.original_ms >= 0) m.original_ms = std::max(m.original_ms, 0.0) + s.original_ms;
+    }
+  }
+  for (auto& [name, s] : by_name) result.per_op.push_back(s);
+  std::sort(result.per_op.begin(), result.per_op.end(),
+            [](const OpNameStats& a, const OpNameStats& b) { return a.replay_ms > b.replay_ms; });
+  if (tenants.size() > 1) result.selection += " (" + std::to_string(tenants.size()) + " concurrent tenants)";
   return result;
 }
 

@@ -302,8 +302,9 @@ void RemapValue(proto::Value& v, const Offsets& o) {
 
 }  // namespace
 
-Result<proto::Workload> ComposeSequential(const std::vector<proto::Workload>& parts,
-                                          const std::vector<int>& weights) {
+Result<proto::Workload> Compose(const std::vector<proto::Workload>& parts,
+                                const std::vector<int>& weights, ComposeMode mode) {
+  const bool concurrent = mode == ComposeMode::kConcurrent;
   if (parts.empty()) return Status::InvalidInput("compose: no workloads given");
   if (weights.size() != parts.size())
     return Status::InvalidInput("compose: " + std::to_string(weights.size()) + " weights for " +
@@ -347,6 +348,20 @@ Result<proto::Workload> ComposeSequential(const std::vector<proto::Workload>& pa
     const proto::Segment* step = nullptr;
     for (const proto::Segment& s : part.segments())
       if (s.kind() == proto::Segment::ITERATION) step = &s;
+    // A concurrent part hangs under its own tenant range; a sequential one under the iteration.
+    int64_t home = wrapper.id();
+    if (concurrent) {
+      proto::Op& tenant = *out.add_ops();
+      tenant.set_id(o.op_id++);
+      tenant.set_schema(-1);
+      tenant.set_parent(wrapper.id());
+      tenant.set_name("## mimic:tenant:" + std::to_string(p) + " ##");
+      home = tenant.id();
+      proto::Segment& label = *out.add_segments();
+      label.set_kind(proto::Segment::LABEL);
+      label.set_name(tenant.name());
+      label.set_op_id(tenant.id());
+    }
     for (int copy = 0; copy < weights[p]; ++copy) {
       for (int i = 0; i < part.ops_size(); ++i) {
         if (step && part.ops(i).id() == step->op_id()) continue;  // the wrapper replaces it
@@ -355,7 +370,7 @@ Result<proto::Workload> ComposeSequential(const std::vector<proto::Workload>& pa
         op.set_id(op.id() + o.op_id);
         const int parent = tree.Parent(i);
         const bool under_step = parent >= 0 && step && part.ops(parent).id() == step->op_id();
-        op.set_parent(parent < 0 || under_step ? wrapper.id() : part.ops(parent).id() + o.op_id);
+        op.set_parent(parent < 0 || under_step ? home : part.ops(parent).id() + o.op_id);
         if (op.schema() >= 0) op.set_schema(op.schema() + o.schema);
         for (proto::Value& v : *op.mutable_inputs()) RemapValue(v, o);
         for (proto::Value& v : *op.mutable_outputs()) RemapValue(v, o);
@@ -380,12 +395,13 @@ Result<proto::Workload> ComposeSequential(const std::vector<proto::Workload>& pa
   seg.set_kind(proto::Segment::ITERATION);
   seg.set_name(wrapper.name());
   seg.set_op_id(wrapper.id());
-  if (original_known) {
+  if (original_known && !concurrent) {
     out.mutable_original()->add_iteration_ms(original_ms);
     out.mutable_original()->set_source("weighted sum of the components' original medians");
   }
-  Record(out, "compose", {{"mode", "seq"}, {"parts", names}},
-         std::to_string(parts.size()) + " workloads in sequence, " + std::to_string(out.ops_size() - 1) + " ops");
+  Record(out, "compose", {{"mode", concurrent ? "concurrent" : "seq"}, {"parts", names}},
+         std::to_string(parts.size()) + (concurrent ? " workloads as concurrent tenants, " : " workloads in sequence, ") +
+             std::to_string(out.ops_size() - 1) + " ops");
   return out;
 }
 

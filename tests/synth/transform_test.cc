@@ -144,7 +144,7 @@ TEST(Compose, SequentialMixRunsEveryPartItsWeight) {
     ops.push_back(replayed);
     parts.push_back(*s);
   }
-  auto mix = ComposeSequential(parts, {2, 1});
+  auto mix = Compose(parts, {2, 1}, ComposeMode::kSequential);
   ASSERT_THAT(mix, IsOk());
   int64_t replayed = 0;
   ExpectReplaysFully(*mix, &replayed);
@@ -157,7 +157,37 @@ TEST(Compose, SequentialMixRunsEveryPartItsWeight) {
     EXPECT_EQ(it->second, part) << "storage " << mix->tensors(i).storage_id();
   }
   ASSERT_EQ(mix->original().iteration_ms_size(), 1);
-  EXPECT_THAT(ComposeSequential(parts, {1}), StatusIs(StatusCode::kInvalidInput));
+  EXPECT_THAT(Compose(parts, {1}, ComposeMode::kSequential), StatusIs(StatusCode::kInvalidInput));
+}
+
+TEST(Compose, ConcurrentTenantsEachReplayOnTheirOwnThread) {
+  std::vector<proto::Workload> parts;
+  std::vector<int64_t> ops;
+  for (const char* name : {"mlp", "embbag_rec"}) {
+    auto s = Select(Load(name), {});
+    ASSERT_THAT(s, IsOk());
+    int64_t replayed = 0;
+    ExpectReplaysFully(*s, &replayed);
+    ops.push_back(replayed);
+    parts.push_back(*s);
+  }
+  auto mix = Compose(parts, {1, 1}, ComposeMode::kConcurrent);
+  ASSERT_THAT(mix, IsOk());
+  EXPECT_EQ(mix->original().iteration_ms_size(), 0);  // no original ran them together
+  replay::ReplayOptions options;
+  options.warmup = 0;
+  options.iters = 2;
+  auto r = replay::Replay(*mix, options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->replayed_ops, ops[0] + ops[1]);
+  EXPECT_EQ(r->replayed_ops, r->total_ops);
+  EXPECT_EQ(r->outputs_mismatched, 0);
+  EXPECT_NE(r->selection.find("2 concurrent tenants"), std::string::npos) << r->selection;
+  // Each tenant is also a label range of its own.
+  options.label = "## mimic:tenant:1 ##";
+  auto one = replay::Replay(*mix, options);
+  ASSERT_THAT(one, IsOk());
+  EXPECT_EQ(one->replayed_ops, ops[1]);
 }
 
 TEST(Substitute, DelaysKeepTheRecordedTimeAndDropsRemove) {

@@ -43,14 +43,21 @@ bool ParseFloatDType(const std::string& name, proto::DType* out);
 
 namespace mimic::synth {
 
-// Runs several one-iteration workloads (select each first) one after another inside a single
-// iteration, each `weights[i]` times (a fleet mix), as one workload. Tensor and storage ids
-// are renumbered so the components never share memory. The original time, when every
-// component has one, is the weighted sum of their medians.
-// Errors: InvalidInput for no inputs, weights that do not match, or a component with several
+enum class ComposeMode {
+  kSequential,  // one after another on one thread
+  kConcurrent,  // each part on its own thread at once: co-located tenants
+};
+
+// Combines several one-iteration workloads (select each first) into one iteration, each part
+// running `weights[i]` times (a fleet mix). Sequential parts run one after another; concurrent
+// parts become tenants (`## mimic:tenant:K ##` ranges under the iteration) that the replay
+// runs on their own threads at the same time. Tensor and storage ids are renumbered so the
+// parts never share memory. For sequential mixes the original time, when every part has one,
+// is the weighted sum of their medians; concurrent mixes have none.
+// Errors: InvalidInput for no inputs, weights that do not match, or a part with several
 // iterations.
-Result<proto::Workload> ComposeSequential(const std::vector<proto::Workload>& parts,
-                                          const std::vector<int>& weights);
+Result<proto::Workload> Compose(const std::vector<proto::Workload>& parts,
+                                const std::vector<int>& weights, ComposeMode mode);
 
 // Operator substitution from a table (docs/substitution.md): top-level ops matching a rule
 // are dropped, or replaced by a calibrated delay (a `mimic::delay` op that the replay spins
