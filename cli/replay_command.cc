@@ -1,6 +1,5 @@
 // mimic replay TRACE_OR_WORKLOAD [--kineto K] [--device D] [--warmup W] [--iters N] [--report R]
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>

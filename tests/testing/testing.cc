@@ -19,7 +19,3 @@ bool Exists(const std::string& path) {
 }
 
 }  // namespace mimic::testing
-
-namespace mimic {
-// Lets Status be printed by gtest and matched like a Result.
-}  // namespace mimic
