@@ -12,6 +12,7 @@
 
 #include "mimic/base/file.h"
 #include "mimic/base/json_writer.h"
+#include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
 
 namespace mimic::synth {
@@ -147,37 +148,10 @@ int64_t BytesOf(const proto::Workload& w, const std::vector<int>& tensors) {
   return bytes;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-// The argument names of an operator schema, in order: "aten::mm(Tensor self, Tensor mat2) ->
-// Tensor" gives {"self", "mat2"}. The keyword-only marker "*" is not an argument.
-std::vector<std::string_view> ArgNames(std::string_view schema) {
-  std::vector<std::string_view> out;
-  const size_t open = schema.find('(');
-  if (open == std::string_view::npos) return out;
-  int depth = 0;
-  size_t start = open + 1;
-  for (size_t i = open + 1; i < schema.size(); ++i) {
-    const char c = schema[i];
-    if (c == '(' || c == '[') {
-      ++depth;
-    } else if ((c == ')' || c == ']') && depth > 0) {
-      --depth;
-    } else if ((c == ',' || c == ')') && depth == 0) {
-      std::string_view arg = Trim(schema.substr(start, i - start));
-      if (const size_t eq = arg.find('='); eq != std::string_view::npos) arg = Trim(arg.substr(0, eq));
-      if (!arg.empty() && arg != "*") {
-        const size_t space = arg.rfind(' ');
-        out.push_back(space == std::string_view::npos ? arg : arg.substr(space + 1));
-      }
-      if (c == ')') break;
-      start = i + 1;
-    }
-  }
+// The argument names of an operator schema, in order (eg/schema_args.h).
+std::vector<std::string> ArgNames(std::string_view schema) {
+  std::vector<std::string> out;
+  for (const eg::SchemaArg& a : eg::ParseSchemaArgs(std::string(schema))) out.push_back(a.name);
   return out;
 }
 
@@ -186,7 +160,7 @@ std::string_view SchemaOf(const proto::Workload& w, const proto::Op& op) {
                                                            : std::string_view();
 }
 
-int ArgIndex(const std::vector<std::string_view>& names, std::string_view name) {
+int ArgIndex(const std::vector<std::string>& names, std::string_view name) {
   auto it = std::find(names.begin(), names.end(), name);
   return it == names.end() ? -1 : static_cast<int>(it - names.begin());
 }
@@ -407,7 +381,7 @@ class Exporter {
       if (!tensors.empty()) return BytesOf(w_, tensors);
     }
     const proto::Op& op = w_.ops(first);
-    const std::vector<std::string_view> names = ArgNames(SchemaOf(w_, op));
+    const std::vector<std::string> names = ArgNames(SchemaOf(w_, op));
     std::vector<int> tensors;
     for (int i = 0; i < op.inputs_size(); ++i)
       if (i >= static_cast<int>(names.size()) || !names[i].starts_with("output"))
@@ -441,7 +415,7 @@ class Exporter {
     const char* peer_arg = info.type.kind == CommKind::kSend ? "dstRank" : "srcRank";
     for (int j : subtree) {
       const proto::Op& op = w_.ops(j);
-      const std::vector<std::string_view> names = ArgNames(SchemaOf(w_, op));
+      const std::vector<std::string> names = ArgNames(SchemaOf(w_, op));
       const int peer = ArgIndex(names, peer_arg);
       const int tag = ArgIndex(names, "tag");
       if (peer < 0 && tag < 0) continue;

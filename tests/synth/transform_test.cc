@@ -39,6 +39,19 @@ void ExpectReplaysFully(const proto::Workload& w, int64_t* replayed = nullptr) {
   if (replayed) *replayed = r->replayed_ops;
 }
 
+// One iteration of each named sample, and how many ops it replays on its own.
+void SelectAndReplay(std::initializer_list<const char*> names, std::vector<proto::Workload>& parts,
+                     std::vector<int64_t>& ops) {
+  for (const char* name : names) {
+    auto s = Select(Load(name), {});
+    ASSERT_THAT(s, IsOk());
+    int64_t replayed = 0;
+    ExpectReplaysFully(*s, &replayed);
+    ops.push_back(replayed);
+    parts.push_back(*s);
+  }
+}
+
 class Sample : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Sample, SelectKeepsOneIterationSubtree) {
@@ -136,14 +149,7 @@ TEST_P(Sample, DoublingTheBatchDoublesEveryBatchDependentTensor) {
 TEST(Compose, SequentialMixRunsEveryPartItsWeight) {
   std::vector<proto::Workload> parts;
   std::vector<int64_t> ops;
-  for (const char* name : {"mlp", "embbag_rec"}) {
-    auto s = Select(Load(name), {});
-    ASSERT_THAT(s, IsOk());
-    int64_t replayed = 0;
-    ExpectReplaysFully(*s, &replayed);
-    ops.push_back(replayed);
-    parts.push_back(*s);
-  }
+  ASSERT_NO_FATAL_FAILURE(SelectAndReplay({"mlp", "embbag_rec"}, parts, ops));
   auto mix = Compose(parts, {2, 1}, ComposeMode::kSequential);
   ASSERT_THAT(mix, IsOk());
   int64_t replayed = 0;
@@ -163,14 +169,7 @@ TEST(Compose, SequentialMixRunsEveryPartItsWeight) {
 TEST(Compose, ConcurrentTenantsEachReplayOnTheirOwnThread) {
   std::vector<proto::Workload> parts;
   std::vector<int64_t> ops;
-  for (const char* name : {"mlp", "embbag_rec"}) {
-    auto s = Select(Load(name), {});
-    ASSERT_THAT(s, IsOk());
-    int64_t replayed = 0;
-    ExpectReplaysFully(*s, &replayed);
-    ops.push_back(replayed);
-    parts.push_back(*s);
-  }
+  ASSERT_NO_FATAL_FAILURE(SelectAndReplay({"mlp", "embbag_rec"}, parts, ops));
   auto mix = Compose(parts, {1, 1}, ComposeMode::kConcurrent);
   ASSERT_THAT(mix, IsOk());
   EXPECT_EQ(mix->original().iteration_ms_size(), 0);  // no original ran them together
