@@ -7,6 +7,15 @@
 namespace mimic::replay {
 namespace {
 
+// One measured iteration, no warm-up, on the CPU.
+ReplayOptions OneIterationOnCpu() {
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 0;
+  options.iters = 1;
+  return options;
+}
+
 class FleetSample : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(FleetSample, ReplaysEveryOpWithTheRecordedShapesAndDtypes) {
@@ -55,10 +64,7 @@ TEST(Replay, CudaTraceIsRemappedToTheCpu) {
   MIMIC_SKIP_UNLESS_EXISTS(path);
   auto w = eg::LoadWorkload(path);
   ASSERT_THAT(w, IsOk());
-  ReplayOptions options;
-  options.device = "cpu";
-  options.warmup = 0;
-  options.iters = 1;
+  ReplayOptions options = OneIterationOnCpu();
   auto r = Replay(*w, options);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->replayed_ops, r->total_ops);
@@ -70,10 +76,7 @@ TEST(Replay, CollectivesAreSkippedAndCountedNotFatal) {
   MIMIC_SKIP_UNLESS_EXISTS(path);
   auto w = eg::LoadWorkload(path);
   ASSERT_THAT(w, IsOk());
-  ReplayOptions options;
-  options.device = "cpu";
-  options.warmup = 0;
-  options.iters = 1;
+  ReplayOptions options = OneIterationOnCpu();
   auto r = Replay(*w, options);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->skipped_by_reason["collective"], 10);
@@ -101,9 +104,7 @@ TEST(Replay, SameSeedSameInputs) {
   const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
   auto w = eg::LoadWorkload(dir + "embbag_rec.et.json.gz");
   ASSERT_THAT(w, IsOk());
-  ReplayOptions options;
-  options.warmup = 0;
-  options.iters = 1;
+  ReplayOptions options = OneIterationOnCpu();
   auto a = Replay(*w, options);
   auto b = Replay(*w, options);
   ASSERT_THAT(a, IsOk());
