@@ -8,27 +8,14 @@
 #include "mimic/synth/bundle.h"
 
 namespace mimic::cli {
-namespace {
-
-// The first bytes of a file (after gunzip), enough to tell the formats apart.
-Result<std::string> Head(const std::string& path) {
-  MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, InputStream::Open(path));
-  std::string head(16, '\0');
-  size_t got = 0;
-  while (got < head.size()) {
-    MIMIC_ASSIGN_OR_RETURN(const size_t n, in->Read(head.data() + got, head.size() - got));
-    if (n == 0) break;
-    got += n;
-  }
-  head.resize(got);
-  return head;
-}
-
-}  // namespace
 
 Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto_path) {
   LoadedInput out;
-  MIMIC_ASSIGN_OR_RETURN(const std::string head, Head(path));
+  std::string head;
+  {
+    MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, InputStream::Open(path));
+    MIMIC_ASSIGN_OR_RETURN(head, ReadHead(*in, 16));
+  }
   if (synth::LooksLikeBundle(head)) {
     MIMIC_ASSIGN_OR_RETURN(proto::Bundle bundle, synth::ReadBundle(path));
     out.workload = std::move(*bundle.mutable_workload());

@@ -187,6 +187,18 @@ std::string Sha256Hex(std::string_view data) {
   return Hex(digest, len);
 }
 
+Result<std::string> ReadHead(InputStream& in, size_t n) {
+  std::string head(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    MIMIC_ASSIGN_OR_RETURN(const size_t read, in.Read(head.data() + got, n - got));
+    if (read == 0) break;
+    got += read;
+  }
+  head.resize(got);
+  return head;
+}
+
 Result<std::string> Sha256OfFile(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::Io(path + ": " + Errno());

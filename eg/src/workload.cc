@@ -226,14 +226,8 @@ struct Source {
 // True when the source is a .mimic workload file (by its magic bytes).
 Result<bool> IsWorkloadFile(const Source& source) {
   MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, source.Open());
-  char head[kMagic.size()];
-  size_t got = 0;
-  while (got < sizeof(head)) {
-    MIMIC_ASSIGN_OR_RETURN(const size_t n, in->Read(head + got, sizeof(head) - got));
-    if (n == 0) break;
-    got += n;
-  }
-  return std::string_view(head, got) == kMagic;
+  MIMIC_ASSIGN_OR_RETURN(const std::string head, ReadHead(*in, kMagic.size()));
+  return head == kMagic;
 }
 
 // Normalizes an execution trace, streaming it, and links a Kineto trace when one is given.

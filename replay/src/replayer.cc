@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "device.h"
+#include "mimic/base/file.h"
 #include "mimic/eg/workload.h"
 #include "mimic/ops/dispatch.h"
 #include "tensor_store.h"
@@ -183,6 +184,7 @@ class Runner {
     result_.replayed_ops = replayed;
     result_.preallocated_bytes = store_.prepared_bytes();
     result_.storages_preallocated = store_.prepared_storages();
+    result_.inputs_sha256 = store_.inputs_sha256();
     std::unordered_map<std::string, OpNameStats> by_name;
     for (size_t i = 0; i < plan_.size(); ++i) {
       const proto::Op& op = w_.ops(plan_[i].index);
@@ -331,6 +333,7 @@ Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& optio
     result.mismatches.insert(result.mismatches.end(), p.mismatches.begin(), p.mismatches.end());
     result.preallocated_bytes += p.preallocated_bytes;
     result.storages_preallocated += p.storages_preallocated;
+    result.inputs_sha256 = runners.size() == 1 ? p.inputs_sha256 : Sha256Hex(result.inputs_sha256 + p.inputs_sha256);
     for (const OpNameStats& s : p.per_op) {
       OpNameStats& m = by_name[s.name];
       m.name = s.name;

@@ -125,6 +125,7 @@ class JsonReporter final : public Reporter {
     j.Key("memory").BeginObject();
     j.Key("preallocated_bytes").Int(r.preallocated_bytes);
     j.Key("preallocated_storages").Int(r.storages_preallocated);
+    j.Key("inputs_sha256").String(r.inputs_sha256);
     j.EndObject();
     j.Key("setup_ms").Double(r.setup_ms);
 

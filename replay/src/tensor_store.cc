@@ -1,5 +1,6 @@
 #include "tensor_store.h"
 
+#include "mimic/base/file.h"
 #include "mimic/eg/workload.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -149,6 +150,17 @@ Status TensorStore::Prepare(const std::vector<int>& ops) {
     at::Tensor flat = at::empty({0}, at::TensorOptions().dtype(st).device(device_));
     flat.set_(buffers_.at(tensor.storage_id()), tensor.offset(), {extent}, {1});
     Fill(flat, t);
+  }
+  if (device_.is_cpu()) {
+    std::vector<int64_t> ids;
+    for (const auto& [id, storage] : buffers_) ids.push_back(id);
+    std::sort(ids.begin(), ids.end());
+    std::string digests;
+    for (int64_t id : ids) {
+      const c10::Storage& storage = buffers_.at(id);
+      digests += Sha256Hex(std::string_view(static_cast<const char*>(storage.data()), storage.nbytes()));
+    }
+    inputs_sha256_ = Sha256Hex(digests);
   }
   return Status::Ok();
 }

@@ -40,6 +40,9 @@ class TensorStore final : public ops::TensorSource {
 
   const proto::Workload& workload() const override { return w_; }
   int64_t prepared_bytes() const { return prepared_bytes_; }
+  // SHA-256 over the prepared buffers' contents, in storage-id order, as Prepare left them:
+  // the same workload and seed give the same digest on any machine with the same LibTorch.
+  const std::string& inputs_sha256() const { return inputs_sha256_; }
   int64_t prepared_storages() const { return static_cast<int64_t>(buffers_.size()); }
 
  private:
@@ -59,6 +62,7 @@ class TensorStore final : public ops::TensorSource {
   std::unordered_map<int, at::Tensor> fresh_;            // fallbacks, kept across iterations
   std::unordered_set<int> own_buffer_;  // leaves whose storage id an earlier output reused
   int64_t prepared_bytes_ = 0;
+  std::string inputs_sha256_;
 };
 
 }  // namespace mimic::replay

@@ -107,9 +107,15 @@ TEST(Replay, SameSeedSameInputs) {
   ReplayOptions options = OneIterationOnCpu();
   auto a = Replay(*w, options);
   auto b = Replay(*w, options);
+  options.seed += 1;
+  auto c = Replay(*w, options);
   ASSERT_THAT(a, IsOk());
   ASSERT_THAT(b, IsOk());
-  EXPECT_EQ(a->preallocated_bytes, b->preallocated_bytes);
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(a->inputs_sha256.size(), 64u);
+  EXPECT_EQ(a->inputs_sha256, b->inputs_sha256);  // the seed drives every random content
+  EXPECT_NE(a->inputs_sha256, c->inputs_sha256);
+  EXPECT_EQ(a->preallocated_bytes, c->preallocated_bytes);
   EXPECT_EQ(a->replayed_ops, a->total_ops);
 }
 

@@ -57,6 +57,10 @@ class InputStream {
   uint64_t bytes_read_ = 0;
 };
 
+// Up to `n` first bytes of the stream's (decompressed) contents: enough to tell formats apart
+// by their magic bytes.
+Result<std::string> ReadHead(InputStream& in, size_t n);
+
 // SHA-256 of the file's bytes as stored, as 64 lowercase hex digits.
 Result<std::string> Sha256OfFile(const std::string& path);
 

@@ -58,6 +58,7 @@ struct ReplayResult {
   std::vector<std::string> mismatches;  // the first few, described
   int64_t preallocated_bytes = 0;
   int64_t storages_preallocated = 0;
+  std::string inputs_sha256;     // of the prepared inputs' contents (CPU): checks the seed's effect
   double setup_ms = 0;
   // Empty when every iteration ran; else why the replay stopped early (an interruption, an
   // out-of-memory, an op that failed under --strict). iteration_ms holds the completed ones.
