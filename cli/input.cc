@@ -1,6 +1,8 @@
 // Loading what a command works on: trace, workload or bundle.
 #include <sys/stat.h>
 
+#include <optional>
+
 #include "cli.h"
 #include "mimic/base/file.h"
 #include "mimic/eg/capture_manifest.h"
@@ -23,16 +25,24 @@ Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto
     out.seed = bundle.seed();
     return out;
   }
-  MIMIC_ASSIGN_OR_RETURN(out.workload, eg::LoadWorkload(path, {.kineto_path = kineto_path}));
-  // A trace captured by scripts/capture_fleet_samples.py has its unprofiled step times in the
-  // manifest beside it; they are the original run's truth (profiled steps run slower).
+  // A trace captured by scripts/capture_*_samples.py has a manifest beside it: the Kineto trace
+  // captured with it (linked unless --kineto names another) and the unprofiled step times,
+  // the original run's truth (profiled steps run slower).
   const size_t slash = path.find_last_of('/');
-  const std::string manifest = (slash == std::string::npos ? "." : path.substr(0, slash)) + "/manifest.json";
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string manifest = dir + "/manifest.json";
   struct stat st {};
-  if (out.workload.transformations_size() == 0 && stat(manifest.c_str(), &st) == 0) {
-    MIMIC_ASSIGN_OR_RETURN(const eg::CaptureManifest m, eg::ReadCaptureManifest(manifest));
-    if (const eg::CaptureSample* s = m.FindByTrace(path)) eg::ApplyCaptureSample(*s, manifest, out.workload);
+  std::optional<eg::CaptureManifest> m;
+  const eg::CaptureSample* sample = nullptr;
+  if (stat(manifest.c_str(), &st) == 0) {
+    MIMIC_ASSIGN_OR_RETURN(m, eg::ReadCaptureManifest(manifest));
+    sample = m->FindByTrace(path);
   }
+  std::string kineto = kineto_path;
+  if (kineto.empty() && sample && !sample->kineto.empty() && stat((dir + "/" + sample->kineto).c_str(), &st) == 0)
+    kineto = dir + "/" + sample->kineto;
+  MIMIC_ASSIGN_OR_RETURN(out.workload, eg::LoadWorkload(path, {.kineto_path = kineto}));
+  if (sample && out.workload.transformations_size() == 0) eg::ApplyCaptureSample(*sample, manifest, out.workload);
   return out;
 }
 

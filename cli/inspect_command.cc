@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "mimic/base/json_writer.h"
+#include "mimic/eg/collective.h"
 #include "mimic/eg/workload.h"
 
 namespace mimic::cli {
@@ -26,9 +27,28 @@ std::string InspectJson(const proto::Workload& w, const eg::Summary& s) {
   j.Key("storages").Int(s.storages);
   j.Key("iterations").Int(s.iterations);
   j.Key("labels").Int(s.labels);
-  j.Key("collectives").Int(s.collectives);
+  const eg::CollectiveTotals c = eg::CountCollectives(w);
+  j.Key("collectives").BeginObject();
+  j.Key("issued").Int(c.issued);
+  j.Key("bytes").Int(c.bytes);
+  j.Key("by_type").BeginObject();
+  for (const auto& [type, n] : c.by_type) j.Key(type).BeginObject().Key("count").Int(n.count).Key("bytes").Int(n.bytes).EndObject();
+  j.EndObject();
+  j.Key("by_group").BeginObject();
+  for (const auto& [group, n] : c.by_group) j.Key(group).BeginObject().Key("count").Int(n.count).Key("bytes").Int(n.bytes).EndObject();
+  j.EndObject();
+  j.EndObject();
   j.Key("threads").Int(s.threads);
-  j.Key("process_groups").Int(w.provenance().process_groups_size());
+  j.Key("process_groups").BeginArray();
+  for (const proto::ProcessGroup& g : w.provenance().process_groups()) {
+    j.BeginObject().Key("name").String(g.name()).Key("desc").String(g.desc()).Key("backend").String(g.backend());
+    j.Key("size").Int(g.size()).Key("ranks").BeginArray();
+    for (int64_t r : g.ranks()) j.Int(r);
+    j.EndArray().EndObject();
+  }
+  j.EndArray();
+  j.Key("rank").Int(w.provenance().rank());
+  j.Key("world_size").Int(w.provenance().world_size());
   j.Key("devices").BeginArray();
   for (const auto& d : w.provenance().devices()) j.String(d);
   j.EndArray();
@@ -66,6 +86,12 @@ void PrintText(const std::string& path, const proto::Workload& w, const eg::Summ
               static_cast<long long>(s.threads));
   std::printf("  collectives     %lld   process groups %d\n", static_cast<long long>(s.collectives),
               w.provenance().process_groups_size());
+  for (const auto& [type, n] : eg::CountCollectives(w).by_type)
+    std::printf("    %-14s %lld, %lld bytes\n", type.c_str(), static_cast<long long>(n.count),
+                static_cast<long long>(n.bytes));
+  for (const proto::ProcessGroup& g : w.provenance().process_groups())
+    std::printf("    group %s (%s, %s): %lld ranks\n", g.name().c_str(), g.desc().c_str(), g.backend().c_str(),
+                static_cast<long long>(g.size()));
   for (const auto& m : w.provenance().warnings()) std::printf("  warning         %s\n", m.c_str());
   if (w.kineto().present()) {
     const auto& k = w.kineto();

@@ -1,9 +1,13 @@
-// mimic replay TRACE_OR_WORKLOAD [--kineto K] [--device D] [--warmup W] [--iters N] [--report R]
+// mimic replay TRACE_OR_WORKLOAD... [--trace-dir DIR [--rank-pattern P]] [--kineto K] [--device D]
+//              [--mode full|compute|comm] [--warmup W] [--iters N] [--report R]
+// Under torchrun, srun or mpirun each rank replays its own trace with the job's collectives.
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
+#include <map>
+#include <vector>
 
 #include "cli.h"
 #include "mimic/eg/workload.h"
@@ -42,7 +46,38 @@ void AddReplayOptions(CLI::App& app, replay::ReplayOptions& o, std::string& repo
   app.add_option("--threads", o.num_threads, "Intra-op threads (default: the original run's when known, else LibTorch's)");
   app.add_option("--seed", o.seed, "Seed of all random tensor contents")->capture_default_str();
   app.add_flag("--strict", o.strict, "Fail on the first op that cannot be replayed instead of skipping it");
-  app.add_option("--report", report_path, "Write the JSON report here ('-' for stdout)");
+  app.add_option("--report", report_path,
+                 "Write the JSON report here ('-' for stdout); in a multi-rank replay {rank} in the path is "
+                 "this rank, else .rank<N> is added before the extension");
+  static const std::map<std::string, replay::ReplayMode> kModes = {
+      {"full", replay::ReplayMode::kFull}, {"compute", replay::ReplayMode::kCompute}, {"comm", replay::ReplayMode::kComm}};
+  app.add_option("--mode", o.mode,
+                 "full: compute ops and collectives; compute: without the collectives; comm: the collectives "
+                 "alone on buffers of the recorded sizes, each timed on its own (nccl-tests style)")
+      ->transform(CLI::CheckedTransformer(kModes, CLI::ignore_case))
+      ->default_str("full");
+  app.add_option_function<double>(
+         "--timeout", [&o](double s) { o.comm_timeout_ms = static_cast<int64_t>(s * 1000); },
+         "Seconds a rank waits for the others (rendezvous, each collective) before it stops with an error "
+         "naming the ranks that stopped responding (default 300)")
+      ->check(CLI::PositiveNumber);
+}
+
+// This process's rank in a multi-rank job, from its launcher's environment.
+Status ApplyLaunchEnvironment(replay::ReplayOptions& options) {
+  MIMIC_ASSIGN_OR_RETURN(options.dist, replay::DistEnvFromEnvironment());
+  return Status::Ok();
+}
+
+std::string RankReportPath(const std::string& path, const replay::ReplayOptions& options) {
+  if (!options.dist || options.dist->world_size <= 1 || path == "-" || path.empty()) return path;
+  const std::string rank = std::to_string(options.dist->rank);
+  if (const size_t at = path.find("{rank}"); at != std::string::npos)
+    return path.substr(0, at) + rank + path.substr(at + 6);
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + ".rank" + rank;
+  return path.substr(0, dot) + ".rank" + rank + path.substr(dot);
 }
 
 int ReplayAndReport(const proto::Workload& w, const std::string& input,
@@ -51,9 +86,10 @@ int ReplayAndReport(const proto::Workload& w, const std::string& input,
   if (options.num_threads == 0 && w.original().num_threads() > 0)
     options.num_threads = static_cast<int>(w.original().num_threads());
   const bool tty = isatty(fileno(stderr));
-  auto progress = [tty](int done, int total, double ms) {
-    if (tty) std::fprintf(stderr, "\r  iteration %d/%d  %.3f ms   ", done, total, ms);
-    else std::fprintf(stderr, "mimic: iteration %d/%d: %.3f ms\n", done, total, ms);
+  const std::string who = options.dist ? "rank " + std::to_string(options.dist->rank) + ": " : "";
+  auto progress = [tty, who](int done, int total, double ms) {
+    if (tty) std::fprintf(stderr, "\r  %siteration %d/%d  %.3f ms   ", who.c_str(), done, total, ms);
+    else std::fprintf(stderr, "mimic: %siteration %d/%d: %.3f ms\n", who.c_str(), done, total, ms);
     if (tty && done == total) std::fprintf(stderr, "\n");
   };
   InstallSignalHandlers();
@@ -64,13 +100,21 @@ int ReplayAndReport(const proto::Workload& w, const std::string& input,
   if (r->stop_reason == options.cancel_reason)
     r->stop_reason = std::string("interrupted by ") + (g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM");
   const replay::ReportContext ctx = replay::MakeContext(w, input, r->device);
-  std::fputs(replay::CreateReporter("console")->Render(ctx, w, *r).c_str(), stdout);
+  // Rank 0 speaks for a multi-rank job on the console; every rank writes its own JSON.
+  if (!options.dist || options.dist->rank == 0)
+    std::fputs(replay::CreateReporter("console")->Render(ctx, w, *r).c_str(), stdout);
   if (!report_path.empty()) {
-    Status st = WriteOutput(report_path, replay::CreateReporter("json")->Render(ctx, w, *r));
+    Status st = WriteOutput(RankReportPath(report_path, options), replay::CreateReporter("json")->Render(ctx, w, *r));
     if (!st.ok()) return Fail(st);
   }
   if (!r->stop_reason.empty()) {
     std::fprintf(stderr, "mimic: error: replay stopped early: %s\n", r->stop_reason.c_str());
+    if (options.dist && !r->comm.backend.empty()) {
+      // The process groups were abandoned with threads that may be blocked on a dead peer:
+      // leave without unwinding them (the report is written, the streams flushed).
+      std::fflush(nullptr);
+      _exit(kExitRuntime);
+    }
     return kExitRuntime;
   }
   return kExitOk;
@@ -78,21 +122,48 @@ int ReplayAndReport(const proto::Workload& w, const std::string& input,
 
 Runner AddReplay(CLI::App& app) {
   struct Args {
-    std::string input, kineto, report;
+    std::vector<std::string> inputs;
+    std::string trace_dir, rank_pattern = "rank-{rank}.et.json.gz", kineto, report;
     replay::ReplayOptions options;
     bool seed_given = false;
   };
   auto args = std::make_shared<Args>();
-  app.add_option("input", args->input, "Execution trace (.json, .json.gz), .mimic workload or bundle")->required();
+  app.add_option("input", args->inputs,
+                 "Execution trace (.json, .json.gz), .mimic workload or bundle; in a multi-rank replay, one "
+                 "per rank in rank order (or use --trace-dir)");
+  app.add_option("--trace-dir", args->trace_dir, "Folder of per-rank traces, named by --rank-pattern");
+  app.add_option("--rank-pattern", args->rank_pattern, "File name of rank N's trace in --trace-dir, {rank} = N")
+      ->capture_default_str();
   app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
   AddReplayOptions(app, args->options, args->report);
   return [args, &app]() {
     args->seed_given = app.count("--seed") > 0;
-    Result<LoadedInput> in = LoadInput(args->input, args->kineto);
+    if (Status st = ApplyLaunchEnvironment(args->options); !st.ok()) return Fail(st);
+    const int rank = args->options.dist ? args->options.dist->rank : 0;
+    const int world = args->options.dist ? args->options.dist->world_size : 1;
+    std::string input;
+    if (!args->trace_dir.empty()) {
+      if (!args->inputs.empty()) return Fail(Status::InvalidInput("give either traces or --trace-dir, not both"));
+      const size_t at = args->rank_pattern.find("{rank}");
+      if (at == std::string::npos)
+        return Fail(Status::InvalidInput("--rank-pattern \"" + args->rank_pattern + "\" has no {rank}"));
+      input = args->trace_dir + "/" + args->rank_pattern.substr(0, at) + std::to_string(rank) +
+              args->rank_pattern.substr(at + 6);
+    } else if (args->inputs.size() == 1) {
+      input = args->inputs[0];
+    } else if (args->inputs.empty()) {
+      return Fail(Status::InvalidInput("no input: give a trace, a workload or a bundle (or --trace-dir)"));
+    } else if (static_cast<int>(args->inputs.size()) != world) {
+      return Fail(Status::InvalidInput(std::to_string(args->inputs.size()) + " traces for " + std::to_string(world) +
+                                       " rank(s): give one per rank, in rank order"));
+    } else {
+      input = args->inputs[rank];
+    }
+    Result<LoadedInput> in = LoadInput(input, args->kineto);
     if (!in.ok()) return Fail(in.status());
     if (in->has_seed && !args->seed_given) args->options.seed = in->seed;
     if (args->options.device.empty()) args->options.device = replay::BestDevice();
-    return ReplayAndReport(in->workload, args->input, args->options, args->report);
+    return ReplayAndReport(in->workload, input, args->options, args->report);
   };
 }
 

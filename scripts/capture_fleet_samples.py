@@ -40,9 +40,11 @@ MANIFEST_FORMAT = 1
 DEFAULT_SAMPLE = "mlp"
 # Profiler schedule: ProfilerStep#0 is a warm-up, the active steps follow.
 PROFILER_WARMUP = 1
-# ET nodes that have no Kineto counterpart.
+# ET nodes that have no Kineto counterpart: the roots, and the process-group
+# table that the observer writes when it starts in a distributed job.
 ET_ROOT_NODES = ("[pytorch|profiler|execution_trace|process]",
-                 "[pytorch|profiler|execution_trace|thread]")
+                 "[pytorch|profiler|execution_trace|thread]",
+                 "## process_group:init ##")
 
 
 @dataclasses.dataclass
@@ -282,12 +284,16 @@ def verify(et: dict[str, Any], kineto: dict[str, Any]) -> list[int]:
                      if e.get("cat") in ("cpu_op", "user_annotation")}
     matched = sum(e["args"].get("Record function id") in rf_ids
                   for e in cpu_ops)
-    et_only = len(rf_ids - kineto_rf_ids)
+    et_only_ids = rf_ids - kineto_rf_ids
+    et_only = len(et_only_ids)
     print(f"  ET: {len(nodes)} nodes, steps {steps}, schema {et['schema']}; "
           f"Kineto: {len(cpu_ops)} cpu_ops, {matched} match ET rf_ids; "
           f"{et_only} ET op nodes not in Kineto")
     if not cpu_ops or matched != len(cpu_ops) or et_only:
-        raise RuntimeError("ET and Kineto ops do not match one to one")
+        names = sorted({n["name"] for n in nodes for a in n["attrs"]
+                        if a["name"] == "rf_id" and a["value"] in et_only_ids})
+        raise RuntimeError(f"ET and Kineto ops do not match one to one "
+                           f"(ET only: {names})")
     return steps
 
 

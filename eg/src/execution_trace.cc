@@ -454,6 +454,7 @@ void TraceBuilder::ReadProcessGroups(const proto::Op& op) {
     if (g["backend_config"].get(s) == simdjson::SUCCESS) pg.set_backend(std::string(s));
     element size;
     if (g["group_size"].get(size) == simdjson::SUCCESS) pg.set_size(AsInt(size));
+    if (g["backend_id"].get(size) == simdjson::SUCCESS) pg.set_backend_id(AsInt(size));
     simdjson::dom::array ranks;
     if (g["ranks"].get(ranks) == simdjson::SUCCESS)
       for (element r : ranks) pg.add_ranks(AsInt(r));

@@ -6,6 +6,7 @@
 
 #include "mimic/base/file.h"
 #include "mimic/base/framed.h"
+#include "mimic/eg/collective.h"
 #include "mimic/eg/execution_trace.h"
 #include "mimic/eg/kineto.h"
 
@@ -121,7 +122,7 @@ bool IsWrapperOp(const proto::Op& op) {
 bool IsCollectiveOp(const proto::Op& op) {
   const std::string& n = op.name();
   return n == "record_param_comms" || StartsWith(n, "c10d::") || StartsWith(n, "nccl:") ||
-         StartsWith(n, "gloo:");
+         StartsWith(n, "gloo:") || StartsWith(n, "_c10d_functional::") || StartsWith(n, "c10d_functional::");
 }
 
 bool IsDelayOp(const proto::Op& op) { return op.name() == kDelayOp; }
@@ -136,14 +137,16 @@ std::vector<int> ReplayableOps(const proto::Workload& w, const OpTree& tree, int
   auto candidate = [&](int i) {
     const proto::Op& op = w.ops(i);
     if (IsWrapperOp(op)) return false;
-    return op.schema() >= 0 || IsDelayOp(op) || (include_compiled && IsCompiledKernel(op));
+    return op.schema() >= 0 || IsDelayOp(op) || op.has_collective() ||
+           (include_compiled && IsCompiledKernel(op));
   };
   std::vector<int> out;
   for (int i = 0; i < n; ++i) {
     if (!candidate(i)) continue;
     bool nested = false;
     for (int p = tree.Parent(i), guard = 0; p >= 0 && guard < n; p = tree.Parent(p), ++guard) {
-      if (candidate(p)) {
+      // A collective filed under another one is its own (see AnnotateCollectives).
+      if (candidate(p) && !(w.ops(i).has_collective() && w.ops(p).has_collective())) {
         nested = true;
         break;
       }
@@ -161,7 +164,7 @@ Summary Summarize(const proto::Workload& w) {
   std::set<int64_t> threads;
   for (const proto::Op& op : w.ops()) {
     s.ops_with_schema += op.schema() >= 0;
-    s.collectives += IsCollectiveOp(op);
+    s.collectives += IsCommunication(op);
     threads.insert(op.thread());
   }
   s.threads = static_cast<int64_t>(threads.size());
@@ -247,6 +250,7 @@ Result<proto::Workload> Build(const Source& et, const Source& kineto) {
     AddSource(w, "kineto", kineto.name, kineto_sha, kin->bytes_read());
     MIMIC_RETURN_IF_ERROR(LinkKineto(kineto.name, trace, w));
   }
+  AnnotateCollectives(w);
   return w;
 }
 

@@ -5,6 +5,7 @@
 #include "mimic/replay/replayer.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/ops/ones.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/Context.h>
 #include <c10/util/Exception.h>
@@ -17,8 +18,11 @@
 #include <optional>
 #include <unordered_map>
 
+#include "comm.h"
 #include "device.h"
 #include "mimic/base/file.h"
+#include "mimic/eg/collective.h"
+#include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
 #include "mimic/ops/dispatch.h"
 #include "tensor_store.h"
@@ -40,9 +44,44 @@ std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); 
 
 struct PlannedOp {
   int index;                                 // into workload.ops()
-  std::optional<c10::OperatorHandle> handle;  // unset: skipped (or a delay)
+  std::optional<c10::OperatorHandle> handle;  // unset: skipped (or a delay, or a collective)
   double delay_us = -1;                      // >= 0: a mimic::delay standing in for an op
+  int run = -1;                              // >= 0: a collective, its CommResult entry
+  bool wait = false;                         // waits for an asynchronous collective
+  CollectiveBuffers buffers;                 // comm mode, and full mode when the op's own don't fit
 };
+
+// A collective issued and not yet waited for.
+struct Pending {
+  std::shared_ptr<PendingWork> work;
+  size_t plan_index;
+  Clock::time_point issued;
+  std::vector<const void*> storages;  // what it writes
+};
+
+// The table entry of the tensor `v` holds, alone or as a one-element list; -1 otherwise.
+int SingleTensor(const proto::Value& v) {
+  if (v.kind_case() == proto::Value::kTensor) return v.tensor();
+  if (v.kind_case() == proto::Value::kList && v.list().items_size() == 1) return SingleTensor(v.list().items(0));
+  return -1;
+}
+
+// Collectives that write where they read.
+bool InPlace(proto::Collective::Type t) {
+  return t == proto::Collective::ALL_REDUCE || t == proto::Collective::BROADCAST ||
+         t == proto::Collective::REDUCE || t == proto::Collective::SEND || t == proto::Collective::RECV ||
+         t == proto::Collective::BARRIER;
+}
+
+void AddTo(eg::CollectiveTotals& t, const proto::Collective& c) {
+  const int64_t bytes = eg::CollectiveBytes(c);
+  ++t.issued;
+  t.bytes += bytes;
+  for (eg::CollectiveCount* n : {&t.by_type[eg::CollectiveTypeName(c.type())], &t.by_group[c.process_group()]}) {
+    ++n->count;
+    n->bytes += bytes;
+  }
+}
 
 // Busy-waits `us` microseconds: a substituted op's time kept on the replaying thread.
 void Spin(double us) {
@@ -86,8 +125,9 @@ bool SameShape(const at::Tensor& t, const proto::Tensor& rec) {
 
 class Runner {
  public:
-  Runner(const proto::Workload& w, const ReplayOptions& options, Device& device, ReplayResult& result)
-      : w_(w), options_(options), device_(device), result_(result),
+  Runner(const proto::Workload& w, const ReplayOptions& options, Device& device, ReplayResult& result,
+         Communicator* comm)
+      : w_(w), options_(options), device_(device), result_(result), comm_(comm),
         store_(w, device.torch_device(), options.seed) {}
 
   Status Plan(const std::vector<int>& selected) {
@@ -108,9 +148,8 @@ class Runner {
         plan_.push_back(std::move(p));
         continue;
       }
-      if (eg::IsCollectiveOp(op)) {
-        // Collectives need the job's process groups: the multi-rank replay runs them.
-        MIMIC_RETURN_IF_ERROR(Skip(op, "collective", "needs a process group (multi-rank replay)"));
+      if (op.has_collective() || eg::IsCollectiveOp(op)) {
+        MIMIC_RETURN_IF_ERROR(PlanCollective(op, p));
         plan_.push_back(std::move(p));
         continue;
       }
@@ -140,6 +179,12 @@ class Runner {
         if (measure) op_ms_[i] += MsSince(delay_t0);
         continue;
       }
+      if (p.run >= 0 || p.wait) {
+        if (options_.cancel && options_.cancel->load(std::memory_order_relaxed))
+          return Status::Internal(options_.cancel_reason);
+        MIMIC_RETURN_IF_ERROR(RunCollective(i, measure));
+        continue;
+      }
       if (!p.handle) continue;
       const proto::Op& op = w_.ops(p.index);
       const auto op_t0 = Clock::now();
@@ -156,6 +201,7 @@ class Runner {
       }
       if (options_.cancel && options_.cancel->load(std::memory_order_relaxed))
         return Status::Internal(options_.cancel_reason);
+      if (!pending_.empty()) MIMIC_RETURN_IF_ERROR(WaitForInputs(stack, measure));
       try {
         p.handle->callBoxed(&stack);
       } catch (const c10::OutOfMemoryError& e) {
@@ -173,13 +219,17 @@ class Runner {
       if (measure) op_ms_[i] += MsSince(op_t0);
       RegisterOutputs(op, stack, first);
     }
+    while (!pending_.empty()) MIMIC_RETURN_IF_ERROR(Complete(0, measure));
     device_.Synchronize();
-    return MsSince(t0);
+    const double ms = MsSince(t0);
+    if (comm_) result_.comm.issued = std::exchange(iteration_issued_, {});
+    ++iteration_;
+    return ms;
   }
 
   void Finish(int measured_iters) {
     int64_t replayed = 0;
-    for (const PlannedOp& p : plan_) replayed += p.handle.has_value() || p.delay_us >= 0;
+    for (const PlannedOp& p : plan_) replayed += p.handle.has_value() || p.delay_us >= 0 || p.run >= 0 || p.wait;
     result_.total_ops = static_cast<int64_t>(plan_.size());
     result_.replayed_ops = replayed;
     result_.preallocated_bytes = store_.prepared_bytes();
@@ -191,7 +241,9 @@ class Runner {
       OpNameStats& s = by_name[op.name()];
       s.name = op.name();
       ++s.calls;
-      if ((plan_[i].handle || plan_[i].delay_us >= 0) && measured_iters > 0) s.replay_ms += op_ms_[i] / measured_iters;
+      const PlannedOp& p = plan_[i];
+      if ((p.handle || p.delay_us >= 0 || p.run >= 0 || p.wait) && measured_iters > 0)
+        s.replay_ms += op_ms_[i] / measured_iters;
       if (op.has_cpu_span()) s.original_ms = std::max(s.original_ms, 0.0) + op.cpu_duration_us() / 1000.0;
     }
     for (auto& [name, s] : by_name) result_.per_op.push_back(s);
@@ -202,6 +254,139 @@ class Runner {
   void ResetOpTimes() { op_ms_.assign(plan_.size(), 0.0); }
 
  private:
+  // A communication op: issued through the communicator when there is one (a multi-rank
+  // replay), skipped otherwise.
+  Status PlanCollective(const proto::Op& op, PlannedOp& p) {
+    if (!op.has_collective() || op.collective().type() == proto::Collective::TYPE_UNKNOWN)
+      return Skip(op, "collective", "not a communication Mimic recognizes");
+    if (!comm_)
+      return Skip(op, "collective",
+                  "needs the job's process groups: launch one mimic per rank (torchrun --no-python, srun, "
+                  "mpirun)");
+    if (op.collective().type() == proto::Collective::WAIT) {
+      p.wait = true;
+      return Status::Ok();
+    }
+    p.run = static_cast<int>(result_.comm.collectives.size());
+    result_.comm.collectives.push_back({op.id(), op.collective(), {}});
+    return Status::Ok();
+  }
+
+  // The tensors a collective works on: in full mode the op's own (so that the ops after it
+  // read what it wrote), else flat buffers of the recorded sizes, made once.
+  Result<CollectiveBuffers> BuffersFor(PlannedOp& p) {
+    const proto::Op& op = w_.ops(p.index);
+    const proto::Collective& c = op.collective();
+    if (options_.mode == ReplayMode::kFull) {
+      int in = -1, out = -1;
+      if (op.name() == "record_param_comms") {
+        if (op.inputs_size() > 0) in = SingleTensor(op.inputs(0));
+        if (op.outputs_size() > 0) out = SingleTensor(op.outputs(0));
+      } else if (op.schema() >= 0) {
+        const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(w_.schemas(op.schema()));
+        for (int k = 0; k < op.inputs_size() && k < static_cast<int>(args.size()); ++k) {
+          const std::string& n = args[k].name;
+          if (n.find("split") != std::string::npos) continue;
+          if (n == "tensors" || n == "tensor" || n == "input" || n == "self" || n.rfind("input", 0) == 0)
+            in = SingleTensor(op.inputs(k));
+          else if (n.rfind("output", 0) == 0)
+            out = SingleTensor(op.inputs(k));
+        }
+      }
+      auto flat = [&](int entry, int64_t numel) -> at::Tensor {
+        if (entry < 0) return {};
+        at::Tensor t = store_.Get(entry);
+        return t.defined() && t.numel() == numel && t.is_contiguous() ? t.view(-1) : at::Tensor();
+      };
+      CollectiveBuffers b{flat(in, c.in_elems()), InPlace(c.type()) ? at::Tensor() : flat(out, c.out_elems())};
+      if (InPlace(c.type())) b.output = b.input;
+      if (b.input.defined() && b.output.defined()) return b;
+    }
+    if (!p.buffers.input.defined()) {
+      c10::ScalarType dtype = c10::kFloat;
+      if (!ToScalarType(c.dtype(), &dtype)) dtype = c10::kFloat;
+      const auto opts = at::TensorOptions().dtype(dtype).device(device_.torch_device());
+      p.buffers.input = at::ones({std::max<int64_t>(c.in_elems(), 0)}, opts);
+      p.buffers.output = InPlace(c.type()) ? p.buffers.input : at::ones({std::max<int64_t>(c.out_elems(), 0)}, opts);
+    }
+    return p.buffers;
+  }
+
+  std::string Describe(const PlannedOp& p) const {
+    const proto::Op& op = w_.ops(p.index);
+    return std::string(eg::CollectiveTypeName(op.collective().type())) + " (op " + std::to_string(op.id()) + " " +
+           op.name() + ", " + std::to_string(eg::CollectiveBytes(op.collective())) + " bytes on group \"" +
+           op.collective().process_group() + "\") in iteration " + std::to_string(iteration_);
+  }
+
+  Status RunCollective(size_t i, bool measure) {
+    PlannedOp& p = plan_[i];
+    const proto::Op& op = w_.ops(p.index);
+    if (p.wait) {
+      for (size_t k = 0; k < pending_.size(); ++k)
+        if (w_.ops(plan_[pending_[k].plan_index].index).id() == op.collective().waits_for())
+          return Complete(k, measure);
+      return Status::Ok();  // its collective was skipped or already waited for
+    }
+    Result<CollectiveBuffers> b = BuffersFor(p);
+    if (!b.ok()) return Skip(op, "unsupported_collective", b.status().message());
+    comm_->SetProgress(Describe(p));
+    Pending pending{nullptr, i, Clock::now(), {b->output.storage().data()}};
+    Result<std::shared_ptr<PendingWork>> work = Status::Internal("not issued");
+    try {
+      work = comm_->Issue(op.collective(), *b);
+    } catch (const std::exception& e) {
+      work = Status::Unsupported(FirstLine(e.what()));
+    }
+    if (!work.ok()) {
+      MIMIC_RETURN_IF_ERROR(Skip(op, "unsupported_collective", work.status().message()));
+      p.run = -1;
+      return Status::Ok();
+    }
+    pending.work = std::move(*work);
+    pending_.push_back(std::move(pending));
+    // comm mode runs each collective alone, as nccl-tests does; full mode keeps the job's
+    // overlap: an asynchronous collective ends at its wait, or before an op reads what it writes.
+    if (options_.mode == ReplayMode::kComm || !op.collective().async()) return Complete(pending_.size() - 1, measure);
+    return Status::Ok();
+  }
+
+  // Waits for pending_[k] and records its time.
+  Status Complete(size_t k, bool measure) {
+    Pending done = std::move(pending_[k]);
+    pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(k));
+    PlannedOp& p = plan_[done.plan_index];
+    MIMIC_RETURN_IF_ERROR(comm_->Wait(done.work, Describe(p)));
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - done.issued).count();
+    if (measure) {
+      op_ms_[done.plan_index] += us / 1000.0;
+      result_.comm.collectives[p.run].replay_us.push_back(us);
+    }
+    AddTo(iteration_issued_, w_.ops(p.index).collective());
+    return Status::Ok();
+  }
+
+  // Before an op runs: waits for the pending collectives that write a storage it touches.
+  Status WaitForInputs(const torch::jit::Stack& stack, bool measure) {
+    std::vector<const void*> touched;
+    for (const c10::IValue& v : stack) {
+      if (v.isTensor() && v.toTensor().defined()) touched.push_back(v.toTensor().storage().data());
+      if (v.isTensorList())
+        for (const at::Tensor& t : v.toTensorVector())
+          if (t.defined()) touched.push_back(t.storage().data());
+    }
+    for (size_t k = 0; k < pending_.size();) {
+      bool hit = false;
+      for (const void* s : pending_[k].storages) hit |= std::find(touched.begin(), touched.end(), s) != touched.end();
+      if (hit) {
+        MIMIC_RETURN_IF_ERROR(Complete(k, measure));
+      } else {
+        ++k;
+      }
+    }
+    return Status::Ok();
+  }
+
   // Records that `op` is not replayed; under --strict that stops the replay (an error Status).
   Status Skip(const proto::Op& op, const std::string& reason, const std::string& detail) {
     if (options_.strict)
@@ -248,12 +433,24 @@ class Runner {
   const ReplayOptions& options_;
   Device& device_;
   ReplayResult& result_;
+  Communicator* comm_;  // null: a single-process replay
   TensorStore store_;
   std::vector<PlannedOp> plan_;
   std::vector<double> op_ms_;
+  std::vector<Pending> pending_;
+  eg::CollectiveTotals iteration_issued_;
+  int64_t iteration_ = 0;
 };
 
 }  // namespace
+
+const char* ReplayModeName(ReplayMode mode) {
+  switch (mode) {
+    case ReplayMode::kCompute: return "compute";
+    case ReplayMode::kComm: return "comm";
+    default: return "full";
+  }
+}
 
 std::string BestDevice() { return "cpu"; }
 
@@ -273,8 +470,30 @@ Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& optio
   const auto setup_t0 = Clock::now();
   const eg::OpTree tree(w);
   MIMIC_ASSIGN_OR_RETURN(const int segment, SelectSegment(w, tree, options, &result.selection));
-  const std::vector<int> selected = eg::ReplayableOps(w, tree, segment, /*include_compiled=*/true);
-  if (selected.empty()) return Status::InvalidInput("nothing to replay: no top-level op with a schema in " + result.selection);
+  std::vector<int> selected = eg::ReplayableOps(w, tree, segment, /*include_compiled=*/true);
+  result.mode = options.mode;
+  result.comm.expected = eg::CountCollectives(w, selected);
+  if (options.mode != ReplayMode::kFull) {
+    // compute: everything but communication; comm: communication only.
+    const bool keep_comm = options.mode == ReplayMode::kComm;
+    std::erase_if(selected, [&](int i) { return (w.ops(i).has_collective() || eg::IsCollectiveOp(w.ops(i))) != keep_comm; });
+    if (!keep_comm) result.comm.expected = {};
+  }
+  if (selected.empty())
+    return Status::InvalidInput(std::string("nothing to replay in ") + result.selection +
+                                (options.mode == ReplayMode::kComm ? ": it holds no collective"
+                                                                   : ": no top-level op with a schema"));
+
+  // A multi-rank replay: this rank's process groups, as the trace recorded them.
+  std::unique_ptr<Communicator> comm;
+  if (options.dist && options.mode != ReplayMode::kCompute) {
+    MIMIC_ASSIGN_OR_RETURN(comm, Communicator::Create(*options.dist, w, std::chrono::milliseconds(options.comm_timeout_ms)));
+    result.comm.backend = "gloo";
+  }
+  if (options.dist) {
+    result.comm.rank = options.dist->rank;
+    result.comm.world_size = options.dist->world_size;
+  }
 
   // A concurrent mix (synth's --compose concurrent) holds one tenant range per part: each
   // tenant replays on its own thread, with its own tensors, and an iteration lasts until the
@@ -286,7 +505,8 @@ Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& optio
   std::vector<ReplayResult> partials(std::max<size_t>(tenants.size(), 1));
   std::vector<std::unique_ptr<Runner>> runners;
   for (size_t k = 0; k < partials.size(); ++k) {
-    runners.push_back(std::make_unique<Runner>(w, options, *device, partials[k]));
+    // Collectives of concurrent tenants would be issued in a different order on each rank.
+    runners.push_back(std::make_unique<Runner>(w, options, *device, partials[k], tenants.size() > 1 ? nullptr : comm.get()));
     const std::vector<int> ops =
         tenants.empty() ? selected : eg::ReplayableOps(w, tree, tenants[k], /*include_compiled=*/true);
     MIMIC_RETURN_IF_ERROR(runners.back()->Plan(ops));
@@ -319,6 +539,15 @@ Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& optio
     if (measure) result.iteration_ms.push_back(ms);
     if (progress) progress(it + 1, total, ms);
   }
+  if (comm) {
+    // Every rank leaves together; after a failure the groups are left as they are, since their
+    // threads may be blocked on the rank that failed.
+    if (result.stop_reason.empty()) {
+      const Status st = comm->Barrier("the final barrier");
+      if (!st.ok()) result.stop_reason = st.message();
+    }
+    if (!result.stop_reason.empty()) comm->Abandon();
+  }
   const int measured = static_cast<int>(result.iteration_ms.size());
   std::map<std::string, OpNameStats> by_name;
   for (size_t k = 0; k < runners.size(); ++k) {
@@ -334,6 +563,8 @@ Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& optio
     result.preallocated_bytes += p.preallocated_bytes;
     result.storages_preallocated += p.storages_preallocated;
     result.inputs_sha256 = runners.size() == 1 ? p.inputs_sha256 : Sha256Hex(result.inputs_sha256 + p.inputs_sha256);
+    result.comm.collectives.insert(result.comm.collectives.end(), p.comm.collectives.begin(), p.comm.collectives.end());
+    if (comm) result.comm.issued = p.comm.issued;
     for (const OpNameStats& s : p.per_op) {
       OpNameStats& m = by_name[s.name];
       m.name = s.name;

@@ -5,10 +5,13 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <map>
+#include <tuple>
 
 #include "mimic/base/clock.h"
 #include "mimic/base/json_writer.h"
 #include "mimic/base/stats.h"
+#include "mimic/eg/collective.h"
 
 namespace mimic::replay {
 namespace {
@@ -32,6 +35,57 @@ std::optional<double> Ratio(const std::vector<double>& replay, std::optional<dou
   if (replay.empty() || !original || *original <= 0) return std::nullopt;
   return Median(replay) / *original;
 }
+
+// nccl-tests' view of the collectives: one row per (type, size, dtype, group), with the median
+// time of its calls, algbw = S / t and busbw = algbw x the type's factor.
+struct CommRow {
+  std::string type;
+  std::string dtype;
+  std::string group;
+  int64_t group_size = 0;
+  int64_t bytes = 0;
+  int64_t elements = 0;
+  int64_t calls = 0;  // per iteration
+  std::vector<double> replay_us;
+  std::vector<double> original_us;
+  double time_us() const { return replay_us.empty() ? -1 : Median(replay_us); }
+  double algbw() const { return time_us() > 0 ? bytes / time_us() / 1e3 : -1; }  // GB/s
+  double busbw(proto::Collective::Type t) const {
+    return algbw() >= 0 ? algbw() * eg::BusBandwidthFactor(t, group_size) : -1;
+  }
+  proto::Collective::Type type_enum = proto::Collective::TYPE_UNKNOWN;
+};
+
+std::vector<CommRow> CommRows(const CommResult& comm) {
+  std::map<std::tuple<std::string, int64_t, int, std::string>, CommRow> rows;
+  for (const CollectiveRun& run : comm.collectives) {
+    const proto::Collective& c = run.collective;
+    CommRow& row = rows[{eg::CollectiveTypeName(c.type()), eg::CollectiveBytes(c), c.dtype(), c.process_group()}];
+    row.type = eg::CollectiveTypeName(c.type());
+    row.type_enum = c.type();
+    row.dtype = proto::DType_Name(c.dtype());
+    row.group = c.process_group();
+    row.group_size = c.group_size();
+    row.bytes = eg::CollectiveBytes(c);
+    row.elements = std::max(c.in_elems(), c.out_elems());
+    ++row.calls;
+    row.replay_us.insert(row.replay_us.end(), run.replay_us.begin(), run.replay_us.end());
+    if (c.original_us() >= 0) row.original_us.push_back(c.original_us());
+  }
+  std::vector<CommRow> out;
+  for (auto& [key, row] : rows) out.push_back(std::move(row));
+  return out;
+}
+
+void WriteTotals(JsonWriter& j, const eg::CollectiveTotals& t) {
+  j.Key("issued").Int(t.issued);
+  j.Key("bytes").Int(t.bytes);
+  j.Key("by_type").BeginObject();
+  for (const auto& [type, n] : t.by_type) j.Key(type).BeginObject().Key("count").Int(n.count).Key("bytes").Int(n.bytes).EndObject();
+  j.EndObject();
+}
+
+std::optional<double> NonNegative(double v) { return v >= 0 ? std::optional<double>(v) : std::nullopt; }
 
 std::string Format(const char* fmt, double v) {
   char buf[64];
@@ -57,6 +111,9 @@ class JsonReporter final : public Reporter {
     j.EndObject();
 
     j.Key("selection").String(r.selection);
+    j.Key("mode").String(ReplayModeName(r.mode));
+    j.Key("rank").Int(r.comm.rank);
+    j.Key("world_size").Int(r.comm.world_size);
     j.Key("completed").Bool(r.stop_reason.empty());
     j.Key("stop_reason").String(r.stop_reason);
     j.Key("iteration_ms").BeginObject();
@@ -74,7 +131,8 @@ class JsonReporter final : public Reporter {
 
     const std::optional<double> original = OriginalMedianMs(w);
     j.Key("original_iteration_ms").Optional(original);
-    j.Key("ratio").Optional(Ratio(r.iteration_ms, original));
+    // A compute- or comm-only iteration is not the original's: no ratio.
+    j.Key("ratio").Optional(r.mode == ReplayMode::kFull ? Ratio(r.iteration_ms, original) : std::nullopt);
     j.Key("original").BeginObject();
     j.Key("source").String(w.original().source());
     j.Key("num_threads").Int(w.original().num_threads());
@@ -129,6 +187,32 @@ class JsonReporter final : public Reporter {
     j.EndObject();
     j.Key("setup_ms").Double(r.setup_ms);
 
+    j.Key("collectives").BeginObject();
+    j.Key("backend").String(r.comm.backend);
+    WriteTotals(j, r.comm.issued);
+    j.Key("expected").BeginObject();
+    WriteTotals(j, r.comm.expected);
+    j.EndObject();
+    j.Key("per_size").BeginArray();
+    for (const CommRow& row : CommRows(r.comm)) {
+      j.BeginObject();
+      j.Key("type").String(row.type);
+      j.Key("size_bytes").Int(row.bytes);
+      j.Key("elements").Int(row.elements);
+      j.Key("dtype").String(row.dtype);
+      j.Key("group").String(row.group);
+      j.Key("group_size").Int(row.group_size);
+      j.Key("calls").Int(row.calls);
+      j.Key("samples").Int(static_cast<int64_t>(row.replay_us.size()));
+      j.Key("time_us").Optional(NonNegative(row.time_us()));
+      j.Key("algbw_gbps").Optional(NonNegative(row.algbw()));
+      j.Key("busbw_gbps").Optional(NonNegative(row.busbw(row.type_enum)));
+      j.Key("original_us").Optional(row.original_us.empty() ? std::nullopt : std::optional<double>(Median(row.original_us)));
+      j.EndObject();
+    }
+    j.EndArray();
+    j.EndObject();
+
     j.Key("ops").BeginArray();
     for (const OpNameStats& s : r.per_op) {
       j.BeginObject();
@@ -171,11 +255,13 @@ class ConsoleReporter final : public Reporter {
     if (original) {
       const auto& s = w.original().iteration_ms();
       const std::vector<double> samples(s.begin(), s.end());
+      const bool comparable = r.mode == ReplayMode::kFull;
       std::snprintf(buf, sizeof(buf), "  %-34s %10.3f %10.3f %10.3f %8s", "original", *original,
                     Percentile(samples, 10), Percentile(samples, 90),
-                    Format("%.3f", Median(r.iteration_ms) / *original).c_str());
+                    comparable ? Format("%.3f", Median(r.iteration_ms) / *original).c_str() : "-");
       line(buf);
-      line("  (original: " + w.original().source() + "; ratio = replay median / original median)");
+      line("  (original: " + w.original().source() + "; ratio = replay median / original median" +
+           (comparable ? ")" : "; none in " + std::string(ReplayModeName(r.mode)) + " mode)"));
     } else {
       line("  original: unknown (no Kineto trace or capture manifest)");
     }
@@ -192,6 +278,31 @@ class ConsoleReporter final : public Reporter {
     }
     if (r.per_op.size() > shown) line("  ... " + std::to_string(r.per_op.size() - shown) + " more op names in the JSON report");
     line("  * original per-op times are Kineto CPU spans, measured under the profiler");
+    if (!r.comm.collectives.empty()) {
+      line("");
+      line("  collectives on rank " + std::to_string(r.comm.rank) + " of " + std::to_string(r.comm.world_size) + " (" +
+           r.comm.backend + ", " + ReplayModeName(r.mode) + " mode): " + std::to_string(r.comm.issued.issued) +
+           " issued per iteration, " + std::to_string(r.comm.issued.bytes) + " bytes; the trace holds " +
+           std::to_string(r.comm.expected.issued) + ", " + std::to_string(r.comm.expected.bytes) + " bytes");
+      std::snprintf(buf, sizeof(buf), "  %-15s %12s %10s %9s %5s %5s %10s %9s %9s %10s", "collective", "size(B)",
+                    "count", "type", "group", "calls", "time(us)", "algbw", "busbw", "orig(us)");
+      line(buf);
+      std::snprintf(buf, sizeof(buf), "  %-15s %12s %10s %9s %5s %5s %10s %9s %9s %10s", "", "", "(elements)", "", "",
+                    "", "(median)", "(GB/s)", "(GB/s)", "(median)");
+      line(buf);
+      for (const CommRow& row : CommRows(r.comm)) {
+        const std::string dtype = row.dtype.substr(0, 9);
+        std::snprintf(buf, sizeof(buf), "  %-15s %12lld %10lld %9s %5s %5lld %10s %9s %9s %10s", row.type.c_str(),
+                      static_cast<long long>(row.bytes), static_cast<long long>(row.elements), dtype.c_str(),
+                      row.group.c_str(), static_cast<long long>(row.calls),
+                      row.time_us() >= 0 ? Format("%.1f", row.time_us()).c_str() : "-",
+                      row.algbw() >= 0 ? Format("%.3f", row.algbw()).c_str() : "-",
+                      row.busbw(row.type_enum) >= 0 ? Format("%.3f", row.busbw(row.type_enum)).c_str() : "-",
+                      row.original_us.empty() ? "-" : Format("%.1f", Median(row.original_us)).c_str());
+        line(buf);
+      }
+      line("  (orig: the original job's time for the collective, from its backend's span in the Kineto trace)");
+    }
     if (r.outputs_mismatched > 0)
       line("  warning: " + std::to_string(r.outputs_mismatched) + " of " + std::to_string(r.outputs_checked) +
            " outputs differ from the recorded shape or dtype");

@@ -75,14 +75,24 @@ class InspectTest(unittest.TestCase):
                 self.assertLessEqual(got["replayable_ops"], got["ops_with_schema"])
                 self.assertIsNone(got["kineto"])
 
-    def test_allgather_trace_counts_its_collectives(self):
-        r = mimic("inspect", os.path.join(SHARED, "chakra-allgather/allgather_1.0.2_et.json.gz"), "--json")
+    def test_allgather_trace_parses_to_ten_all_gathers_on_a_two_rank_group(self):
+        path = os.path.join(SHARED, "chakra-allgather/allgather_1.0.2_et.json.gz")
+        r = mimic("inspect", path, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
         got = json.loads(r.stdout)
-        et = load_json(os.path.join(SHARED, "chakra-allgather/allgather_1.0.2_et.json.gz"))
-        names = [n["name"] for n in et["nodes"]]
-        expected = sum(1 for n in names if n == "record_param_comms" or n.startswith(("c10d::", "nccl:")))
-        self.assertEqual(got["collectives"], expected)
-        self.assertEqual(got["process_groups"], 1)
+        et = load_json(path)
+        # Each all-gather is recorded three times (c10d::allgather_ > record_param_comms >
+        # nccl:all_gather); it is one communication.
+        issued = sum(1 for n in et["nodes"] if n["name"] == "c10d::allgather_")
+        self.assertEqual(issued, 10)
+        c = got["collectives"]
+        self.assertEqual(c["issued"], issued)
+        self.assertEqual(list(c["by_type"]), ["all_gather"])
+        self.assertEqual(c["by_type"]["all_gather"]["count"], 10)
+        # One float per rank gathered from 2 ranks: 8 bytes (nccl-tests' S) each.
+        self.assertEqual(c["by_type"]["all_gather"]["bytes"], 10 * 2 * 4)
+        self.assertEqual(c["by_group"], {"0": {"count": 10, "bytes": 80}})
+        self.assertEqual([(g["name"], g["size"]) for g in got["process_groups"]], [("0", 2)])
 
     def test_kineto_linking_on_the_paired_traces(self):
         for et, kineto in [("param-linear/linear_et.json.gz", "param-linear/linear_kineto.json.gz"),

@@ -13,7 +13,7 @@
 namespace mimic::eg {
 
 inline constexpr uint32_t kWorkloadFormatMajor = 1;
-inline constexpr uint32_t kWorkloadFormatMinor = 0;
+inline constexpr uint32_t kWorkloadFormatMinor = 1;  // 1: Op.collective
 
 struct LoadOptions {
   std::string kineto_path;  // optional Kineto trace to link (ignored for .mimic inputs)

@@ -6,13 +6,22 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "mimic/base/status.h"
+#include "mimic/eg/collective.h"
+#include "mimic/replay/distributed.h"
 #include "proto/workload.pb.h"
 
 namespace mimic::replay {
+
+// What a replay runs: the compute ops and the collectives (full), the compute ops only, or the
+// collectives only, on buffers of the recorded sizes, each run to completion before the next
+// as nccl-tests does (comm).
+enum class ReplayMode { kFull, kCompute, kComm };
+const char* ReplayModeName(ReplayMode mode);
 
 struct ReplayOptions {
   std::string device;  // "cpu"; empty: BestDevice() (CUDA devices arrive with the GPU replay)
@@ -26,6 +35,30 @@ struct ReplayOptions {
   // When set and it turns true (a signal handler, say), the replay stops after the current op.
   const std::atomic<bool>* cancel = nullptr;
   std::string cancel_reason = "interrupted";  // what the result says when `cancel` stopped it
+  ReplayMode mode = ReplayMode::kFull;
+  // This rank of a multi-rank replay (DistEnvFromEnvironment); unset: one process, and the
+  // trace's collectives are skipped.
+  std::optional<DistEnv> dist;
+  // Bounds the rendezvous and every collective: a rank that died or hung makes the others
+  // stop within it, naming the rank and the collective.
+  int64_t comm_timeout_ms = 300000;
+};
+
+// One collective of the replayed selection, as issued on this rank.
+struct CollectiveRun {
+  int64_t op_id = 0;
+  proto::Collective collective;
+  std::vector<double> replay_us;  // per measured iteration: issue to completion
+};
+
+// The communication side of a replay (multi-rank replays; counts only otherwise).
+struct CommResult {
+  int rank = 0;
+  int world_size = 1;
+  std::string backend;            // "gloo"; "" when no process group was created
+  std::vector<CollectiveRun> collectives;  // in issue order
+  eg::CollectiveTotals issued;    // completed in the last completed iteration
+  eg::CollectiveTotals expected;  // what the trace's selection holds, per iteration
 };
 
 // One op that the replay did not run.
@@ -63,6 +96,8 @@ struct ReplayResult {
   // Empty when every iteration ran; else why the replay stopped early (an interruption, an
   // out-of-memory, an op that failed under --strict). iteration_ms holds the completed ones.
   std::string stop_reason;
+  ReplayMode mode = ReplayMode::kFull;
+  CommResult comm;
 };
 
 // Called after each iteration: (done, total, that iteration's milliseconds).

@@ -1,0 +1,439 @@
+#include "mimic/eg/collective.h"
+
+#include <algorithm>
+#include <cctype>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mimic/eg/schema_args.h"
+#include "mimic/eg/workload.h"
+
+namespace mimic::eg {
+namespace {
+
+using Type = proto::Collective::Type;
+
+// Names by the prefix of their squashed form (namespace, underscores and case dropped:
+// "c10d::_allgather_base_" -> "allgatherbase"). A prefix that starts another comes after it
+// ("reducescatter" before "reduce", "allgather" before "gather").
+struct NamePrefix {
+  std::string_view prefix;
+  Type type;
+};
+constexpr NamePrefix kNames[] = {
+    {"allreduce", proto::Collective::ALL_REDUCE},
+    {"allgather", proto::Collective::ALL_GATHER},  // _allgather_base, all_gather_into_tensor
+    {"alltoall", proto::Collective::ALL_TO_ALL},   // alltoall_base, all_to_all_single
+    {"reducescatter", proto::Collective::REDUCE_SCATTER},
+    {"reduce", proto::Collective::REDUCE},
+    {"gather", proto::Collective::GATHER},
+    {"scatter", proto::Collective::SCATTER},
+    {"broadcast", proto::Collective::BROADCAST},
+    {"barrier", proto::Collective::BARRIER},
+    {"send", proto::Collective::SEND},
+    {"recv", proto::Collective::RECV},  // recv_, recv_any_source_
+    {"wait", proto::Collective::WAIT},  // record_param_comms "wait", wait_tensor
+};
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// Backend spans: the same communication as the c10d op or record_param_comms that issued it.
+bool IsBackendSpan(const proto::Op& op) {
+  return StartsWith(op.name(), "nccl:") || StartsWith(op.name(), "gloo:");
+}
+bool IsRecordParamComms(const proto::Op& op) { return op.name() == "record_param_comms"; }
+bool IsFunctional(const proto::Op& op) {
+  return StartsWith(op.name(), "_c10d_functional::") || StartsWith(op.name(), "c10d_functional::");
+}
+// Ops that issue (or wait for) a communication: everything IsCollectiveOp names but the
+// backends' spans.
+bool IsIssuer(const proto::Op& op) { return IsCollectiveOp(op) && !IsBackendSpan(op); }
+
+int64_t IntAttr(const proto::Op& op, const std::string& key, int64_t fallback) {
+  auto it = op.attrs().find(key);
+  return it != op.attrs().end() && it->second.kind_case() == proto::Value::kIntValue
+             ? it->second.int_value()
+             : fallback;
+}
+const std::string* StringAttr(const proto::Op& op, const std::string& key) {
+  auto it = op.attrs().find(key);
+  return it != op.attrs().end() && it->second.kind_case() == proto::Value::kStringValue
+             ? &it->second.string_value()
+             : nullptr;
+}
+void IntListAttr(const proto::Op& op, const std::string& key,
+                 google::protobuf::RepeatedField<int64_t>* out) {
+  auto it = op.attrs().find(key);
+  if (it == op.attrs().end() || it->second.kind_case() != proto::Value::kList) return;
+  for (const proto::Value& v : it->second.list().items())
+    if (v.kind_case() == proto::Value::kIntValue) out->Add(v.int_value());
+}
+
+// Sum of the elements of every tensor `v` holds (itself, or inside lists); the first tensor's
+// dtype and item size go to `c` when it has none yet.
+int64_t Elements(const proto::Workload& w, const proto::Value& v, proto::Collective& c, int depth = 0) {
+  if (v.kind_case() == proto::Value::kTensor) {
+    if (v.tensor() < 0 || v.tensor() >= w.tensors_size()) return 0;
+    const proto::Tensor& t = w.tensors(v.tensor());
+    if (c.dtype() == proto::DTYPE_UNKNOWN) {
+      c.set_dtype(t.dtype());
+      c.set_itemsize(t.itemsize());
+    }
+    return t.numel();
+  }
+  int64_t n = 0;
+  if (v.kind_case() == proto::Value::kList && depth < 32)
+    for (const proto::Value& item : v.list().items()) n += Elements(w, item, c, depth + 1);
+  return n;
+}
+
+// c10d::* and _c10d_functional::* ops: arguments by their schema names.
+void ReadDispatcherOp(const proto::Workload& w, const proto::Op& op, proto::Collective& c) {
+  c.set_source(IsFunctional(op) ? "c10d_functional" : "c10d");
+  if (op.schema() < 0 || op.schema() >= w.schemas_size()) {
+    // No schema: the first argument is what it sends.
+    if (op.inputs_size() > 0) c.set_in_elems(Elements(w, op.inputs(0), c));
+    c.set_out_elems(c.in_elems());
+    return;
+  }
+  const std::vector<SchemaArg> args = ParseSchemaArgs(w.schemas(op.schema()));
+  int64_t in = 0, out = 0;
+  bool has_out = false;
+  for (int i = 0; i < op.inputs_size() && i < static_cast<int>(args.size()); ++i) {
+    const std::string& name = args[i].name;
+    const proto::Value& v = op.inputs(i);
+    if (StartsWith(name, "output") && name.find("split") == std::string::npos) {
+      has_out = true;
+      out += Elements(w, v, c);
+    } else if (name == "tensors" || name == "tensor" || name == "input" || name == "self" ||
+               (StartsWith(name, "input") && name.find("split") == std::string::npos)) {
+      in += Elements(w, v, c);
+    } else if (name == "output_split_sizes" || name == "input_split_sizes") {
+      auto* dst = name[0] == 'o' ? c.mutable_out_split_sizes() : c.mutable_in_split_sizes();
+      if (v.kind_case() == proto::Value::kList)
+        for (const proto::Value& s : v.list().items())
+          if (s.kind_case() == proto::Value::kIntValue) dst->Add(s.int_value());
+    } else if ((name == "root_rank" || name == "dstRank" || name == "srcRank" || name == "src" ||
+                name == "dst") && v.kind_case() == proto::Value::kIntValue) {
+      c.set_root(v.int_value());
+    } else if (name == "async_op" && v.kind_case() == proto::Value::kBoolValue) {
+      c.set_async(v.bool_value());
+    } else if ((name == "group_name" || name == "tag") && v.kind_case() == proto::Value::kStringValue) {
+      c.set_process_group(v.string_value());
+    } else if (name == "group_size" && v.kind_case() == proto::Value::kIntValue) {
+      c.set_group_size(v.int_value());
+    }
+  }
+  // In-place collectives (allreduce_, broadcast_) and functional ones return their result.
+  if (!has_out && IsFunctional(op) && op.outputs_size() > 0) {
+    has_out = true;
+    out = Elements(w, op.outputs(0), c);
+  }
+  c.set_in_elems(in);
+  c.set_out_elems(has_out ? out : in);
+}
+
+// record_param_comms: attrs from schema 1.1.0, positional arguments before (and still there):
+//   1.0.2:  (tensors, seq, pg_id, rank, name, in_split, out_split, world_size)
+//   1.0.3+: (tensors, seq, (pg_name, pg_desc), rank, name, in_nelems, out_nelems, dtype,
+//            in_split, out_split, global_rank_start, global_rank_stride, world_size)
+void ReadRecordParamComms(const proto::Workload& w, const proto::Op& op, proto::Collective& c,
+                          int64_t* backend_id) {
+  c.set_source("record_param_comms");
+  if (op.inputs_size() > 0) c.set_in_elems(Elements(w, op.inputs(0), c));
+  if (op.outputs_size() > 0) c.set_out_elems(Elements(w, op.outputs(0), c));
+  if (c.out_elems() == 0) c.set_out_elems(c.in_elems());
+  int name_at = -1;
+  for (int i = 0; i < op.inputs_size(); ++i)
+    if (op.inputs(i).kind_case() == proto::Value::kStringValue &&
+        CollectiveTypeOfName(op.inputs(i).string_value()) != proto::Collective::TYPE_UNKNOWN) {
+      name_at = i;
+      break;
+    }
+  // A "wait" records no tensors: its arguments start at the sequence number.
+  const int at = op.inputs_size() > 0 && op.inputs(0).kind_case() == proto::Value::kIntValue ? 0 : 1;
+  if (op.inputs_size() > at && op.inputs(at).kind_case() == proto::Value::kIntValue) c.set_seq(op.inputs(at).int_value());
+  if (op.inputs_size() > at + 1) {
+    const proto::Value& pg = op.inputs(at + 1);
+    if (pg.kind_case() == proto::Value::kIntValue) *backend_id = pg.int_value();
+    if (pg.kind_case() == proto::Value::kStringValue) c.set_process_group(pg.string_value());
+    if (pg.kind_case() == proto::Value::kList && pg.list().items_size() > 0 &&
+        pg.list().items(0).kind_case() == proto::Value::kStringValue)
+      c.set_process_group(pg.list().items(0).string_value());
+  }
+  if (name_at >= 0) {
+    // After the name: element counts (1.0.3+) then two split-size lists, and the group size last.
+    std::vector<const proto::Value*> lists;
+    for (int i = name_at + 1; i < op.inputs_size(); ++i)
+      if (op.inputs(i).kind_case() == proto::Value::kList) lists.push_back(&op.inputs(i));
+    auto copy = [](const proto::Value* v, google::protobuf::RepeatedField<int64_t>* dst) {
+      for (const proto::Value& s : v->list().items())
+        if (s.kind_case() == proto::Value::kIntValue) dst->Add(s.int_value());
+    };
+    if (lists.size() >= 2) {
+      copy(lists[0], c.mutable_in_split_sizes());
+      copy(lists[1], c.mutable_out_split_sizes());
+    }
+    const proto::Value& last = op.inputs(op.inputs_size() - 1);
+    if (op.inputs_size() - 1 > name_at && last.kind_case() == proto::Value::kIntValue)
+      c.set_group_size(last.int_value());
+  }
+  // Schema 1.1.0+ attrs are authoritative.
+  if (const std::string* pg = StringAttr(op, "pg_name")) c.set_process_group(*pg);
+  c.set_group_size(IntAttr(op, "pg_size", c.group_size()));
+  c.set_in_elems(IntAttr(op, "in_msg_nelems", c.in_elems()));
+  c.set_out_elems(IntAttr(op, "out_msg_nelems", c.out_elems()));
+  if (c.in_split_sizes().empty()) IntListAttr(op, "in_split_size", c.mutable_in_split_sizes());
+  if (c.out_split_sizes().empty()) IntListAttr(op, "out_split_size", c.mutable_out_split_sizes());
+  c.set_seq(IntAttr(op, "seq", c.seq()));
+}
+
+Type TypeOf(const proto::Op& op) {
+  if (!IsRecordParamComms(op)) return CollectiveTypeOfName(op.name());
+  if (const std::string* name = StringAttr(op, "collective_name")) return CollectiveTypeOfName(*name);
+  for (const proto::Value& v : op.inputs()) {
+    if (v.kind_case() != proto::Value::kStringValue) continue;
+    const Type t = CollectiveTypeOfName(v.string_value());
+    if (t != proto::Collective::TYPE_UNKNOWN) return t;
+  }
+  return proto::Collective::TYPE_UNKNOWN;
+}
+
+// Fills the process group's name and size from what the collective recorded, the trace's
+// process-group table, and the world.
+void ResolveGroup(const proto::Workload& w, int64_t backend_id, proto::Collective& c) {
+  const auto& groups = w.provenance().process_groups();
+  const proto::ProcessGroup* match = nullptr;
+  for (const proto::ProcessGroup& g : groups) {
+    if ((!c.process_group().empty() && g.name() == c.process_group()) ||
+        (backend_id != 0 && g.backend_id() == backend_id))
+      match = &g;
+  }
+  // c10d ops record their group only as "<Object>": with one group it is that one.
+  if (!match && c.process_group().empty() && groups.size() == 1) match = &groups[0];
+  if (match) {
+    c.set_process_group(match->name());
+    if (c.group_size() <= 0) c.set_group_size(match->size());
+  }
+  if (c.group_size() <= 0 && w.provenance().world_size() > 0) c.set_group_size(w.provenance().world_size());
+}
+
+int64_t FirstTensorId(const proto::Workload& w, const proto::Value& v, int depth = 0) {
+  if (v.kind_case() == proto::Value::kTensor)
+    return v.tensor() >= 0 && v.tensor() < w.tensors_size() ? w.tensors(v.tensor()).tensor_id() : -1;
+  if (v.kind_case() == proto::Value::kList && depth < 32)
+    for (const proto::Value& item : v.list().items())
+      if (int64_t id = FirstTensorId(w, item, depth + 1); id >= 0) return id;
+  return -1;
+}
+
+}  // namespace
+
+Type CollectiveTypeOfName(std::string_view name) {
+  const size_t colon = name.rfind(':');
+  if (colon != std::string_view::npos) name.remove_prefix(colon + 1);
+  std::string squashed;
+  for (char ch : name)
+    if (ch != '_') squashed += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const NamePrefix& n : kNames)
+    if (StartsWith(squashed, n.prefix)) return n.type;
+  return proto::Collective::TYPE_UNKNOWN;
+}
+
+const char* CollectiveTypeName(Type type) {
+  switch (type) {
+    case proto::Collective::ALL_REDUCE: return "all_reduce";
+    case proto::Collective::ALL_GATHER: return "all_gather";
+    case proto::Collective::REDUCE_SCATTER: return "reduce_scatter";
+    case proto::Collective::ALL_TO_ALL: return "all_to_all";
+    case proto::Collective::BROADCAST: return "broadcast";
+    case proto::Collective::REDUCE: return "reduce";
+    case proto::Collective::GATHER: return "gather";
+    case proto::Collective::SCATTER: return "scatter";
+    case proto::Collective::BARRIER: return "barrier";
+    case proto::Collective::SEND: return "send";
+    case proto::Collective::RECV: return "recv";
+    case proto::Collective::WAIT: return "wait";
+    default: return "unknown";
+  }
+}
+
+int64_t CollectiveBytes(const proto::Collective& c) {
+  const int64_t item = std::max<int64_t>(c.itemsize(), 0);
+  switch (c.type()) {
+    case proto::Collective::ALL_GATHER:
+    case proto::Collective::REDUCE_SCATTER:
+    case proto::Collective::ALL_TO_ALL:
+    case proto::Collective::GATHER:
+    case proto::Collective::SCATTER:
+      return std::max(c.in_elems(), c.out_elems()) * item;
+    default:
+      return c.in_elems() * item;
+  }
+}
+
+double BusBandwidthFactor(Type type, int64_t n) {
+  if (n <= 0) return 1;
+  const double r = static_cast<double>(n);
+  switch (type) {
+    case proto::Collective::ALL_REDUCE: return 2 * (r - 1) / r;
+    case proto::Collective::ALL_GATHER:
+    case proto::Collective::REDUCE_SCATTER:
+    case proto::Collective::ALL_TO_ALL: return (r - 1) / r;
+    default: return 1;
+  }
+}
+
+CollectiveTotals CountCollectives(const proto::Workload& w, const std::vector<int>& indices) {
+  CollectiveTotals t;
+  for (int i : indices) {
+    const proto::Op& op = w.ops(i);
+    if (!IsCommunication(op)) continue;
+    const int64_t bytes = CollectiveBytes(op.collective());
+    ++t.issued;
+    t.bytes += bytes;
+    for (CollectiveCount* c : {&t.by_type[CollectiveTypeName(op.collective().type())],
+                               &t.by_group[op.collective().process_group()]}) {
+      ++c->count;
+      c->bytes += bytes;
+    }
+  }
+  return t;
+}
+
+CollectiveTotals CountCollectives(const proto::Workload& w) {
+  std::vector<int> all(w.ops_size());
+  for (int i = 0; i < w.ops_size(); ++i) all[i] = i;
+  return CountCollectives(w, all);
+}
+
+void AnnotateCollectives(proto::Workload& w) {
+  const OpTree tree(w);
+  const int n = w.ops_size();
+  auto issuer_above = [&](int i) {
+    for (int p = tree.Parent(i), guard = 0; p >= 0 && guard < n; p = tree.Parent(p), ++guard)
+      if (IsIssuer(w.ops(p))) return true;
+    return false;
+  };
+
+  // The ops below `i`, in op order, without entering another c10d or functional op (which is
+  // a communication of its own, misfiled under `i`).
+  auto own_descendants = [&](int i) {
+    std::vector<int> out, stack(tree.Children(i).rbegin(), tree.Children(i).rend());
+    while (!stack.empty()) {
+      const int k = stack.back();
+      stack.pop_back();
+      if (IsIssuer(w.ops(k)) && !IsRecordParamComms(w.ops(k))) continue;
+      out.push_back(k);
+      stack.insert(stack.end(), tree.Children(k).rbegin(), tree.Children(k).rend());
+    }
+    return out;
+  };
+
+  // Backend spans by type, in op order, for collectives whose span is not nested in them
+  // (Gloo records its span from its worker thread, under whatever op was current).
+  std::map<Type, std::deque<int>> loose_spans;
+  std::vector<bool> span_used(n, false);
+  for (int i = 0; i < n; ++i)
+    if (IsBackendSpan(w.ops(i)) && !issuer_above(i)) loose_spans[CollectiveTypeOfName(w.ops(i).name())].push_back(i);
+
+  std::vector<int> issued;  // indices of annotated collectives, in op order
+  for (int i = 0; i < n; ++i) {
+    proto::Op& op = *w.mutable_ops(i);
+    op.clear_collective();
+    // record_param_comms inside a c10d op is that op's own record. c10d and functional ops are
+    // each a communication even when nested in another: with Gloo, whose worker threads record
+    // spans too, the observer sometimes files one c10d op under the previous one.
+    if (!IsIssuer(op) || (IsRecordParamComms(op) && issuer_above(i))) continue;
+    const Type type = TypeOf(op);
+    if (type == proto::Collective::TYPE_UNKNOWN) continue;
+    proto::Collective c;
+    c.set_type(type);
+    c.set_seq(-1);
+    c.set_original_us(-1);
+    int64_t backend_id = 0;
+    if (IsRecordParamComms(op)) {
+      ReadRecordParamComms(w, op, c, &backend_id);
+    } else {
+      ReadDispatcherOp(w, op, c);
+      // A record_param_comms inside names the group and the sequence number.
+      for (int k : own_descendants(i)) {
+        if (IsRecordParamComms(w.ops(k)) && TypeOf(w.ops(k)) == type) {
+          proto::Collective inner;
+          ReadRecordParamComms(w, w.ops(k), inner, &backend_id);
+          if (c.process_group().empty()) c.set_process_group(inner.process_group());
+          if (c.group_size() <= 0) c.set_group_size(inner.group_size());
+          if (c.in_split_sizes().empty()) *c.mutable_in_split_sizes() = inner.in_split_sizes();
+          if (c.out_split_sizes().empty()) *c.mutable_out_split_sizes() = inner.out_split_sizes();
+          c.set_seq(inner.seq());
+          break;
+        }
+      }
+    }
+    // c10d ops return a Work, NCCL's record_param_comms enqueue on a stream and functional
+    // collectives return before their wait_tensor: asynchronous unless the call said otherwise.
+    bool has_async_arg = false;
+    if (op.schema() >= 0 && op.schema() < w.schemas_size())
+      for (const SchemaArg& a : ParseSchemaArgs(w.schemas(op.schema()))) has_async_arg |= a.name == "async_op";
+    if (!has_async_arg) c.set_async(type != proto::Collective::WAIT);
+    ResolveGroup(w, backend_id, c);
+
+    // The original time: the backend's span or device kernels inside, a loose backend span of
+    // the same type that starts after it, or the op's own CPU span.
+    double kernels_us = 0;
+    for (const proto::Kernel& k : op.kernels()) kernels_us += k.duration_us();
+    for (int k : own_descendants(i)) {
+      const proto::Op& d = w.ops(k);
+      if (IsBackendSpan(d) && d.has_cpu_span() && c.original_us() < 0) c.set_original_us(d.cpu_duration_us());
+      for (const proto::Kernel& kk : d.kernels()) kernels_us += kk.duration_us();
+    }
+    if (kernels_us > 0) c.set_original_us(kernels_us);
+    if (c.original_us() < 0) {
+      std::deque<int>& q = loose_spans[type];
+      while (!q.empty() && q.front() < i) q.pop_front();
+      if (!q.empty()) {
+        const proto::Op& span = w.ops(q.front());
+        if (span.has_cpu_span()) c.set_original_us(span.cpu_duration_us());
+        q.pop_front();
+      }
+    }
+    if (c.original_us() < 0 && op.has_cpu_span()) c.set_original_us(op.cpu_duration_us());
+    *op.mutable_collective() = std::move(c);
+    issued.push_back(i);
+  }
+
+  // Waits: by sequence number, by the tensor a functional collective returned, else the latest
+  // unpaired asynchronous collective of the same thread.
+  std::unordered_map<int64_t, int> by_seq, by_tensor;
+  std::map<int64_t, std::vector<int>> pending_by_thread;
+  for (int i : issued) {
+    proto::Op& op = *w.mutable_ops(i);
+    proto::Collective& c = *op.mutable_collective();
+    if (c.type() != proto::Collective::WAIT) {
+      if (!c.async()) continue;
+      if (c.seq() >= 0) by_seq[c.seq()] = i;
+      if (IsFunctional(op) && op.outputs_size() > 0)
+        if (int64_t t = FirstTensorId(w, op.outputs(0)); t >= 0) by_tensor[t] = i;
+      pending_by_thread[op.thread()].push_back(i);
+      continue;
+    }
+    std::optional<int> target;
+    if (c.seq() >= 0 && by_seq.count(c.seq())) target = by_seq[c.seq()];
+    if (!target && op.inputs_size() > 0)
+      if (int64_t t = FirstTensorId(w, op.inputs(0)); t >= 0 && by_tensor.count(t)) target = by_tensor[t];
+    std::vector<int>& pending = pending_by_thread[op.thread()];
+    if (!target && !pending.empty()) target = pending.back();
+    if (!target) continue;
+    pending.erase(std::remove(pending.begin(), pending.end(), *target), pending.end());
+    proto::Collective& issued_c = *w.mutable_ops(*target)->mutable_collective();
+    if (issued_c.wait_op() != 0) continue;
+    issued_c.set_wait_op(op.id());
+    c.set_waits_for(w.ops(*target).id());
+  }
+}
+
+}  // namespace mimic::eg
