@@ -77,6 +77,24 @@ std::vector<CommRow> CommRows(const CommResult& comm) {
   return out;
 }
 
+// Per iteration: each row's median time x its calls, summed (-1 when a row has no sample).
+struct CommTotals {
+  double time_us = 0;
+  double original_us = 0;
+  int64_t bytes = 0;
+};
+CommTotals Totals(const std::vector<CommRow>& rows) {
+  CommTotals t;
+  for (const CommRow& row : rows) {
+    t.bytes += row.bytes * row.calls;
+    if (t.time_us >= 0) t.time_us = row.time_us() >= 0 ? t.time_us + row.time_us() * row.calls : -1;
+    if (t.original_us >= 0)
+      t.original_us = row.original_us.empty() ? -1 : t.original_us + Median(row.original_us) * row.calls;
+  }
+  if (rows.empty()) t.time_us = t.original_us = -1;
+  return t;
+}
+
 void WriteTotals(JsonWriter& j, const eg::CollectiveTotals& t) {
   j.Key("issued").Int(t.issued);
   j.Key("bytes").Int(t.bytes);
@@ -193,8 +211,9 @@ class JsonReporter final : public Reporter {
     j.Key("expected").BeginObject();
     WriteTotals(j, r.comm.expected);
     j.EndObject();
+    const std::vector<CommRow> rows = CommRows(r.comm);
     j.Key("per_size").BeginArray();
-    for (const CommRow& row : CommRows(r.comm)) {
+    for (const CommRow& row : rows) {
       j.BeginObject();
       j.Key("type").String(row.type);
       j.Key("size_bytes").Int(row.bytes);
@@ -211,6 +230,12 @@ class JsonReporter final : public Reporter {
       j.EndObject();
     }
     j.EndArray();
+    const CommTotals totals = Totals(rows);
+    j.Key("totals").BeginObject();
+    j.Key("time_us").Optional(totals.time_us >= 0 ? std::optional<double>(totals.time_us) : std::nullopt);
+    j.Key("original_us").Optional(totals.original_us >= 0 ? std::optional<double>(totals.original_us) : std::nullopt);
+    j.Key("bytes").Int(totals.bytes);
+    j.EndObject();
     j.EndObject();
 
     j.Key("ops").BeginArray();
@@ -301,6 +326,12 @@ class ConsoleReporter final : public Reporter {
                       row.original_us.empty() ? "-" : Format("%.1f", Median(row.original_us)).c_str());
         line(buf);
       }
+      const CommTotals totals = Totals(CommRows(r.comm));
+      std::snprintf(buf, sizeof(buf), "  %-15s %12lld %10s %9s %5s %5s %10s %9s %9s %10s", "total/iteration",
+                    static_cast<long long>(totals.bytes), "", "", "", "",
+                    totals.time_us >= 0 ? Format("%.1f", totals.time_us).c_str() : "-", "", "",
+                    totals.original_us >= 0 ? Format("%.1f", totals.original_us).c_str() : "-");
+      line(buf);
       line("  (orig: the original job's time for the collective, from its backend's span in the Kineto trace)");
     }
     if (r.outputs_mismatched > 0)

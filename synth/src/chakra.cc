@@ -11,6 +11,7 @@
 
 #include "mimic/base/file.h"
 #include "mimic/base/json_writer.h"
+#include "mimic/eg/collective.h"
 #include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
 
@@ -31,37 +32,23 @@ struct CommType {
   cpm::CollectiveCommType collective = cpm::ALL_REDUCE;
 };
 
-// Communication names by the prefix of their squashed form (namespace, underscores and case
-// dropped: "c10d::_allgather_base_" -> "allgatherbase", "nccl:all_reduce" -> "allreduce").
-// A prefix that starts another one comes after it ("reducescatter" before "reduce").
-struct CommName {
-  std::string_view prefix;
-  CommKind kind;
-  cpm::CollectiveCommType collective;
-};
-constexpr CommName kCommNames[] = {
-    {"allreduce", CommKind::kCollective, cpm::ALL_REDUCE},
-    {"allgather", CommKind::kCollective, cpm::ALL_GATHER},  // _allgather_base, all_gather_into_tensor
-    {"alltoall", CommKind::kCollective, cpm::ALL_TO_ALL},   // all_to_all, alltoall_base
-    {"reducescatter", CommKind::kCollective, cpm::REDUCE_SCATTER},
-    {"reduce", CommKind::kCollective, cpm::REDUCE},
-    {"gather", CommKind::kCollective, cpm::GATHER},
-    {"scatter", CommKind::kCollective, cpm::SCATTER},
-    {"broadcast", CommKind::kCollective, cpm::BROADCAST},
-    {"barrier", CommKind::kCollective, cpm::BARRIER},
-    {"send", CommKind::kSend, cpm::ALL_REDUCE},
-    {"recv", CommKind::kRecv, cpm::ALL_REDUCE},  // recv_, recv_any_source_
-};
-
+// The Chakra type of a communication name (eg's reading of it: "c10d::_allgather_base_",
+// "nccl:all_reduce", "all_gather", ...). kNone for waits and everything else.
 CommType CommTypeOfName(std::string_view name) {
-  const size_t colon = name.rfind(':');
-  if (colon != std::string_view::npos) name.remove_prefix(colon + 1);
-  std::string squashed;
-  for (char c : name)
-    if (c != '_') squashed += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const CommName& c : kCommNames)
-    if (squashed.starts_with(c.prefix)) return {c.kind, c.collective};
-  return {};
+  switch (eg::CollectiveTypeOfName(name)) {
+    case proto::Collective::ALL_REDUCE: return {CommKind::kCollective, cpm::ALL_REDUCE};
+    case proto::Collective::ALL_GATHER: return {CommKind::kCollective, cpm::ALL_GATHER};
+    case proto::Collective::ALL_TO_ALL: return {CommKind::kCollective, cpm::ALL_TO_ALL};
+    case proto::Collective::REDUCE_SCATTER: return {CommKind::kCollective, cpm::REDUCE_SCATTER};
+    case proto::Collective::REDUCE: return {CommKind::kCollective, cpm::REDUCE};
+    case proto::Collective::GATHER: return {CommKind::kCollective, cpm::GATHER};
+    case proto::Collective::SCATTER: return {CommKind::kCollective, cpm::SCATTER};
+    case proto::Collective::BROADCAST: return {CommKind::kCollective, cpm::BROADCAST};
+    case proto::Collective::BARRIER: return {CommKind::kCollective, cpm::BARRIER};
+    case proto::Collective::SEND: return {CommKind::kSend, cpm::ALL_REDUCE};
+    case proto::Collective::RECV: return {CommKind::kRecv, cpm::ALL_REDUCE};
+    default: return {};
+  }
 }
 
 bool IsRecordParamComms(const proto::Op& op) { return op.name() == "record_param_comms"; }
@@ -308,7 +295,9 @@ class Exporter {
   std::vector<int> NodeOps() const {
     const int n = w_.ops_size();
     std::vector<char> chosen(n, 0);
-    for (int i : eg::ReplayableOps(w_, tree_, -1, /*include_compiled=*/true)) chosen[i] = 1;
+    // Waits are no node: Chakra orders a collective by its dependencies.
+    for (int i : eg::ReplayableOps(w_, tree_, -1, /*include_compiled=*/true))
+      chosen[i] = !(w_.ops(i).has_collective() && w_.ops(i).collective().type() == proto::Collective::WAIT);
     std::vector<char> is_comm(n, 0);
     for (int i = 0; i < n; ++i) is_comm[i] = IsComm(w_.ops(i));
     std::vector<int> out;

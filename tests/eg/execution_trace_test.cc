@@ -109,10 +109,13 @@ TEST(ExecutionTrace, ReplayableOpsAreTopMostWithSchemaAndNoWrappers) {
   const std::vector<int> ops = ReplayableOps(*w, tree);
   ASSERT_FALSE(ops.empty());
   for (int i : ops) {
-    EXPECT_GE(w->ops(i).schema(), 0);
+    // Collectives and their waits count even without a schema (record_param_comms).
+    EXPECT_TRUE(w->ops(i).schema() >= 0 || w->ops(i).has_collective()) << w->ops(i).name();
     EXPECT_FALSE(IsWrapperOp(w->ops(i)));
     for (int p = tree.Parent(i); p >= 0; p = tree.Parent(p))
-      EXPECT_TRUE(w->ops(p).schema() < 0 || IsWrapperOp(w->ops(p))) << w->ops(i).name();
+      EXPECT_TRUE(w->ops(p).schema() < 0 || IsWrapperOp(w->ops(p)) ||
+                  (w->ops(i).has_collective() && w->ops(p).has_collective()))
+          << w->ops(i).name();
   }
   // Selecting an iteration keeps only ops inside its ProfilerStep subtree.
   const proto::Segment& step = w->segments(0);
