@@ -18,6 +18,8 @@ Runner AddSynth(CLI::App& app) {
     std::vector<int> weights;
     int64_t iteration = -1;
     int repeat = 1;
+    int64_t rank = -1;
+    int world_size = 0;
     double batch_scale = 0;
     int64_t batch = 0;
   };
@@ -41,11 +43,18 @@ Runner AddSynth(CLI::App& app) {
                  "tenants, each on its own thread)")
       ->check(CLI::IsMember({"seq", "concurrent"}));
   app.add_option("--weights", args->weights, "Times each input runs in the mix (default 1 each)")->delimiter(',');
+  app.add_option("--rank", args->rank,
+                 "Of per-rank traces given as inputs, keep rank R's (its rank as the trace records it)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--world-size", args->world_size,
+                 "Scale the job to W ranks: collectives on the world group get W ranks, per-rank message "
+                 "sizes follow each collective (weak scaling); replay the result with W ranks")
+      ->check(CLI::PositiveNumber);
   app.add_option("-o,--output", args->out, "Workload file to write (.mimic)")->required();
   app.footer(
-      "Transformations run in this order, on each input: select (always: one iteration or label), "
-      "filter, substitute, batch, dtype; then the inputs are composed, then repeated. Each is "
-      "recorded in the workload. World-size scaling is not implemented yet.");
+      "Transformations run in this order, on each input: rank, select (always: one iteration or "
+      "label), filter, substitute, batch, dtype; then the inputs are composed, repeated, and scaled "
+      "to the world size. Each is recorded in the workload.");
   return [args]() {
     if (args->inputs.size() > 1 && !args->kineto.empty())
       return Fail(Status::InvalidInput("--kineto applies to a single input"));
@@ -53,9 +62,16 @@ Runner AddSynth(CLI::App& app) {
     if (!args->dtype.empty() && !synth::ParseFloatDType(args->dtype, &dtype))
       return Fail(Status::InvalidInput("--dtype " + args->dtype + ": expected bf16, fp16 or fp32"));
     std::vector<proto::Workload> parts;
+    bool rank_found = false;
     for (const std::string& input : args->inputs) {
       Result<LoadedInput> in = LoadInput(input, args->kineto);
       if (!in.ok()) return Fail(in.status());
+      if (args->rank >= 0) {
+        if (in->workload.provenance().rank() != args->rank) continue;
+        if (rank_found) return Fail(Status::InvalidInput("--rank " + std::to_string(args->rank) + ": " + input +
+                                                         " is that rank's too; give one job's traces"));
+        rank_found = true;
+      }
       Result<proto::Workload> w = synth::Select(in->workload, {.iteration = args->iteration, .label = args->label});
       if (w.ok() && !args->filter.empty()) w = synth::Filter(*w, args->filter);
       if (w.ok() && !args->substitute.empty()) w = synth::Substitute(*w, args->substitute);
@@ -65,6 +81,9 @@ Runner AddSynth(CLI::App& app) {
       if (!w.ok()) return Fail(w.status().WithContext(input));
       parts.push_back(std::move(*w));
     }
+    if (parts.empty())
+      return Fail(Status::InvalidInput("--rank " + std::to_string(args->rank) +
+                                       ": no input is that rank's trace (the rank comes from the capture manifest or the Kineto trace's distributedInfo)"));
     Result<proto::Workload> w = parts.front();
     if (parts.size() > 1) {
       std::vector<int> weights = args->weights.empty() ? std::vector<int>(parts.size(), 1) : args->weights;
@@ -74,6 +93,7 @@ Runner AddSynth(CLI::App& app) {
       return Fail(Status::InvalidInput("--weights needs several inputs"));
     }
     if (w.ok() && args->repeat > 1) w = synth::Repeat(*w, args->repeat);
+    if (w.ok() && args->world_size > 0) w = synth::ScaleWorldSize(*w, args->world_size);
     if (!w.ok()) return Fail(w.status());
     Status st = eg::SaveWorkload(args->out, *w);
     if (!st.ok()) return Fail(st);

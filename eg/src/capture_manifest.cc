@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+
 #include "mimic/base/file.h"
 
 namespace mimic::eg {
@@ -46,6 +48,10 @@ Result<CaptureManifest> ParseCaptureManifest(const std::string& path, std::strin
     int64_t n;
     if (e["num_threads"].get(n) == simdjson::SUCCESS) c.num_threads = n;
     if (e["batch_size"].get(n) == simdjson::SUCCESS) c.batch_size = n;
+    if (e["rank"].get(n) == simdjson::SUCCESS) c.rank = n;
+    if (e["world_size"].get(n) == simdjson::SUCCESS) c.world_size = n;
+    if (c.world_size < 0 || c.rank >= std::max<int64_t>(c.world_size, 1) || (c.rank >= 0) != (c.world_size > 0))
+      return Status::InvalidInput(where + ": rank and world_size must come together, with 0 <= rank < world_size");
     simdjson::dom::array times;
     if (e["iteration_ms"].get(times) != simdjson::SUCCESS)
       return Status::InvalidInput(where + ".iteration_ms is missing");
@@ -76,6 +82,10 @@ void ApplyCaptureSample(const CaptureSample& sample, const std::string& manifest
   o.set_host(sample.host_cpu);
   o.set_device(sample.device);
   if (!sample.torch_version.empty()) w.mutable_provenance()->set_torch_version(sample.torch_version);
+  if (sample.world_size > 0) {
+    w.mutable_provenance()->set_rank(sample.rank);
+    w.mutable_provenance()->set_world_size(sample.world_size);
+  }
 }
 
 }  // namespace mimic::eg

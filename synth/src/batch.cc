@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "mimic/eg/collective.h"
 #include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
 #include "mimic/ops/dispatch.h"
@@ -245,9 +246,10 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
 
   // Every op with a schema runs, nested ones too: backward ops consume tensors that nested
   // forward ops produced (saved activations), and those must follow the batch as well.
+  // Communication has no meta kernel and changes no shape: it moves what the ops made.
   std::vector<int> all;
   for (int i = 0; i < w.ops_size(); ++i)
-    if (w.ops(i).schema() >= 0 && !eg::IsWrapperOp(w.ops(i))) all.push_back(i);
+    if (w.ops(i).schema() >= 0 && !eg::IsWrapperOp(w.ops(i)) && !eg::IsCollectiveOp(w.ops(i))) all.push_back(i);
   const std::unordered_set<int> top_level(order.begin(), order.end());
   std::unordered_map<int, int> producer;  // entry -> the op (index) whose value it holds
   std::unordered_map<int, std::vector<int64_t>> new_strides;  // as the meta kernels laid them out
@@ -400,6 +402,7 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
                  " tensors reshaped by meta-device propagation, " + std::to_string(rep.size_args_rewritten) +
                  " size arguments rewritten, " + std::to_string(rep.cpu_fallbacks) + " ops propagated on the CPU");
   if (report) *report = rep;
+  eg::AnnotateCollectives(out);  // collective sizes follow the tensors
   return out;
 }
 

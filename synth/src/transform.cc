@@ -8,6 +8,7 @@
 #include <simdjson.h>
 
 #include "mimic/base/file.h"
+#include "mimic/eg/collective.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
@@ -234,6 +235,7 @@ Result<proto::Workload> ChangeDtype(const proto::Workload& w, proto::DType dtype
   out.clear_original();  // the original ran in its own dtypes
   Record(out, "dtype", {{"dtype", target->short_name}},
          std::to_string(tensors) + " tensor views and " + std::to_string(dtype_args) + " dtype arguments changed");
+  eg::AnnotateCollectives(out);  // sizes, dtypes and op ids changed
   return out;
 }
 
@@ -282,6 +284,7 @@ Result<proto::Workload> Repeat(const proto::Workload& w, int k) {
     out.mutable_original()->set_source(w.original().source() + ", times " + std::to_string(k) + " (repeat)");
   Record(out, "repeat", {{"k", std::to_string(k)}},
          std::to_string(k) + " copies of " + std::to_string(w.ops_size() - (step ? 1 : 0)) + " ops in one iteration");
+  eg::AnnotateCollectives(out);  // sizes, dtypes and op ids changed
   return out;
 }
 
@@ -402,6 +405,7 @@ Result<proto::Workload> Compose(const std::vector<proto::Workload>& parts,
   Record(out, "compose", {{"mode", concurrent ? "concurrent" : "seq"}, {"parts", names}},
          std::to_string(parts.size()) + (concurrent ? " workloads as concurrent tenants, " : " workloads in sequence, ") +
              std::to_string(out.ops_size() - 1) + " ops");
+  eg::AnnotateCollectives(out);  // sizes, dtypes and op ids changed
   return out;
 }
 
@@ -462,6 +466,65 @@ Result<proto::Workload> Substitute(const proto::Workload& w, const std::string& 
   for (const SubstitutionRule& r : table.rules) dropped |= r.action == "drop";
   if (dropped) out.clear_original();
   Record(out, "substitute", {{"table", table_path}}, summary);
+  return out;
+}
+
+Result<proto::Workload> ScaleWorldSize(const proto::Workload& w, int world_size) {
+  if (world_size < 1) return Status::InvalidInput("--world-size must be at least 1");
+  const int64_t recorded = w.provenance().world_size();
+  if (recorded <= 0) return Status::InvalidInput("--world-size: the trace does not say on how many ranks it ran");
+  proto::Workload out = w;
+  proto::Provenance& prov = *out.mutable_provenance();
+  // The world group: recorded with no ranks or all of them.
+  std::string world;
+  for (proto::ProcessGroup& g : *prov.mutable_process_groups()) {
+    if (g.ranks().empty() || g.ranks_size() == recorded) {
+      if (world.empty()) world = g.name();
+      g.clear_ranks();
+      g.set_size(world_size);
+      continue;
+    }
+    for (int64_t r : g.ranks())
+      if (r >= world_size)
+        return Status::InvalidInput("--world-size " + std::to_string(world_size) + ": process group " + g.name() +
+                                    " holds rank " + std::to_string(r));
+  }
+  prov.set_world_size(world_size);
+  int64_t resized = 0;
+  for (proto::Op& op : *out.mutable_ops()) {
+    if (!eg::IsCommunication(op)) continue;
+    proto::Collective& c = *op.mutable_collective();
+    if (!(c.process_group().empty() || c.process_group() == world)) continue;
+    ++resized;
+    c.set_group_size(world_size);
+    switch (c.type()) {
+      case proto::Collective::ALL_GATHER:
+      case proto::Collective::GATHER:
+        c.set_out_elems(c.in_elems() * world_size);
+        break;
+      case proto::Collective::REDUCE_SCATTER:
+      case proto::Collective::SCATTER:
+        c.set_in_elems(c.out_elems() * world_size);
+        break;
+      case proto::Collective::ALL_TO_ALL: {
+        // Each rank keeps what it sends and receives, split evenly over the new world.
+        auto even = [world_size](int64_t total, google::protobuf::RepeatedField<int64_t>* splits) {
+          splits->Clear();
+          for (int r = 0; r < world_size; ++r) splits->Add(total / world_size + (r < total % world_size ? 1 : 0));
+        };
+        if (!c.in_split_sizes().empty() || !c.out_split_sizes().empty()) {
+          even(c.in_elems(), c.mutable_in_split_sizes());
+          even(c.out_elems(), c.mutable_out_split_sizes());
+        }
+        break;
+      }
+      default:
+        break;  // all-reduce, broadcast, reduce, send/recv, barrier: per-rank sizes unchanged
+    }
+  }
+  Record(out, "world_size", {{"world_size", std::to_string(world_size)}},
+         std::to_string(recorded) + " -> " + std::to_string(world_size) + " ranks: " + std::to_string(resized) +
+             " collectives on the world group resized; compute per rank unchanged (weak scaling)");
   return out;
 }
 

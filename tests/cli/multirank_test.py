@@ -132,6 +132,27 @@ class MultiRankReplay(unittest.TestCase):
     def test_four_ranks_comm_mode(self):
         self.check_ranks(4, "comm")
 
+    def test_a_two_rank_job_scaled_to_four_ranks_replays_on_four(self):
+        d = os.path.join(SAMPLES, "ddp_mlp_2r")
+        scaled = os.path.join(self.tmp.name, "ws4.mimic")
+        r = subprocess.run([MIMIC, "synth", f"{d}/rank-0.et.json.gz", f"{d}/rank-1.et.json.gz", "--rank", "1",
+                            "--world-size", "4", "-o", scaled], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        report = os.path.join(self.tmp.name, "ws4-{rank}.json")
+        r = torchrun(4, "replay", scaled, "--mode", "comm", "--iters", "2", "--warmup", "0", "--timeout", "120",
+                     "--report", report)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        expected = expected_collectives(f"{d}/rank-1.et.json.gz")  # data parallel: per-rank sizes kept
+        for rank in range(4):
+            with open(report.format(rank=rank)) as f:
+                got = json.load(f)
+            self.assertEqual(got["world_size"], 4)
+            self.assertEqual([t["name"] for t in got["transformations"]], ["select", "world_size"])
+            c = got["collectives"]
+            self.assertEqual((c["issued"], c["bytes"]), (expected["issued"], expected["bytes"]))
+            for row in c["per_size"]:
+                self.assertEqual(row["group_size"], 4)
+
     def test_compute_mode_leaves_the_collectives_out(self):
         r = subprocess.run([MIMIC, "replay", os.path.join(SAMPLES, "ddp_mlp_2r/rank-0.et.json.gz"), "--mode",
                             "compute", "--iters", "1", "--warmup", "0", "--report", "-"],

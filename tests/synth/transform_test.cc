@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "mimic/eg/collective.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 #include "mimic/replay/replayer.h"
@@ -270,6 +271,70 @@ TEST(Standalone, AppendsOneBundleAndReadsItBack) {
   auto none = ReadEmbeddedBundle(runner);
   ASSERT_THAT(none, IsOk());
   EXPECT_FALSE(none->has_value());
+}
+
+}  // namespace
+}  // namespace mimic::synth
+
+namespace mimic::synth {
+namespace {
+
+proto::Workload LoadRank(int world, int rank) {
+  const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/ddp_mlp_" + std::to_string(world) + "r/";
+  const std::string name = dir + "rank-" + std::to_string(rank);
+  auto w = eg::LoadWorkload(name + ".et.json.gz", {.kineto_path = name + ".kineto.json.gz"});
+  EXPECT_THAT(w, IsOk());
+  return *w;
+}
+
+TEST(WorldSize, DataParallelCollectivesKeepPerRankSizesOnTheLargerWorld) {
+  auto one = Select(LoadRank(2, 0), {});
+  ASSERT_THAT(one, IsOk());
+  const eg::CollectiveTotals before = eg::CountCollectives(*one);
+  auto scaled = ScaleWorldSize(*one, 8);
+  ASSERT_THAT(scaled, IsOk());
+  EXPECT_EQ(scaled->provenance().world_size(), 8);
+  EXPECT_EQ(scaled->provenance().process_groups(0).size(), 8);
+  const eg::CollectiveTotals after = eg::CountCollectives(*scaled);
+  EXPECT_EQ(after.issued, before.issued);
+  EXPECT_EQ(after.bytes, before.bytes);  // all-reduce and broadcast: the same bytes per rank
+  for (const proto::Op& op : scaled->ops())
+    if (eg::IsCommunication(op)) EXPECT_EQ(op.collective().group_size(), 8);
+  ASSERT_EQ(scaled->transformations_size(), 2);
+  EXPECT_EQ(scaled->transformations(1).name(), "world_size");
+}
+
+TEST(WorldSize, AllGatherReceivesOneInputPerRank) {
+  const std::string path = mimic::testing::SharedTraces() + "/chakra-allgather/allgather_1.0.2_et.json.gz";
+  MIMIC_SKIP_UNLESS_EXISTS(path);
+  auto w = eg::LoadWorkload(path);
+  ASSERT_THAT(w, IsOk());
+  auto scaled = ScaleWorldSize(*w, 4);
+  ASSERT_THAT(scaled, IsOk());
+  int gathers = 0;
+  for (const proto::Op& op : scaled->ops()) {
+    if (!eg::IsCommunication(op)) continue;
+    ++gathers;
+    EXPECT_EQ(op.collective().in_elems(), 1);
+    EXPECT_EQ(op.collective().out_elems(), 4);
+    EXPECT_EQ(eg::CollectiveBytes(op.collective()), 16);
+  }
+  EXPECT_EQ(gathers, 10);
+}
+
+TEST(WorldSize, NeedsATraceThatKnowsItsWorld) {
+  EXPECT_THAT(ScaleWorldSize(Load("mlp"), 4), StatusIs(StatusCode::kInvalidInput));
+  EXPECT_THAT(ScaleWorldSize(LoadRank(2, 1), 0), StatusIs(StatusCode::kInvalidInput));
+}
+
+TEST(Collectives, BatchScalingResizesTheBucketsWithTheirGradients) {
+  // Gradient buckets hold parameters, not activations: doubling the batch keeps them.
+  auto one = Select(LoadRank(2, 0), {});
+  ASSERT_THAT(one, IsOk());
+  auto scaled = ScaleBatch(*one, {.factor = 2});
+  ASSERT_THAT(scaled, IsOk());
+  EXPECT_EQ(eg::CountCollectives(*scaled).bytes, eg::CountCollectives(*one).bytes);
+  EXPECT_EQ(eg::CountCollectives(*scaled).issued, 5);
 }
 
 }  // namespace

@@ -22,6 +22,8 @@ struct CaptureSample {
   std::string host_cpu;
   int64_t num_threads = 0;
   int64_t batch_size = 0;
+  int64_t rank = -1;        // multi-rank captures (scripts/capture_ddp_samples.py)
+  int64_t world_size = 0;
   std::vector<double> iteration_ms;
 };
 

@@ -36,6 +36,16 @@ Result<proto::Workload> ChangeDtype(const proto::Workload& w, proto::DType dtype
 // (select one first).
 Result<proto::Workload> Repeat(const proto::Workload& w, int k);
 
+// Scales the job to `world_size` ranks as weak scaling of data parallelism: each rank keeps its
+// compute and its tensors; the world group, and every collective on it, gets the new size, and
+// per-rank message sizes follow each collective's semantics: all-reduce, broadcast, reduce,
+// send/recv and barrier keep theirs; all-gather and gather receive world_size x their input;
+// reduce-scatter and scatter take world_size x their output; all-to-all keeps what it sends and
+// receives, split evenly over the new world. Sub-groups keep their ranks. Apply it last: the
+// other transformations re-read collectives from the tensors. Errors: InvalidInput when the
+// trace does not tell its world size or a sub-group holds a rank beyond the new world.
+Result<proto::Workload> ScaleWorldSize(const proto::Workload& w, int world_size);
+
 // "bf16", "fp16", "fp32" (and the LibTorch names) -> the dtype; false for others.
 bool ParseFloatDType(const std::string& name, proto::DType* out);
 
