@@ -80,6 +80,41 @@ def wait_for_iteration(proc: subprocess.Popen, n: int) -> None:
     raise AssertionError(f"rank ended before iteration {n} (exit {proc.wait()})")
 
 
+def write_subgroup_trace(path: str, rank: int) -> None:
+    """A schema-1.1.0 trace of one rank of 3: an all-reduce on the world, then one on the
+    sub-group of ranks 0 and 1 (rank 2 is not in it), as NCCL's record_param_comms records them."""
+    def node(id_, parent, name, inputs=(), types=(), attrs=()):
+        return {"id": id_, "name": name, "ctrl_deps": parent,
+                "inputs": {"values": list(inputs), "shapes": [[] for _ in inputs], "types": list(types)},
+                "outputs": {"values": [], "shapes": [], "types": []},
+                "attrs": [{"name": "rf_id", "type": "uint64", "value": id_},
+                          {"name": "tid", "type": "uint64", "value": 1}] + list(attrs)}
+
+    def comm(id_, tensor_id, numel, group, size, seq):
+        attrs = [{"name": "collective_name", "type": "string", "value": "allreduce"},
+                 {"name": "pg_name", "type": "string", "value": group},
+                 {"name": "pg_size", "type": "uint64", "value": size},
+                 {"name": "in_msg_nelems", "type": "uint64", "value": numel},
+                 {"name": "out_msg_nelems", "type": "uint64", "value": numel}]
+        return node(id_, 3, "record_param_comms",
+                    [[[tensor_id, tensor_id, 0, numel, 4, "cpu"]], seq, [group, ""], rank, "allreduce", numel,
+                     numel, "Float", [], [], 0, 1, size],
+                    ["GenericList[Tensor(float)]", "Int", "Tuple[String,String]", "Int", "String", "Int", "Int",
+                     "String", "GenericList[]", "GenericList[]", "Int", "Int", "Int"], attrs)
+
+    groups = [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cpu:gloo", "ranks": [], "group_size": 3},
+              {"pg_name": "1", "pg_desc": "pair", "backend_config": "cpu:gloo", "ranks": [0, 1], "group_size": 2}]
+    nodes = [node(1, 0, "[pytorch|profiler|execution_trace|thread]"),
+             node(2, 1, "## process_group:init ##", [json.dumps(groups)], ["String"]),
+             node(3, 1, "ProfilerStep#1"),
+             comm(4, 10, 1000, "0", 3, 1)]
+    if rank in (0, 1):
+        nodes.append(comm(5, 11, 300, "1", 2, 2))
+    with open(path, "w") as f:
+        json.dump({"schema": "1.1.0-chakra.0.0.4", "pid": 100 + rank, "time": "t", "start_ts": 0,
+                   "nodes": nodes}, f)
+
+
 class MultiRankReplay(unittest.TestCase):
 
     def setUp(self):
@@ -152,6 +187,23 @@ class MultiRankReplay(unittest.TestCase):
             self.assertEqual((c["issued"], c["bytes"]), (expected["issued"], expected["bytes"]))
             for row in c["per_size"]:
                 self.assertEqual(row["group_size"], 4)
+
+    def test_sub_groups_are_created_as_recorded(self):
+        for rank in range(3):
+            write_subgroup_trace(os.path.join(self.tmp.name, f"rank{rank}.json"), rank)
+        report = os.path.join(self.tmp.name, "sub-{rank}.json")
+        for mode in ("comm", "full"):
+            r = torchrun(3, "replay", "--trace-dir", self.tmp.name, "--rank-pattern", "rank{rank}.json", "--mode",
+                         mode, "--iters", "2", "--warmup", "0", "--timeout", "120", "--report", report)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            for rank in range(3):
+                with open(report.format(rank=rank)) as f:
+                    c = json.load(f)["collectives"]
+                groups = {row["group"]: (row["group_size"], row["size_bytes"]) for row in c["per_size"]}
+                want = {"0": (3, 4000), "1": (2, 1200)} if rank < 2 else {"0": (3, 4000)}
+                self.assertEqual(groups, want)
+                self.assertEqual(c["issued"], c["expected"]["issued"])
+                self.assertEqual(c["issued"], len(want))
 
     def test_compute_mode_leaves_the_collectives_out(self):
         r = subprocess.run([MIMIC, "replay", os.path.join(SAMPLES, "ddp_mlp_2r/rank-0.et.json.gz"), "--mode",
