@@ -20,11 +20,9 @@ Examples:
 """
 
 import argparse
-import datetime
 import json
 import os
 import socket
-import statistics
 import tempfile
 
 import torch
@@ -106,27 +104,9 @@ def run_rank(rank: int, world: int, port: int, out_dir: str, args) -> None:
         fleet.write_gzip(et_path, os.path.join(out_dir, et_name))
         fleet.write_gzip(kineto_path, os.path.join(out_dir, kineto_name))
         dist.destroy_process_group()
-    entry = {
-        "name": f"rank-{rank}",
-        "description": workload.description,
-        "model": workload.model,
-        "batch_size": workload.batch_size,
-        "et": et_name,
-        "kineto": kineto_name,
-        "device": "cpu",
-        "backend": "gloo",
-        "rank": rank,
-        "world_size": world,
-        "torch_version": torch.__version__,
-        "num_threads": torch.get_num_threads(),
-        "host": {"cpu": fleet.host_cpu(), "cores": os.cpu_count()},
-        "captured_at": datetime.datetime.now(
-            datetime.timezone.utc).isoformat(timespec="seconds"),
-        "iteration_ms": [round(t, 3) for t in iteration_ms],
-        "iteration_ms_median": round(statistics.median(iteration_ms), 3),
-        "profiled_iteration_ms": [round(profiled[s], 3) for s in steps],
-        "profiled_steps": steps,
-    }
+    entry = fleet.manifest_entry(workload, f"rank-{rank}", et_name, kineto_name,
+                                 iteration_ms, profiled, steps)
+    entry.update(backend="gloo", rank=rank, world_size=world)
     with open(os.path.join(out_dir, f".rank-{rank}.json"), "w") as f:
         json.dump(entry, f)
 
@@ -163,12 +143,7 @@ def main() -> None:
                         help="comma-separated numbers of ranks")
     parser.add_argument("--threads", type=int, default=1,
                         help="intra-op threads per rank")
-    parser.add_argument("--steps", type=int, default=2,
-                        help="profiled (active) steps in each trace")
-    parser.add_argument("--timed-steps", type=int, default=20,
-                        help="unprofiled steps timed for iteration_ms")
-    parser.add_argument("--warmup-steps", type=int, default=3,
-                        help="untimed training steps before timing")
+    fleet.add_step_arguments(parser, timed_steps=20, warmup_steps=3)
     args = parser.parse_args()
     worlds = [int(w) for w in args.world_sizes.split(",") if w.strip()]
     if any(w < 2 for w in worlds):

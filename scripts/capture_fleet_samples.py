@@ -341,8 +341,17 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
         size_kb = os.path.getsize(os.path.join(out_dir, name)) / 1024
         print(f"  {name}: {size_kb:.0f} KB")
 
+    return manifest_entry(workload, workload.name, et_name, kineto_name,
+                          iteration_ms, profiled_ms, steps)
+
+
+def manifest_entry(workload: Workload, name: str, et_name: str,
+                   kineto_name: str, iteration_ms: list[float],
+                   profiled_ms: dict[int, float],
+                   steps: list[int]) -> dict[str, Any]:
+    """The manifest entry of one captured trace pair (fleet_samples/README.md)."""
     return {
-        "name": workload.name,
+        "name": name,
         "description": workload.description,
         "model": workload.model,
         "batch_size": workload.batch_size,
@@ -355,10 +364,21 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
         "captured_at": datetime.datetime.now(
             datetime.timezone.utc).isoformat(timespec="seconds"),
         "iteration_ms": [round(t, 3) for t in iteration_ms],
-        "iteration_ms_median": round(median, 3),
+        "iteration_ms_median": round(statistics.median(iteration_ms), 3),
         "profiled_iteration_ms": [round(profiled_ms[s], 3) for s in steps],
         "profiled_steps": steps,
     }
+
+
+def add_step_arguments(parser: argparse.ArgumentParser, timed_steps: int,
+                       warmup_steps: int) -> None:
+    """The options of how many steps are profiled, timed and warmed up."""
+    parser.add_argument("--steps", type=int, default=2,
+                        help="profiled (active) steps in each trace")
+    parser.add_argument("--timed-steps", type=int, default=timed_steps,
+                        help="unprofiled steps timed for iteration_ms")
+    parser.add_argument("--warmup-steps", type=int, default=warmup_steps,
+                        help="untimed training steps before timing")
 
 
 def update_manifest(out_dir: str, entries: list[dict[str, Any]]) -> None:
@@ -389,12 +409,7 @@ def parse_args() -> argparse.Namespace:
                         help="output folder")
     parser.add_argument("--only", default=",".join(BUILDERS),
                         help="comma-separated models to capture")
-    parser.add_argument("--steps", type=int, default=2,
-                        help="profiled (active) steps in each trace")
-    parser.add_argument("--timed-steps", type=int, default=30,
-                        help="unprofiled steps timed for iteration_ms")
-    parser.add_argument("--warmup-steps", type=int, default=5,
-                        help="untimed training steps before timing")
+    add_step_arguments(parser, timed_steps=30, warmup_steps=5)
     parser.add_argument("--batch-scale", type=int, default=1,
                         help="multiply every model's batch size (a second "
                              "batch size, to check `mimic synth --batch-scale`)")
