@@ -12,6 +12,7 @@
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
+#include "mimic/ops/dispatch.h"
 
 namespace mimic::synth {
 namespace {
@@ -93,9 +94,96 @@ int32_t InternType(proto::Workload& w, const std::string& name) {
 
 struct SubstitutionRule {
   std::string match;
-  std::string action;  // "delay" or "drop"
+  std::string action;  // "delay", "drop" or "replace"
   double delay_us = -1;
+  // replace: the ATen operator's schema, which of the op's inputs fill its leading arguments,
+  // literal values for the arguments after those (by name, in order), and which of the op's
+  // outputs its results stand for.
+  std::string with;
+  std::vector<int> inputs;
+  std::vector<std::pair<std::string, proto::Value>> args;
+  std::vector<int> outputs;
 };
+
+// A literal argument of a replace rule: a number, a bool, a string or a list of integers.
+Result<proto::Value> LiteralValue(simdjson::dom::element e, const std::string& where) {
+  proto::Value v;
+  int64_t i;
+  double d;
+  bool b;
+  std::string_view s;
+  simdjson::dom::array a;
+  if (e.get(i) == simdjson::SUCCESS) {
+    v.set_int_value(i);
+  } else if (e.get(d) == simdjson::SUCCESS) {
+    v.set_double_value(d);
+  } else if (e.get(b) == simdjson::SUCCESS) {
+    v.set_bool_value(b);
+  } else if (e.get(s) == simdjson::SUCCESS) {
+    v.set_string_value(std::string(s));
+  } else if (e.get(a) == simdjson::SUCCESS) {
+    proto::ValueList& list = *v.mutable_list();
+    for (simdjson::dom::element item : a) {
+      if (item.get(i) != simdjson::SUCCESS) return Status::InvalidInput(where + ": lists must hold integers");
+      list.add_items()->set_int_value(i);
+    }
+  } else {
+    return Status::InvalidInput(where + ": expected a number, bool, string or list of integers");
+  }
+  return v;
+}
+
+Result<std::vector<int>> IndexList(simdjson::dom::element e, const std::string& where) {
+  simdjson::dom::array a;
+  if (e.get(a) != simdjson::SUCCESS) return Status::InvalidInput(where + " must be a list of indices");
+  std::vector<int> out;
+  for (simdjson::dom::element item : a) {
+    int64_t k;
+    if (item.get(k) != simdjson::SUCCESS || k < 0 || k > 1024)
+      return Status::InvalidInput(where + " must hold indices >= 0");
+    out.push_back(static_cast<int>(k));
+  }
+  return out;
+}
+
+// Reads and checks a replace rule's fields: `with` must be an operator of this LibTorch, and
+// the inputs plus literal args must fill its arguments in order.
+Status ReadReplacement(simdjson::dom::element e, const std::string& where, SubstitutionRule& r) {
+  std::string_view s;
+  if (e["with"].get(s) != simdjson::SUCCESS || s.empty())
+    return Status::InvalidInput(where + ".with: the replacing operator's schema is missing");
+  r.with = std::string(s);
+  const Result<c10::OperatorHandle> handle = ops::ResolveOperator(r.with);
+  if (!handle.ok()) return Status::InvalidInput(where + ".with: " + handle.status().message());
+  const std::vector<eg::SchemaArg> schema_args = eg::ParseSchemaArgs(r.with);
+  simdjson::dom::element field;
+  if (e["inputs"].get(field) == simdjson::SUCCESS) {
+    MIMIC_ASSIGN_OR_RETURN(r.inputs, IndexList(field, where + ".inputs"));
+  }
+  if (e["outputs"].get(field) == simdjson::SUCCESS) {
+    MIMIC_ASSIGN_OR_RETURN(r.outputs, IndexList(field, where + ".outputs"));
+  }
+  simdjson::dom::object args;
+  if (e["args"].get(args) == simdjson::SUCCESS) {
+    for (auto [key, value] : args) {
+      MIMIC_ASSIGN_OR_RETURN(proto::Value v, LiteralValue(value, where + ".args." + std::string(key)));
+      r.args.emplace_back(std::string(key), std::move(v));
+    }
+  }
+  // Literal args continue where the inputs end, in the schema's order.
+  size_t next = r.inputs.size();
+  for (const auto& [name, value] : r.args) {
+    if (next >= schema_args.size() || schema_args[next].name != name)
+      return Status::InvalidInput(where + ".args." + name + ": expected " +
+                                  (next < schema_args.size() ? "\"" + schema_args[next].name + "\"" : "no more arguments") +
+                                  " (args fill the arguments after the inputs, in the schema's order)");
+    ++next;
+  }
+  if (r.inputs.size() > schema_args.size())
+    return Status::InvalidInput(where + ".inputs: " + std::to_string(r.inputs.size()) + " inputs for " +
+                                std::to_string(schema_args.size()) + " arguments of " + r.with);
+  return Status::Ok();
+}
 struct SubstitutionTable {
   std::vector<SubstitutionRule> rules;
 };
@@ -118,9 +206,10 @@ Result<SubstitutionTable> ReadSubstitutionTable(const std::string& path) {
     std::string_view s;
     if (e["match"].get(s) != simdjson::SUCCESS || s.empty()) return Status::InvalidInput(where + ".match is missing");
     r.match = std::string(s);
-    if (e["action"].get(s) != simdjson::SUCCESS || (s != "delay" && s != "drop"))
-      return Status::InvalidInput(where + ".action must be \"delay\" or \"drop\"");
+    if (e["action"].get(s) != simdjson::SUCCESS || (s != "delay" && s != "drop" && s != "replace"))
+      return Status::InvalidInput(where + ".action must be \"delay\", \"drop\" or \"replace\"");
     r.action = std::string(s);
+    if (r.action == "replace") MIMIC_RETURN_IF_ERROR(ReadReplacement(e, where, r));
     double us;
     if (e["delay_us"].get(us) == simdjson::SUCCESS) {
       if (us < 0) return Status::InvalidInput(where + ".delay_us must not be negative");
@@ -409,18 +498,63 @@ Result<proto::Workload> Compose(const std::vector<proto::Workload>& parts,
   return out;
 }
 
+// The ATen op standing in for `op` under rule `r`: the same id, place, thread and recorded
+// times; its arguments taken from the op's inputs and the rule's literals, its results standing
+// for the op's outputs (so later ops consume them, and the replay checks their shapes).
+proto::Op Replacement(proto::Workload& out, const proto::Op& op, const SubstitutionRule& r) {
+  proto::Op n;
+  n.set_id(op.id());
+  n.set_parent(op.parent());
+  n.set_thread(op.thread());
+  n.set_rf_id(op.rf_id());
+  n.set_name(r.with.substr(0, r.with.find('(')));
+  int schema = -1;
+  for (int k = 0; k < out.schemas_size() && schema < 0; ++k)
+    if (out.schemas(k) == r.with) schema = k;
+  if (schema < 0) {
+    out.add_schemas(r.with);
+    schema = out.schemas_size() - 1;
+  }
+  n.set_schema(schema);
+  for (int k : r.inputs) *n.add_inputs() = op.inputs(k);
+  for (const auto& [name, value] : r.args) *n.add_inputs() = value;
+  if (r.outputs.empty()) {
+    *n.mutable_outputs() = op.outputs();
+  } else {
+    for (int k : r.outputs) *n.add_outputs() = op.outputs(k);
+  }
+  n.set_has_cpu_span(op.has_cpu_span());
+  n.set_cpu_start_us(op.cpu_start_us());
+  n.set_cpu_duration_us(op.cpu_duration_us());
+  *n.mutable_kernels() = op.kernels();
+  (*n.mutable_attrs())["replaces"].set_string_value(op.name());
+  return n;
+}
+
 Result<proto::Workload> Substitute(const proto::Workload& w, const std::string& table_path) {
   MIMIC_ASSIGN_OR_RETURN(const SubstitutionTable table, ReadSubstitutionTable(table_path));
   const eg::OpTree tree(w);
   std::vector<char> drop(w.ops_size(), 0);
   std::unordered_map<int, double> delay_of;  // op index -> µs
+  std::unordered_map<int, const SubstitutionRule*> replace_of;
   std::map<std::string, int64_t> counts;
   for (int i : eg::ReplayableOps(w, tree, -1, /*include_compiled=*/true)) {
     const proto::Op& op = w.ops(i);
     for (const SubstitutionRule& r : table.rules) {
       if (!GlobMatch(r.match, op.name()) && !GlobMatch(r.match + ".*", op.name())) continue;
-      ++counts[r.match + " -> " + r.action];
+      ++counts[r.match + " -> " + r.action + (r.action == "replace" ? " " + r.with.substr(0, r.with.find('(')) : "")];
       MarkSubtree(tree, i, drop);
+      if (r.action == "replace") {
+        for (int k : r.inputs)
+          if (k >= op.inputs_size())
+            return Status::InvalidInput(table_path + ": rule \"" + r.match + "\": op " + std::to_string(op.id()) + " (" +
+                                        op.name() + ") has no input " + std::to_string(k));
+        for (int k : r.outputs)
+          if (k >= op.outputs_size())
+            return Status::InvalidInput(table_path + ": rule \"" + r.match + "\": op " + std::to_string(op.id()) + " (" +
+                                        op.name() + ") has no output " + std::to_string(k));
+        replace_of[i] = &r;
+      }
       if (r.action == "delay") {
         double us = r.delay_us;
         if (us < 0) {
@@ -454,6 +588,10 @@ Result<proto::Workload> Substitute(const proto::Workload& w, const std::string& 
       d.set_name(eg::kDelayOp);
       (*d.mutable_attrs())["delay_us"].set_double_value(it->second);
       (*d.mutable_attrs())["replaces"].set_string_value(w.ops(i).name());
+      continue;
+    }
+    if (auto it = replace_of.find(i); it != replace_of.end()) {
+      *out.add_ops() = Replacement(out, w.ops(i), *it->second);
       continue;
     }
     if (!drop[i]) *out.add_ops() = w.ops(i);

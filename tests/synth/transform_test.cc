@@ -222,6 +222,61 @@ TEST(Substitute, DelaysKeepTheRecordedTimeAndDropsRemove) {
 
 INSTANTIATE_TEST_SUITE_P(Fleet, Sample, ::testing::Values("mlp", "cnn_bn", "transformer", "embbag_rec"));
 
+TEST(Substitute, ReplaceRunsAnAtenEquivalentOnTheSameTensors) {
+  auto s = Select(Load("mlp"), {});
+  ASSERT_THAT(s, IsOk());
+  int mms = 0, relus = 0;
+  for (int i : eg::ReplayableOps(*s, eg::OpTree(*s))) {
+    mms += s->ops(i).name() == "aten::mm";
+    relus += s->ops(i).name() == "aten::relu";
+  }
+  ASSERT_GT(mms, 0);
+  ASSERT_GT(relus, 0);
+  const std::string table = ::testing::TempDir() + "/replace_" + std::to_string(getpid()) + ".json";
+  ASSERT_TRUE(WriteFileAtomic(table, R"({"substitutions": [
+      {"match": "aten::mm", "action": "replace", "with": "aten::matmul(Tensor self, Tensor other) -> Tensor",
+       "inputs": [0, 1]},
+      {"match": "aten::relu", "action": "replace",
+       "with": "aten::clamp_min(Tensor self, Scalar min) -> Tensor", "inputs": [0], "args": {"min": 0}}]})")
+                  .ok());
+  auto sub = Substitute(*s, table);
+  ASSERT_THAT(sub, IsOk());
+  int matmuls = 0, clamps = 0;
+  for (const proto::Op& op : sub->ops()) {
+    EXPECT_NE(op.name(), "aten::mm");
+    if (op.name() == "aten::matmul" && op.attrs().count("replaces")) {
+      ++matmuls;
+      EXPECT_EQ(op.attrs().at("replaces").string_value(), "aten::mm");
+      EXPECT_TRUE(op.has_cpu_span());  // the original's time stays with it
+    }
+    if (op.name() == "aten::clamp_min") {
+      ++clamps;
+      ASSERT_EQ(op.inputs_size(), 2);
+      EXPECT_EQ(op.inputs(1).int_value(), 0);
+    }
+  }
+  EXPECT_EQ(matmuls, mms);
+  EXPECT_EQ(clamps, relus);
+  const std::string& summary = sub->transformations(sub->transformations_size() - 1).summary();
+  EXPECT_NE(summary.find("aten::mm -> replace aten::matmul: " + std::to_string(mms)), std::string::npos) << summary;
+  EXPECT_GT(sub->original().iteration_ms_size(), 0);  // a replacement keeps the work: the original applies
+  ExpectReplaysFully(*sub);  // every replacement's outputs have the recorded shapes and dtypes
+
+  // Rules that cannot work are refused, naming the table and the rule.
+  for (const char* bad : {
+           R"({"substitutions": [{"match": "aten::mm", "action": "replace", "with": "aten::no_such_op(Tensor self) -> Tensor"}]})",
+           R"({"substitutions": [{"match": "aten::mm", "action": "replace", "with": "aten::matmul(Tensor self, Tensor other) -> Tensor", "inputs": [0, 5]}]})",
+           R"({"substitutions": [{"match": "aten::relu", "action": "replace", "with": "aten::clamp_min(Tensor self, Scalar min) -> Tensor", "inputs": [0], "args": {"max": 0}}]})",
+           R"({"substitutions": [{"match": "aten::mm", "action": "replace"}]})"}) {
+    ASSERT_TRUE(WriteFileAtomic(table, bad).ok());
+    auto r = Substitute(*s, table);
+    EXPECT_THAT(r, StatusIs(StatusCode::kInvalidInput)) << bad;
+    const std::string m = r.status().message();
+    EXPECT_EQ(m.rfind(table, 0), 0u) << m;
+    EXPECT_TRUE(m.find("substitutions[0]") != std::string::npos || m.find("rule \"aten::mm\"") != std::string::npos) << m;
+  }
+}
+
 TEST(Bundle, PackRoundTripsBitIdentical) {
   const proto::Workload w = Load("embbag_rec");
   const std::string path = ::testing::TempDir() + "/bundle_" + std::to_string(getpid());
