@@ -8,6 +8,7 @@ Run from the repository root with MIMIC_BIN pointing at the built binary.
 import gzip
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -204,6 +205,23 @@ class MultiRankReplay(unittest.TestCase):
                 self.assertEqual(groups, want)
                 self.assertEqual(c["issued"], c["expected"]["issued"])
                 self.assertEqual(c["issued"], len(want))
+
+    def test_mpirun_launches_the_ranks(self):
+        mpirun = shutil.which("mpirun")
+        self.assertIsNotNone(mpirun, "mpirun not found: scripts/setup.sh installs openmpi-bin")
+        report = os.path.join(self.tmp.name, "mpi-{rank}.json")
+        env = dict(os.environ, MASTER_PORT=str(free_port()))
+        # Open MPI sets OMPI_COMM_WORLD_RANK/SIZE; the rendezvous defaults to 127.0.0.1.
+        r = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-n", "2", "-x", "MASTER_PORT", MIMIC,
+                            "replay", "--trace-dir", os.path.join(SAMPLES, "ddp_mlp_2r"), "--mode", "comm", "--iters",
+                            "2", "--warmup", "0", "--timeout", "120", "--report", report],
+                           capture_output=True, text=True, timeout=300, env=env)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for rank in range(2):
+            with open(report.format(rank=rank)) as f:
+                got = json.load(f)
+            self.assertEqual((got["rank"], got["world_size"]), (rank, 2))
+            self.assertEqual(got["collectives"]["issued"], got["collectives"]["expected"]["issued"])
 
     def test_compute_mode_leaves_the_collectives_out(self):
         r = subprocess.run([MIMIC, "replay", os.path.join(SAMPLES, "ddp_mlp_2r/rank-0.et.json.gz"), "--mode",
