@@ -1,5 +1,7 @@
-// Rank and rendezvous from each launcher's environment.
+// Rank and rendezvous from each launcher's environment; the alpha-beta fit of collective sweeps.
 #include "mimic/replay/distributed.h"
+
+#include "mimic/replay/comm_sweep.h"
 
 #include <map>
 #include <string>
@@ -82,6 +84,24 @@ TEST(DistEnv, FirstSlurmHost) {
   EXPECT_EQ(FirstSlurmHost("n[3-5]"), "n3");
   EXPECT_EQ(FirstSlurmHost("rack[007,9]-ib,x"), "rack007-ib");
   EXPECT_EQ(FirstSlurmHost("n[]"), "");
+}
+
+
+TEST(FitAlphaBeta, RecoversTheLatencyAndBusBandwidthOfAnAllReduce) {
+  // 8 ranks, alpha 25 us, busbw 40 GB/s: t = 25 + S x 2(7/8) / 40e9 s.
+  std::vector<CollectiveSample> samples;
+  for (int64_t s : {1 << 12, 1 << 16, 1 << 20, 1 << 24})
+    samples.push_back({proto::Collective::ALL_REDUCE, s, 25 + s * 1.75 / 40e9 * 1e6});
+  auto fit = FitAlphaBeta(samples, 8);
+  ASSERT_THAT(fit, IsOk());
+  EXPECT_NEAR(fit->alpha_us, 25, 1e-6);
+  EXPECT_NEAR(fit->bus_bytes_per_s, 40e9, 1e-3 * 40e9);
+}
+
+TEST(FitAlphaBeta, NeedsTwoSizesAndAGrowingTime) {
+  EXPECT_THAT(FitAlphaBeta({{proto::Collective::ALL_REDUCE, 1024, 10}}, 2), StatusIs(StatusCode::kInvalidInput));
+  EXPECT_THAT(FitAlphaBeta({{proto::Collective::BROADCAST, 1024, 10}, {proto::Collective::BROADCAST, 4096, 5}}, 2),
+              StatusIs(StatusCode::kInvalidInput));
 }
 
 }  // namespace

@@ -1,0 +1,96 @@
+#include "mimic/replay/comm_sweep.h"
+
+#include <ATen/ops/ones.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "comm.h"
+#include "mimic/base/stats.h"
+#include "mimic/eg/collective.h"
+
+namespace mimic::replay {
+
+Result<std::vector<CollectiveSample>> SweepCollectives(const DistEnv& env, const SweepOptions& options) {
+  proto::Workload world;  // no recorded groups: the world group only
+  world.mutable_provenance()->set_world_size(env.world_size);
+  MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm,
+                         Communicator::Create(env, world, std::chrono::milliseconds(options.timeout_ms)));
+  const int64_t n = env.world_size;
+  std::vector<CollectiveSample> out;
+  for (proto::Collective::Type type : options.types) {
+    for (int64_t bytes : options.sizes_bytes) {
+      // Float buffers; S is the whole array for the gathering and scattering collectives.
+      const int64_t elems = std::max<int64_t>(bytes / 4, 1);
+      proto::Collective c;
+      c.set_type(type);
+      c.set_dtype(proto::FLOAT32);
+      c.set_itemsize(4);
+      c.set_group_size(n);
+      c.set_in_elems(elems);
+      c.set_out_elems(elems);
+      const bool gathers = type == proto::Collective::ALL_GATHER;
+      const bool scatters = type == proto::Collective::REDUCE_SCATTER;
+      if ((gathers || scatters || type == proto::Collective::ALL_TO_ALL) && elems % n != 0)
+        return Status::InvalidInput("collective sweep: " + std::to_string(bytes) + " bytes do not divide among " +
+                                    std::to_string(n) + " ranks");
+      if (gathers) c.set_in_elems(elems / n);
+      if (scatters) c.set_out_elems(elems / n);
+      CollectiveBuffers b;
+      b.input = at::ones({c.in_elems()});
+      const bool in_place = type == proto::Collective::ALL_REDUCE || type == proto::Collective::BROADCAST;
+      b.output = in_place ? b.input : at::ones({c.out_elems()});
+      const std::string what = std::string(eg::CollectiveTypeName(type)) + " of " + std::to_string(bytes) + " bytes";
+      comm->SetProgress("sweep: " + what);
+      std::vector<double> times;
+      for (int it = 0; it < options.warmup + options.iters; ++it) {
+        const auto t0 = std::chrono::steady_clock::now();
+        Result<std::shared_ptr<PendingWork>> work = Status::Internal("not issued");
+        try {
+          work = comm->Issue(c, b);
+        } catch (const std::exception& e) {
+          work = Status::Unsupported(e.what());
+        }
+        if (!work.ok()) {
+          comm->Abandon();
+          return Status::Internal("collective sweep: " + what + ": " + work.status().message());
+        }
+        if (Status st = comm->Wait(*work, what); !st.ok()) {
+          comm->Abandon();
+          return st;
+        }
+        if (it >= options.warmup)
+          times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+      }
+      out.push_back({type, bytes, Median(times)});
+    }
+  }
+  MIMIC_RETURN_IF_ERROR(comm->Barrier("the sweep's final barrier"));
+  return out;
+}
+
+Result<AlphaBeta> FitAlphaBeta(const std::vector<CollectiveSample>& samples, int64_t ranks) {
+  // t = alpha + x / busbw with x = S x factor: ordinary least squares in (x, t).
+  double sx = 0, st = 0, sxx = 0, sxt = 0;
+  std::vector<int64_t> sizes;
+  for (const CollectiveSample& s : samples) {
+    const double x = static_cast<double>(s.bytes) * eg::BusBandwidthFactor(s.type, ranks);
+    sx += x;
+    st += s.time_us;
+    sxx += x * x;
+    sxt += x * s.time_us;
+    sizes.push_back(s.bytes);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  if (sizes.size() < 2) return Status::InvalidInput("an alpha-beta fit needs at least two sizes");
+  const double k = static_cast<double>(samples.size());
+  const double slope = (k * sxt - sx * st) / (k * sxx - sx * sx);  // us per byte
+  if (!(slope > 0)) return Status::InvalidInput("the collective's time does not grow with its size");
+  AlphaBeta ab;
+  ab.alpha_us = std::max(0.0, (st - slope * sx) / k);
+  ab.bus_bytes_per_s = 1e6 / slope;
+  return ab;
+}
+
+}  // namespace mimic::replay
