@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   add(AddPack, "pack", "Write a self-contained, checksummed benchmark bundle");
   add(AddBuildBenchmark, "build-benchmark", "Build a standalone benchmark executable from a bundle");
   add(AddExportChakra, "export-chakra", "Write a trace or workload as a Chakra .et trace (ASTRA-sim input)");
+  add(AddPlan, "plan", "Plan a fleet: step times, GPUs and cost per target platform, simulated queueing");
   add(AddImportChakra, "import-chakra", "Summarize a Chakra .et trace: node types, collectives, dependencies");
   try {
     app.parse(argc, argv);

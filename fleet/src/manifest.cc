@@ -211,7 +211,12 @@ Result<LoadedManifest> ParseManifest(const std::string& path, std::string_view t
     google::protobuf::util::JsonParseOptions options;
     options.ignore_unknown_fields = false;
     auto st = google::protobuf::util::JsonStringToMessage(std::string(text), &out.manifest, options);
-    if (!st.ok()) return Status::InvalidInput(path + ": " + std::string(st.message()));
+    if (!st.ok()) {
+      // protobuf appends a snippet and a caret on further lines; errors are one line.
+      std::string msg(st.message());
+      msg = msg.substr(0, msg.find('\n'));
+      return Status::InvalidInput(path + ": " + msg);
+    }
   } else {
     google::protobuf::TextFormat::Parser parser;
     FirstError errors;
