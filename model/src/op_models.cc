@@ -265,14 +265,28 @@ const std::string_view kViewOps[] = {
     "aten::_has_compatible_shallow_copy_type", "aten::to", "aten::type_as", "aten::matrix_H",
     "aten::unfold", "aten::diagonal", "aten::movedim", "aten::swapaxes", "aten::mT"};
 
+// True when every output shares storage with an input and the op is not in place (a
+// trailing '_'): a view, whatever its name.
+bool AliasesInputs(const Ctx& c) {
+  if (c.out.empty() || c.name.empty() || c.name.back() == '_') return false;
+  for (const proto::Tensor* o : c.out) {
+    bool shared = false;
+    for (const proto::Tensor* i : c.in) shared |= i->storage_id() == o->storage_id() && o->storage_id() != 0;
+    if (!shared) return false;
+  }
+  return true;
+}
+
 OpCost OtherModel(const Ctx& c) {
-  for (std::string_view v : kViewOps)
-    if (v == c.name) {
-      OpCost cost;
-      cost.model = "view";
-      cost.launches = false;
-      return cost;
-    }
+  bool view = AliasesInputs(c);
+  // "detach" without a namespace: the autograd-level twin under aten::detach.
+  for (std::string_view v : kViewOps) view |= v == c.name || v.substr(6) == c.name;
+  if (view) {
+    OpCost cost;
+    cost.model = "view";
+    cost.launches = false;
+    return cost;
+  }
   return BandwidthModel(c, "unary", DistinctBytes(c.in, c.out));
 }
 

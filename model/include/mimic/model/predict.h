@@ -64,3 +64,10 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
                            const PredictOptions& opts = {});
 
 }  // namespace mimic::model
+
+namespace mimic::model {
+
+// The prediction as JSON (`mimic predict --json`; keys in docs/cli.md).
+std::string PredictionToJson(const Prediction& p);
+
+}  // namespace mimic::model
