@@ -15,6 +15,8 @@
 #include "mimic/fleet/manifest.h"
 #include "mimic/fleet/plan.h"
 #include "mimic/fleet/report.h"
+#include "mimic/model/platform.h"
+#include "mimic/model/predict.h"
 
 namespace mimic::cli {
 namespace {
@@ -60,7 +62,10 @@ class CliEnvironment final : public fleet::PlanEnvironment {
     return Predict(*w, platform);
   }
 
-  Result<double> PricePerGpuHour(const std::string& platform) override { return 0.0; }
+  Result<double> PricePerGpuHour(const std::string& platform) override {
+    MIMIC_ASSIGN_OR_RETURN(const proto::Platform* p, PlatformOf(platform));
+    return p->price_per_gpu_hour();
+  }
 
  private:
   Result<const proto::Workload*> WorkloadOf(int cls) {
@@ -72,18 +77,37 @@ class CliEnvironment final : public fleet::PlanEnvironment {
     return &(workloads_[cls] = std::move(in->workload));
   }
 
-  // The CPU host platform is this machine's device; GPU platforms are predicted until a GPU
-  // replay lands.
-  Result<bool> IsLocal(const std::string& platform) { return platform == "cpu_host"; }
+  Result<const proto::Platform*> PlatformOf(const std::string& name) {
+    auto it = platforms_.find(name);
+    if (it != platforms_.end()) return &it->second;
+    Result<proto::Platform> p = model::FindPlatform(name);
+    if (!p.ok()) return p.status().WithContext("platform '" + name + "'");
+    return &(platforms_[name] = std::move(*p));
+  }
+
+  // A CPU platform is this machine's device: measured. GPU platforms are predicted (the replay
+  // runs on the CPU only until the GPU replay lands).
+  Result<bool> IsLocal(const std::string& platform) {
+    MIMIC_ASSIGN_OR_RETURN(const proto::Platform* p, PlatformOf(platform));
+    return p->device_type() == "cpu";
+  }
 
   Result<fleet::StepTime> Predict(const proto::Workload& w, const std::string& platform) {
-    return Status::Unsupported("cannot predict step times on '" + platform +
-                               "': this build has no performance model yet (model/)");
+    MIMIC_ASSIGN_OR_RETURN(const proto::Platform* p, PlatformOf(platform));
+    Result<model::Prediction> pred = model::Predict(w, *p);
+    if (!pred.ok()) return pred.status().WithContext("predicting on '" + platform + "'");
+    fleet::StepTime st;
+    st.ms = pred->iteration_ms;
+    st.source = "predicted";
+    st.detail = "model (mimic predict) on " + p->name() + ", " + pred->selection + ", " +
+                std::to_string(pred->ops.size()) + " ops";
+    return st;
   }
 
   const proto::FleetManifest& manifest_;
   replay::ReplayOptions replay_options_;
   std::map<int, proto::Workload> workloads_;
+  std::map<std::string, proto::Platform> platforms_;
 };
 
 // Progress on stderr: a line per stage, and at most one update a second while a stage runs.
@@ -115,17 +139,17 @@ void PrintSummary(const fleet::PlanResult& p) {
   std::printf("Mimic plan of %s: %lld jobs from %s over %.2f h (%.2f jobs/h), inventory %lld GPUs\n\n", p.manifest.c_str(),
               static_cast<long long>(p.jobs), p.arrivals.c_str(), p.span_hours, p.jobs_per_hour,
               static_cast<long long>(p.inventory_gpus));
-  std::printf("  step time (ms)        %-14s", "today");
+  std::printf("  step time (ms)        %-20s", "today");
   std::vector<std::string> targets;
   for (const fleet::Scenario& s : p.scenarios)
-    if (s.is_target) targets.push_back(s.name), std::printf(" %-24s", s.name.c_str());
+    if (s.is_target) targets.push_back(s.name), std::printf(" %-20s", s.name.c_str());
   std::printf("\n");
   for (const fleet::ClassPlan& k : p.classes) {
     const fleet::StepTime& today = k.step.at(k.platform);
-    std::printf("  %-20s %9.3f %-4.4s", k.name.c_str(), today.ms, today.source.c_str());
+    std::printf("  %-20s %9.3f %-10s", k.name.c_str(), today.ms, today.source.c_str());
     for (const std::string& t : targets) {
       const fleet::StepTime& s = k.step.at(t);
-      std::printf(" %9.3f %-14s", s.ms, s.source.c_str());
+      std::printf(" %9.3f %-10s", s.ms, s.source.c_str());
     }
     std::printf("\n");
   }

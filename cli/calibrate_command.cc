@@ -1,0 +1,36 @@
+// mimic calibrate [--device D] [--threads T] [--base P] [--name N] [--quick] -o P.json
+#include <cstdio>
+
+#include "cli.h"
+#include "mimic/calibrate/calibrate.h"
+#include "mimic/model/platform.h"
+
+namespace mimic::cli {
+
+Runner AddCalibrate(CLI::App& app) {
+  struct Args {
+    calibrate::CalibrateOptions options;
+    std::string output;
+  };
+  auto args = std::make_shared<Args>();
+  app.add_option("--device", args->options.device, "Device to measure: cpu, or cuda[:N] where LibTorch has CUDA")->capture_default_str();
+  app.add_option("--threads", args->options.threads, "Intra-op threads (default: LibTorch's)");
+  app.add_option("--base", args->options.base, "Start from this platform's datasheet figures (a built-in name or a file)");
+  app.add_option("--name", args->options.name, "Name of the measured platform (default: cpu_host, or the base's)");
+  app.add_option("--trials", args->options.trials, "Timed trials per point; the median is kept")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--statistic", args->options.statistic, "How trials combine: median, or min (robust to other work on a shared machine)")
+      ->capture_default_str()->check(CLI::IsMember({"median", "min"}));
+  app.add_flag("--quick", args->options.quick, "A small sweep (seconds, for tests); less accurate");
+  app.add_option("-o,--output", args->output, "Platform JSON to write ('-' for stdout)")->required();
+  return [args]() -> int {
+    Result<proto::Platform> p = calibrate::Calibrate(args->options, [](const std::string& line) {
+      std::fprintf(stderr, "mimic: calibrate: %s\n", line.c_str());
+    });
+    if (!p.ok()) return Fail(p.status());
+    Status st = WriteOutput(args->output, model::PlatformToJson(*p) + "\n");
+    if (!st.ok()) return Fail(st);
+    return kExitOk;
+  };
+}
+
+}  // namespace mimic::cli
