@@ -182,8 +182,9 @@ Runner AddPlan(CLI::App& app) {
     replay::ReplayOptions replay;
   };
   auto args = std::make_shared<Args>();
-  args->replay.warmup = 1;
-  args->replay.iters = 5;
+  // Enough iterations that one descheduled step on a shared machine does not move the median.
+  args->replay.warmup = 2;
+  args->replay.iters = 10;
   app.add_option("MANIFEST", args->manifest, "Fleet manifest (JSON or protobuf text, docs/fleet.md)")->required();
   app.add_option("--target", args->targets, "Platform to plan for (repeatable): h200, cpu_host, or a platform file")
       ->required();

@@ -108,10 +108,14 @@ const char* JobStateName(JobState state) {
 }
 
 Result<std::vector<Job>> ReadJobLog(const proto::FleetManifest& manifest, JobLogStats* stats) {
-  const proto::JobLog& log = manifest.arrivals().job_log();
-  const std::string& path = log.path();
+  const std::string& path = manifest.arrivals().job_log().path();
   MIMIC_ASSIGN_OR_RETURN(FileContents file, ReadFile(path));
-  const std::string_view text = file.bytes.view();
+  return ParseJobLog(manifest, path, file.bytes.view(), stats);
+}
+
+Result<std::vector<Job>> ParseJobLog(const proto::FleetManifest& manifest, const std::string& path,
+                                     std::string_view text, JobLogStats* stats) {
+  const proto::JobLog& log = manifest.arrivals().job_log();
   const double unit = log.time_unit_s() > 0 ? log.time_unit_s() : 1;
 
   std::map<std::string, int> class_index;

@@ -41,6 +41,10 @@ struct JobLogStats {
 // Errors: InvalidInput naming the file, the line and the column ("log.csv:17: gpu_num: ...").
 Result<std::vector<Job>> ReadJobLog(const proto::FleetManifest& manifest, JobLogStats* stats = nullptr);
 
+// As ReadJobLog, for CSV text already in memory; `name` is used in messages.
+Result<std::vector<Job>> ParseJobLog(const proto::FleetManifest& manifest, const std::string& name,
+                                     std::string_view text, JobLogStats* stats = nullptr);
+
 // Draws arrivals.poisson's jobs: exponential gaps at jobs_per_hour, classes by `job_share`
 // (one weight per class, not all zero), iterations from each class's distribution, gpus_per_job.
 // Deterministic for a given seed.
