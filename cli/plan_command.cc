@@ -3,6 +3,7 @@
 // this machine's device and predicted by the model elsewhere; the rest is mimic::fleet.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -31,8 +32,9 @@ std::string HostName() {
 // this machine's is measured by replay, any other is predicted.
 class CliEnvironment final : public fleet::PlanEnvironment {
  public:
-  CliEnvironment(const proto::FleetManifest& m, const replay::ReplayOptions& replay_options)
-      : manifest_(m), replay_options_(replay_options) {}
+  CliEnvironment(const proto::FleetManifest& m, const replay::ReplayOptions& replay_options,
+                 std::function<void(const std::string&, double)> progress)
+      : manifest_(m), replay_options_(replay_options), progress_(std::move(progress)) {}
 
   Result<fleet::StepTime> StepTimeOf(int cls, const std::string& platform) override {
     MIMIC_ASSIGN_OR_RETURN(const proto::Workload* w, WorkloadOf(cls));
@@ -42,7 +44,11 @@ class CliEnvironment final : public fleet::PlanEnvironment {
       replay::ReplayOptions o = replay_options_;
       o.device = "cpu";
       if (o.num_threads == 0 && w->original().num_threads() > 0) o.num_threads = static_cast<int>(w->original().num_threads());
-      Result<replay::ReplayResult> r = replay::Replay(*w, o);
+      const std::string stage = "measuring " + name + " on " + platform + " (replay)";
+      auto on_iteration = [&](int done, int total, double) {
+        if (progress_) progress_(stage, static_cast<double>(done) / total);
+      };
+      Result<replay::ReplayResult> r = replay::Replay(*w, o, on_iteration);
       if (!r.ok()) return r.status().WithContext("classes[" + std::to_string(cls) + "] (" + name + ")");
       if (r->iteration_ms.empty())
         return Status::Internal("classes[" + std::to_string(cls) + "] (" + name + "): the replay measured no iteration");
@@ -106,6 +112,7 @@ class CliEnvironment final : public fleet::PlanEnvironment {
 
   const proto::FleetManifest& manifest_;
   replay::ReplayOptions replay_options_;
+  std::function<void(const std::string&, double)> progress_;
   std::map<int, proto::Workload> workloads_;
   std::map<std::string, proto::Platform> platforms_;
 };
@@ -199,11 +206,13 @@ Runner AddPlan(CLI::App& app) {
   return [args]() {
     Result<fleet::LoadedManifest> m = fleet::LoadManifest(args->manifest);
     if (!m.ok()) return Fail(m.status());
-    CliEnvironment env(m->manifest, args->replay);
     Progress progress(args->quiet);
+    auto report_progress = [&progress](const std::string& stage, double f) { progress(stage, f); };
+    CliEnvironment env(m->manifest, args->replay, report_progress);
     fleet::PlanOptions options;
-    options.targets = args->targets;
-    options.progress = [&progress](const std::string& stage, double f) { progress(stage, f); };
+    for (const std::string& t : args->targets)  // a target named twice is planned once
+      if (std::find(options.targets.begin(), options.targets.end(), t) == options.targets.end()) options.targets.push_back(t);
+    options.progress = report_progress;
     Result<fleet::PlanResult> plan = fleet::Plan(*m, env, options);
     if (!plan.ok()) return Fail(plan.status());
     Result<std::string> sha = Sha256OfFile(args->manifest);
