@@ -157,8 +157,9 @@ Status Check(const std::string& path, const std::string& dir, proto::FleetManife
       const proto::PoissonArrivals& p = m.arrivals().poisson();
       if (!std::isfinite(p.jobs_per_hour()) || p.jobs_per_hour() <= 0)
         return c.Bad("arrivals.poisson.jobs_per_hour", "must be > 0, got " + Num(p.jobs_per_hour()));
-      if (p.num_jobs() <= 0 || p.num_jobs() > 100'000'000)
-        return c.Bad("arrivals.poisson.num_jobs", "must be in 1..100000000, got " + std::to_string(p.num_jobs()));
+      // The simulation holds every job in memory (about 200 bytes each).
+      if (p.num_jobs() <= 0 || p.num_jobs() > 10'000'000)
+        return c.Bad("arrivals.poisson.num_jobs", "must be in 1..10000000, got " + std::to_string(p.num_jobs()));
       break;
     }
     case proto::Arrivals::kJobLog: {

@@ -194,6 +194,8 @@ std::string LineChart(const std::string& id, const std::string& title, const std
       x1 = std::max(x1, tx(s.x[i]));
       y1 = std::max(y1, s.y[i]);
     }
+  if (!std::isfinite(x0) || !std::isfinite(x1)) x0 = 0, x1 = 1;  // no points at all
+  if (!std::isfinite(y1)) y1 = 1;
   if (!(x1 > x0)) x1 = x0 + 1;
   if (!(y1 > y0)) y1 = y0 + 1;
   auto px = [&](double x) { return left + (tx(x) - x0) / (x1 - x0) * (w - left - right); };
