@@ -69,6 +69,8 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
     MIMIC_RETURN_IF_ERROR(CheckEfficiency(path, "gemm_efficiency[" + std::to_string(i) + "]", p.gemm_efficiency(i)));
   for (int i = 0; i < p.conv_efficiency_size(); ++i)
     MIMIC_RETURN_IF_ERROR(CheckEfficiency(path, "conv_efficiency[" + std::to_string(i) + "]", p.conv_efficiency(i)));
+  for (int i = 0; i < p.attention_efficiency_size(); ++i)
+    MIMIC_RETURN_IF_ERROR(CheckEfficiency(path, "attention_efficiency[" + std::to_string(i) + "]", p.attention_efficiency(i)));
   for (int i = 0; i < p.bandwidth_size(); ++i) {
     const proto::BandwidthPoint& b = p.bandwidth(i);
     const std::string f = "bandwidth[" + std::to_string(i) + "]";

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Prediction accuracy on the fleet samples (docs/benchmarks.md, "Prediction accuracy"):
+# calibrates this host twice (the generic grid alone, and the grid plus the samples' own GEMM,
+# convolution, attention and embedding shapes), then runs `mimic compare` on every sample with
+# each platform and prints markdown tables of original vs replay vs prediction.
+#
+#   bench/model_accuracy.sh [OUT_DIR]     (env: MIMIC, STATISTIC=median|min, TRIALS, ITERS)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MIMIC=${MIMIC:-$ROOT/build/default/cli/mimic}
+OUT=${1:-/tmp/mimic_model_accuracy}
+STATISTIC=${STATISTIC:-median}
+TRIALS=${TRIALS:-7}
+ITERS=${ITERS:-20}
+SAMPLES=(mlp cnn_bn transformer embbag_rec)
+mkdir -p "$OUT"
+
+workloads=()
+for s in "${SAMPLES[@]}"; do workloads+=(--workload "$ROOT/fleet_samples/$s.et.json.gz"); done
+echo "calibrating (grid) ..." >&2
+"$MIMIC" calibrate --threads 2 --statistic "$STATISTIC" --trials "$TRIALS" --name cpu_host_grid -o "$OUT/cpu_host_grid.json"
+echo "calibrating (grid + the samples' shapes) ..." >&2
+"$MIMIC" calibrate --threads 2 --statistic "$STATISTIC" --trials "$TRIALS" "${workloads[@]}" -o "$OUT/cpu_host.json"
+
+for platform in cpu_host cpu_host_grid; do
+  for s in "${SAMPLES[@]}"; do
+    echo "compare $s on $platform (load $(cut -d' ' -f1 /proc/loadavg)) ..." >&2
+    "$MIMIC" compare "$ROOT/fleet_samples/$s.et.json.gz" --kineto "$ROOT/fleet_samples/$s.kineto.json.gz" \
+      --platform "$OUT/$platform.json" --warmup 3 --iters "$ITERS" \
+      --report "$OUT/$platform.$s.json" --html "$OUT/$platform.$s.html" > "$OUT/$platform.$s.txt"
+  done
+done
+python3 "$ROOT/bench/model_accuracy_table.py" "$OUT" "${SAMPLES[@]}"
