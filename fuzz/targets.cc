@@ -4,6 +4,8 @@
 #include "mimic/eg/capture_manifest.h"
 #include "mimic/eg/kineto.h"
 #include "mimic/eg/workload.h"
+#include "mimic/model/platform.h"
+#include "mimic/model/predict.h"
 #include "mimic/synth/bundle.h"
 #include "mimic/synth/chakra.h"
 
@@ -52,12 +54,25 @@ void Chakra(std::string_view bytes) {
   (void)synth::SerializeChakra(*trace);
 }
 
+// A platform that parses and passes its checks prices a small workload and prints back.
+void Platform(std::string_view bytes) {
+  auto platform = model::ParsePlatform("fuzz_platform.json", bytes);
+  if (!platform.ok()) return;
+  (void)model::PlatformToJson(*platform);
+  static const proto::Workload* w = [] {
+    auto loaded = eg::LoadWorkloadFromMemory("fuzz_et.json", kEt, "", "");
+    return new proto::Workload(loaded.ok() ? *loaded : proto::Workload());
+  }();
+  (void)model::Predict(*w, *platform);
+}
+
 Target Find(const std::string& name) {
   if (name == "execution_trace") return ExecutionTrace;
   if (name == "kineto") return Kineto;
   if (name == "workload") return Workload;
   if (name == "manifest") return Manifest;
   if (name == "chakra") return Chakra;
+  if (name == "platform") return Platform;
   return nullptr;
 }
 

@@ -461,6 +461,9 @@ int64_t IntAt(const proto::Op& op, int i, int64_t fallback) {
 
 std::vector<int64_t> Shape(const proto::Tensor* t) { return {t->shape().begin(), t->shape().end()}; }
 
+// A product of recorded sizes as an int64, 0 when it does not fit (then no shape is read).
+int64_t ToInt(double v) { return v >= 1 && v < 9e18 ? static_cast<int64_t>(v) : 0; }
+
 }  // namespace
 
 bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) {
@@ -477,13 +480,13 @@ bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) 
   GemmShape g;
   if (name == "aten::linear") {
     g.k = Dim(a, -1);
-    g.m = static_cast<int64_t>(Prod(a, 0, a->shape_size() - 1));
+    g.m = ToInt(Prod(a, 0, a->shape_size() - 1));
     g.n = Dim(b, 0);
   } else if (a->shape_size() >= 3 || (name == "aten::matmul" && b->shape_size() >= 3)) {
     if (b->shape_size() <= 2) {  // (..., m, k) . (k, n): one big GEMM
-      g.m = static_cast<int64_t>(Prod(a, 0, a->shape_size() - 1));
+      g.m = ToInt(Prod(a, 0, a->shape_size() - 1));
     } else {
-      g.batch = static_cast<int64_t>(std::max(Prod(a, 0, a->shape_size() - 2), Prod(b, 0, b->shape_size() - 2)));
+      g.batch = ToInt(std::max(Prod(a, 0, a->shape_size() - 2), Prod(b, 0, b->shape_size() - 2)));
       g.m = a->shape_size() >= 2 ? Dim(a, -2) : 1;
     }
     g.k = Dim(a, -1);

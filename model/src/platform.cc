@@ -24,7 +24,7 @@ Status CheckNonNegative(const std::string& path, const std::string& field, doubl
 
 Status CheckEfficiency(const std::string& path, const std::string& field,
                        const proto::EfficiencyPoint& e) {
-  if (e.m() <= 0 || e.n() <= 0 || e.k() <= 0 || e.batch() < 0)
+  if (e.m() <= 0 || e.n() <= 0 || e.k() <= 0 || e.batch() < 0 || e.time_us() < 0)
     return Bad(path, field, "shape sizes must be positive");
   if (!(e.efficiency() > 0 && e.efficiency() <= 1.0))
     return Bad(path, field + ".efficiency", "must be in (0, 1]");
@@ -84,6 +84,7 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
     if (c.collective().empty()) return Bad(path, f + ".collective", "is missing");
     MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, f + ".alpha_us", c.alpha_us()));
     if (!(c.bus_bytes_per_s() > 0)) return Bad(path, f + ".bus_bytes_per_s", "must be positive");
+    if (c.ranks() < 0) return Bad(path, f + ".ranks", "must be >= 0");
   }
   for (const char* field : {"peak_flops", "memory_bandwidth_bytes_per_s"})
     if (!p.sources().count(field)) return Bad(path, std::string("sources.") + field, "every platform must say where its figures come from");
