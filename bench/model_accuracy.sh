@@ -17,14 +17,17 @@ mkdir -p "$OUT"
 
 workloads=()
 for s in "${SAMPLES[@]}"; do workloads+=(--workload "$ROOT/fleet_samples/$s.et.json.gz"); done
-echo "calibrating (grid) ..." >&2
+echo "calibrating (grid) ... (load $(cut -d' ' -f1 /proc/loadavg))" >&2
 "$MIMIC" calibrate --threads 2 --statistic "$STATISTIC" --trials "$TRIALS" --name cpu_host_grid -o "$OUT/cpu_host_grid.json"
 echo "calibrating (grid + the samples' shapes) ..." >&2
 "$MIMIC" calibrate --threads 2 --statistic "$STATISTIC" --trials "$TRIALS" "${workloads[@]}" -o "$OUT/cpu_host.json"
 
+: > "$OUT/loads.txt"
 for platform in cpu_host cpu_host_grid; do
   for s in "${SAMPLES[@]}"; do
-    echo "compare $s on $platform (load $(cut -d' ' -f1 /proc/loadavg)) ..." >&2
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    echo "$platform $s $load" >> "$OUT/loads.txt"
+    echo "compare $s on $platform (load $load) ..." >&2
     "$MIMIC" compare "$ROOT/fleet_samples/$s.et.json.gz" --kineto "$ROOT/fleet_samples/$s.kineto.json.gz" \
       --platform "$OUT/$platform.json" --warmup 3 --iters "$ITERS" \
       --report "$OUT/$platform.$s.json" --html "$OUT/$platform.$s.html" > "$OUT/$platform.$s.txt"

@@ -15,6 +15,12 @@ def ms(v):
 
 def main():
     out, samples = sys.argv[1], sys.argv[2:]
+    loads = {}
+    if os.path.exists(os.path.join(out, "loads.txt")):
+        with open(os.path.join(out, "loads.txt")) as f:
+            for line in f:
+                p, s, l = line.split()
+                loads[(p, s)] = l
     for platform in ("cpu_host", "cpu_host_grid"):
         reports = {}
         for s in samples:
@@ -25,14 +31,14 @@ def main():
         if not reports:
             continue
         print("\n### Platform `%s`\n" % platform)
-        print("| sample | original ms | replay ms | predicted ms | replay vs original | predicted vs replay | predicted vs original | geomean \\|pred vs replay\\| over classes |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("| sample | load avg | original ms | replay ms | predicted ms | replay vs original | predicted vs replay | predicted vs original | geomean \\|pred vs replay\\| over classes |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         abs_pr, abs_po = [], []
         for s, r in reports.items():
             e = r["end_to_end"]
             g = r["geomean_abs_error"]["predicted_vs_replay"]
-            print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                s, ms(e["original_ms"]), ms(e["replay_ms"]), ms(e["predicted_ms"]), pct(e["error_replay_vs_original"]),
+            print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                s, loads.get((platform, s), "?"), ms(e["original_ms"]), ms(e["replay_ms"]), ms(e["predicted_ms"]), pct(e["error_replay_vs_original"]),
                 pct(e["error_predicted_vs_replay"]), pct(e["error_predicted_vs_original"]),
                 "—" if g is None else "%.1f%%" % (100 * g)))
             if e["error_predicted_vs_replay"] is not None:
@@ -40,7 +46,7 @@ def main():
             if e["error_predicted_vs_original"] is not None:
                 abs_po.append(abs(e["error_predicted_vs_original"]))
         if abs_pr:
-            print("| mean \\|error\\| | | | | | %.1f%% | %.1f%% | |" % (100 * sum(abs_pr) / len(abs_pr), 100 * sum(abs_po) / max(len(abs_po), 1)))
+            print("| mean \\|error\\| | | | | | | %.1f%% | %.1f%% | |" % (100 * sum(abs_pr) / len(abs_pr), 100 * sum(abs_po) / max(len(abs_po), 1)))
         print("\nPer op class, predicted vs replay (ms, signed error); classes above 10% of the replayed step in bold:\n")
         classes = sorted({c for r in reports.values() for c in r["op_classes"]})
         print("| sample | " + " | ".join(classes) + " |")

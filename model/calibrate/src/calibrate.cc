@@ -163,15 +163,23 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat).device(device);
   try {
     // Register every probe first; time them all in rounds; then turn times into figures.
-    // The fixed cost of one op through the dispatcher, boxed as replay calls it: a view op
-    // (no data, no allocation) on a one-element tensor.
-    at::Tensor one = at::randn({1, 1}, f32);
-    const c10::OperatorHandle t_op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::t", "");
-    const int dispatch_probe = probes.Add([one, t_op] {
-      torch::jit::Stack stack;
-      stack.emplace_back(one);
-      t_op.callBoxed(stack);
-    });
+    // The fixed cost of one op through the dispatcher, boxed as replay calls it: the mean of
+    // a view (aten::t), an allocating op (aten::add) and an in-place op (aten::mul_) on
+    // one-element tensors, where the data costs nothing.
+    at::Tensor one = at::randn({1, 1}, f32), other = at::randn({1, 1}, f32);
+    std::vector<int> dispatch_probes;
+    for (const auto& [name, overload] : {std::pair<const char*, const char*>{"aten::t", ""}, {"aten::add", "Tensor"}, {"aten::mul_", "Tensor"}}) {
+      const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+      const bool binary = std::string_view(name) != "aten::t";
+      const bool alpha = std::string_view(name) == "aten::add";
+      dispatch_probes.push_back(probes.Add([one, other, op, binary, alpha] {
+        torch::jit::Stack stack;
+        stack.emplace_back(one);
+        if (binary) stack.emplace_back(other);
+        if (alpha) stack.emplace_back(c10::Scalar(1));
+        op.callBoxed(stack);
+      }));
+    }
     int launch_probe = -1;
     if (gpu) {
       at::Tensor small = at::zeros({32}, f32);
@@ -357,10 +365,11 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         " conv, " + std::to_string(attention.size()) + " attention, " + std::to_string(traffic.size()) + " bandwidth), " + std::to_string(o.trials) + " rounds");
     probes.RunRounds();
 
-    const double dispatch_us = probes.Us(dispatch_probe);
+    double dispatch_us = 0;
+    for (int i : dispatch_probes) dispatch_us += probes.Us(i) / static_cast<double>(dispatch_probes.size());
     p.mutable_cpu_overheads()->set_dispatch_us(dispatch_us);
     if (gpu) p.mutable_cpu_overheads()->set_t4_us(std::max(0.0, probes.Us(launch_probe) - dispatch_us));
-    (*p.mutable_sources())["cpu_overheads"] = measured + ": dispatch_us = boxed aten::t call" +
+    (*p.mutable_sources())["cpu_overheads"] = measured + ": dispatch_us = mean boxed call of aten::t, aten::add, aten::mul_ on one-element tensors" +
                                               std::string(gpu ? "; t4_us = a tiny aten::add_ launch minus dispatch" : "");
     log("dispatch: " + std::to_string(dispatch_us) + " us per op");
     // CPU kernels run inside the dispatch they are timed with; subtract it (never below 10%).
