@@ -378,12 +378,21 @@ double ShapeEfficiency(const proto::Platform& p,
     return esum / wsum;
   }
   if (!IsGpu(p)) return 0.5;
-  // Datasheet GPU: 128x128 output tiles spread over the SMs in waves; a partial last wave
-  // idles SMs (wave quantization), and short K cannot hide the pipeline fill.
+  // Datasheet GPU: output tiles spread over the SMs in waves; a partial last wave idles SMs
+  // (wave quantization), and short K cannot hide the pipeline fill. Like cuBLAS's heuristics,
+  // take the tile size that does best: big tiles run closer to peak, small ones fill more SMs.
+  struct Tile {
+    double m, n, eff;
+  };
+  constexpr Tile kTiles[] = {{256, 128, 0.80}, {128, 128, 0.75}, {128, 64, 0.68}, {64, 64, 0.60}};
   const double sms = static_cast<double>(std::max<int64_t>(p.sm_count(), 1));
-  const double tiles = std::ceil(m / 128) * std::ceil(n / 128);
-  const double waves = std::ceil(tiles / sms);
-  return 0.75 * (tiles / (waves * sms)) * (k / (k + 64));
+  double best = 0;
+  for (const Tile& t : kTiles) {
+    const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
+    const double waves = std::ceil(tiles / sms);
+    best = std::max(best, t.eff * (tiles / (waves * sms)));
+  }
+  return best * (k / (k + 64));
 }
 
 OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p) {
