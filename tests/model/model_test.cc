@@ -9,6 +9,7 @@
 #include "mimic/model/compare.h"
 #include "mimic/model/platform.h"
 #include "mimic/model/predict.h"
+#include "mimic/model/shapes.h"
 #include "testing.h"
 
 namespace mimic::model {
@@ -157,6 +158,29 @@ TEST(Predict, GemmFlopsComeFromTheRecordedShapes) {
     ++checked;
   }
   EXPECT_GT(checked, 0);
+}
+
+TEST(Shapes, ConvolutionsReadStridePaddingAndGroupsAsTheRecordedOutputsSay) {
+  const proto::Workload w = LoadSample("cnn_bn");
+  int checked = 0;
+  for (const proto::Op& op : w.ops()) {
+    ConvShape c;
+    if (op.name() != "aten::conv2d" || !ConvShapeOf(w, op, &c)) continue;
+    const proto::Tensor& out = w.tensors(op.outputs(0).tensor());
+    ASSERT_EQ(out.shape_size(), 4);
+    const ImplicitGemm g = ImplicitGemmOf(c);
+    EXPECT_DOUBLE_EQ(g.m, static_cast<double>(out.shape(0) * out.shape(2) * out.shape(3)));
+    EXPECT_DOUBLE_EQ(g.n, static_cast<double>(out.shape(1)));
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+  const WorkloadShapes shapes = ShapesOf(w);
+  EXPECT_FALSE(shapes.gemms.empty());
+  bool forward = false, backward = false;
+  for (const ConvShape& c : shapes.convs) (c.backward ? backward : forward) = true;
+  EXPECT_TRUE(forward && backward);
+  EXPECT_FALSE(ShapesOf(LoadSample("embbag_rec")).embeddings.empty());
+  EXPECT_FALSE(ShapesOf(LoadSample("transformer")).attentions.empty());
 }
 
 TEST(Predict, BandwidthBoundOpsScaleWithTheBandwidth) {
