@@ -188,7 +188,9 @@ OpCost EmbeddingModel(const Ctx& c) {
     const proto::Tensor* grad = c.in[0];
     bool calibrated = false;
     for (const proto::BandwidthPoint& b : c.p.bandwidth()) calibrated |= b.kind() == "embedding_backward";
-    OpCost cost = BandwidthModel(c, backward && calibrated ? "embedding_backward" : "binary", out_bytes + 2 * Bytes(grad));
+    // The calibrated backward is embedding_bag's (sort + accumulate); other backwards scatter.
+    const bool bag_backward = c.name == "aten::_embedding_bag_backward" || c.name == "aten::_embedding_bag_dense_backward";
+    OpCost cost = BandwidthModel(c, bag_backward && calibrated ? "embedding_backward" : "binary", out_bytes + 2 * Bytes(grad));
     cost.model = "embedding";
     return cost;
   }
