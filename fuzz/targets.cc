@@ -6,6 +6,8 @@
 #include "mimic/eg/workload.h"
 #include "mimic/fleet/jobs.h"
 #include "mimic/fleet/manifest.h"
+#include "mimic/model/platform.h"
+#include "mimic/model/predict.h"
 #include "mimic/synth/bundle.h"
 #include "mimic/synth/chakra.h"
 
@@ -54,6 +56,18 @@ void Chakra(std::string_view bytes) {
   (void)synth::SerializeChakra(*trace);
 }
 
+// A platform that parses and passes its checks prices a small workload and prints back.
+void Platform(std::string_view bytes) {
+  auto platform = model::ParsePlatform("fuzz_platform.json", bytes);
+  if (!platform.ok()) return;
+  (void)model::PlatformToJson(*platform);
+  static const proto::Workload* w = [] {
+    auto loaded = eg::LoadWorkloadFromMemory("fuzz_et.json", kEt, "", "");
+    return new proto::Workload(loaded.ok() ? *loaded : proto::Workload());
+  }();
+  (void)model::Predict(*w, *platform);
+}
+
 // Relative paths resolve against a folder that does not exist, so that nothing is read.
 void FleetManifest(std::string_view bytes) { (void)fleet::ParseManifest("fuzz_fleet.json", bytes, "/nonexistent"); }
 
@@ -78,6 +92,7 @@ Target Find(const std::string& name) {
   if (name == "workload") return Workload;
   if (name == "manifest") return Manifest;
   if (name == "chakra") return Chakra;
+  if (name == "platform") return Platform;
   if (name == "fleet_manifest") return FleetManifest;
   if (name == "job_log") return JobLog;
   return nullptr;

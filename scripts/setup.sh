@@ -6,7 +6,8 @@ set -euo pipefail
 TORCH_VERSION=2.11.0
 DEB_PACKAGES=(build-essential cmake ninja-build ccache pkg-config python3 python3-pip
   libprotobuf-dev protobuf-compiler libsimdjson-dev zlib1g-dev libssl-dev libcli11-dev
-  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev)
+  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
+  chromium)  # chromium: tests/cli/model_cli_test.py renders the compare HTML report headless
 
 log() { echo "setup: $*" >&2; }
 

@@ -9,6 +9,7 @@
 
 #include "mimic/eg/op_class.h"
 #include "mimic/model/platform.h"
+#include "mimic/model/shapes.h"
 
 namespace mimic::model {
 namespace {
@@ -87,37 +88,14 @@ struct Ctx {
 OpCost GemmModel(const Ctx& c) {
   OpCost cost;
   cost.model = "gemm";
-  const auto& in = c.in;
-  const bool has_bias = c.name == "aten::addmm" || c.name == "aten::baddbmm" || c.name == "aten::addmv" ||
-                        c.name == "aten::_addmm_activation";
-  const size_t a_i = has_bias ? 1 : 0;
-  if (in.size() < a_i + 2) return cost;
-  const proto::Tensor* a = in[a_i];
-  const proto::Tensor* b = in[a_i + 1];
-  double batch = 1, m = 1, n = 1, k = 1;
-  if (c.name == "aten::linear") {
-    k = static_cast<double>(Dim(a, -1));
-    m = Prod(a, 0, a->shape_size() - 1);
-    n = static_cast<double>(Dim(b, 0));
-  } else if (a->shape_size() >= 3 || (c.name == "aten::matmul" && b->shape_size() >= 3)) {
-    if (b->shape_size() <= 2) {  // (..., m, k) . (k, n): one big GEMM
-      m = Prod(a, 0, a->shape_size() - 1);
-    } else {
-      batch = std::max(Prod(a, 0, a->shape_size() - 2), Prod(b, 0, b->shape_size() - 2));
-      m = a->shape_size() >= 2 ? static_cast<double>(Dim(a, -2)) : 1;
-    }
-    k = static_cast<double>(Dim(a, -1));
-    n = b->shape_size() >= 2 ? static_cast<double>(Dim(b, -1)) : 1;
-  } else {
-    m = a->shape_size() >= 2 ? static_cast<double>(Dim(a, 0)) : 1;
-    k = static_cast<double>(Dim(a, -1));
-    n = b->shape_size() >= 2 ? static_cast<double>(Dim(b, -1)) : 1;
-  }
-  const std::string_view dtype = DtypeKey(a->dtype());
+  GemmShape g;
+  if (!GemmShapeOf(c.w, c.op, &g)) return cost;
+  const double batch = static_cast<double>(g.batch), m = static_cast<double>(g.m), n = static_cast<double>(g.n),
+               k = static_cast<double>(g.k);
   cost.flops = 2 * batch * m * n * k;
   cost.bytes = DistinctBytes(c.in, c.out);
-  const double eff = ShapeEfficiency(c.p, c.p.gemm_efficiency(), batch * m, n, k, dtype, "");
-  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, dtype, UsesTensorCores(dtype)), eff);
+  const double eff = ShapeEfficiency(c.p, c.p.gemm_efficiency(), batch * m, n, k, g.dtype, "");
+  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, g.dtype, UsesTensorCores(g.dtype)), eff);
   return cost;
 }
 
@@ -126,22 +104,10 @@ OpCost GemmModel(const Ctx& c) {
 OpCost ConvModel(const Ctx& c) {
   OpCost cost;
   cost.model = "conv";
-  const bool backward = c.name.find("backward") != std::string_view::npos;
-  if (c.in.size() < (backward ? 3u : 2u)) return cost;
-  const proto::Tensor* x = backward ? c.in[1] : c.in[0];
-  const proto::Tensor* wt = backward ? c.in[2] : c.in[1];
-  const proto::Tensor* y = backward ? c.in[0] : (c.out.empty() ? nullptr : c.out[0]);
-  if (wt->shape_size() < 3 || x->shape_size() < 3) return cost;
-  const int spatial = wt->shape_size() - 2;
-  const double kernel = Prod(wt, 2, wt->shape_size());
-  double out_pixels = 1;
-  if (y && y->shape_size() == x->shape_size()) out_pixels = Prod(y, 2, y->shape_size());
-  else out_pixels = Prod(x, x->shape_size() - spatial, x->shape_size());
-  const double m = static_cast<double>(Dim(x, 0)) * out_pixels;
-  const double n = static_cast<double>(Dim(wt, 0));
-  const double k = static_cast<double>(Dim(wt, 1)) * kernel;
+  ConvShape cs;
+  if (!ConvShapeOf(c.w, c.op, &cs)) return cost;
   double passes = 1;
-  if (backward) {
+  if (cs.backward) {
     passes = 0;
     // output_mask, the last bool list: grad_input, grad_weight, grad_bias.
     const proto::Value& last = c.op.inputs(c.op.inputs_size() - 1);
@@ -151,11 +117,11 @@ OpCost ConvModel(const Ctx& c) {
       passes = 2;
     }
   }
-  const std::string_view dtype = DtypeKey(x->dtype());
-  cost.flops = 2 * m * n * k * passes;
+  const ImplicitGemm g = ImplicitGemmOf(cs);
+  cost.flops = 2 * g.m * g.n * g.k * passes;
   cost.bytes = DistinctBytes(c.in, c.out);
-  const double eff = ShapeEfficiency(c.p, c.p.conv_efficiency(), m, n, k, dtype, backward ? "backward" : "forward");
-  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, dtype, UsesTensorCores(dtype)), eff);
+  const double eff = ShapeEfficiency(c.p, c.p.conv_efficiency(), g.m, g.n, g.k, cs.dtype, cs.backward ? "backward" : "forward");
+  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, cs.dtype, UsesTensorCores(cs.dtype)), eff);
   return cost;
 }
 
@@ -175,7 +141,11 @@ OpCost AttentionModel(const Ctx& c) {
   const std::string_view dtype = DtypeKey(qq->dtype());
   cost.flops = 4 * bh * l * s * e * (backward ? 2.5 : 1.0);
   cost.bytes = DistinctBytes(c.in, c.out);
-  const double eff = ShapeEfficiency(c.p, c.p.gemm_efficiency(), bh * l, s, e, dtype, "");
+  // The fused kernel's own table where calibrated (its backward at the forward's efficiency),
+  // else the GEMM table.
+  const double eff = c.p.attention_efficiency_size() > 0
+                         ? ShapeEfficiency(c.p, c.p.attention_efficiency(), bh * l, s, e, dtype, "")
+                         : ShapeEfficiency(c.p, c.p.gemm_efficiency(), bh * l, s, e, dtype, "");
   cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, dtype, UsesTensorCores(dtype)), eff);
   return cost;
 }
@@ -216,7 +186,11 @@ OpCost EmbeddingModel(const Ctx& c) {
   if (backward || scatter) {
     // grad (or src) rows scattered into the output; the output is written once whole.
     const proto::Tensor* grad = c.in[0];
-    OpCost cost = BandwidthModel(c, "binary", out_bytes + 2 * Bytes(grad));
+    bool calibrated = false;
+    for (const proto::BandwidthPoint& b : c.p.bandwidth()) calibrated |= b.kind() == "embedding_backward";
+    // The calibrated backward is embedding_bag's (sort + accumulate); other backwards scatter.
+    const bool bag_backward = c.name == "aten::_embedding_bag_backward" || c.name == "aten::_embedding_bag_dense_backward";
+    OpCost cost = BandwidthModel(c, bag_backward && calibrated ? "embedding_backward" : "binary", out_bytes + 2 * Bytes(grad));
     cost.model = "embedding";
     return cost;
   }
@@ -232,7 +206,14 @@ OpCost ReductionNormModel(const Ctx& c) {
   return BandwidthModel(c, kind, DistinctBytes(c.in, c.out));
 }
 
+// Elementwise ops that generate random numbers cost far more per byte than arithmetic.
+const std::string_view kRandomOps[] = {"aten::dropout", "aten::native_dropout", "aten::bernoulli_", "aten::bernoulli",
+                                       "aten::feature_dropout", "aten::uniform_", "aten::normal_", "aten::rand",
+                                       "aten::randn", "aten::rand_like", "aten::randn_like"};
+
 OpCost ElementwiseModel(const Ctx& c) {
+  for (std::string_view r : kRandomOps)
+    if (r == c.name) return BandwidthModel(c, "dropout", DistinctBytes(c.in, c.out));
   return BandwidthModel(c, c.in.size() >= 2 ? "binary" : "unary", DistinctBytes(c.in, c.out));
 }
 
@@ -399,12 +380,21 @@ double ShapeEfficiency(const proto::Platform& p,
     return esum / wsum;
   }
   if (!IsGpu(p)) return 0.5;
-  // Datasheet GPU: 128x128 output tiles spread over the SMs in waves; a partial last wave
-  // idles SMs (wave quantization), and short K cannot hide the pipeline fill.
+  // Datasheet GPU: output tiles spread over the SMs in waves; a partial last wave idles SMs
+  // (wave quantization), and short K cannot hide the pipeline fill. Like cuBLAS's heuristics,
+  // take the tile size that does best: big tiles run closer to peak, small ones fill more SMs.
+  struct Tile {
+    double m, n, eff;
+  };
+  constexpr Tile kTiles[] = {{256, 128, 0.80}, {128, 128, 0.75}, {128, 64, 0.68}, {64, 64, 0.60}};
   const double sms = static_cast<double>(std::max<int64_t>(p.sm_count(), 1));
-  const double tiles = std::ceil(m / 128) * std::ceil(n / 128);
-  const double waves = std::ceil(tiles / sms);
-  return 0.75 * (tiles / (waves * sms)) * (k / (k + 64));
+  double best = 0;
+  for (const Tile& t : kTiles) {
+    const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
+    const double waves = std::ceil(tiles / sms);
+    best = std::max(best, t.eff * (tiles / (waves * sms)));
+  }
+  return best * (k / (k + 64));
 }
 
 OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p) {
@@ -461,6 +451,156 @@ OpCost CollectiveCost(const proto::Workload& w, const proto::Op& op, const proto
   }
   cost.compute_us = alpha_us + (ranks > 1 ? s * CollectiveFactor(coll, ranks) / bus * 1e6 : 0);
   return cost;
+}
+
+namespace {
+
+std::vector<int64_t> IntList(const proto::Op& op, int i) {
+  std::vector<int64_t> out;
+  if (i >= op.inputs_size()) return out;
+  const proto::Value& v = op.inputs(i);
+  if (v.kind_case() == proto::Value::kList)
+    for (const proto::Value& item : v.list().items())
+      if (item.kind_case() == proto::Value::kIntValue) out.push_back(item.int_value());
+  if (v.kind_case() == proto::Value::kIntValue) out.push_back(v.int_value());
+  return out;
+}
+
+int64_t IntAt(const proto::Op& op, int i, int64_t fallback) {
+  return i < op.inputs_size() && op.inputs(i).kind_case() == proto::Value::kIntValue ? op.inputs(i).int_value() : fallback;
+}
+
+std::vector<int64_t> Shape(const proto::Tensor* t) { return {t->shape().begin(), t->shape().end()}; }
+
+// A product of recorded sizes as an int64, 0 when it does not fit (then no shape is read).
+int64_t ToInt(double v) { return v >= 1 && v < 9e18 ? static_cast<int64_t>(v) : 0; }
+
+}  // namespace
+
+bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) {
+  const std::string_view name = BaseName(op.name());
+  if (eg::ClassOf(op.name()) != OpClass::kGemm || name == "aten::einsum") return false;
+  const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
+  const bool has_bias = name == "aten::addmm" || name == "aten::baddbmm" || name == "aten::addmv" ||
+                        name == "aten::_addmm_activation";
+  const size_t a_i = has_bias ? 1 : 0;
+  if (in.size() < a_i + 2) return false;
+  const proto::Tensor* a = in[a_i];
+  const proto::Tensor* b = in[a_i + 1];
+  if (a->shape_size() == 0 || b->shape_size() == 0) return false;
+  GemmShape g;
+  if (name == "aten::linear") {
+    g.k = Dim(a, -1);
+    g.m = ToInt(Prod(a, 0, a->shape_size() - 1));
+    g.n = Dim(b, 0);
+  } else if (a->shape_size() >= 3 || (name == "aten::matmul" && b->shape_size() >= 3)) {
+    if (b->shape_size() <= 2) {  // (..., m, k) . (k, n): one big GEMM
+      g.m = ToInt(Prod(a, 0, a->shape_size() - 1));
+    } else {
+      g.batch = ToInt(std::max(Prod(a, 0, a->shape_size() - 2), Prod(b, 0, b->shape_size() - 2)));
+      g.m = a->shape_size() >= 2 ? Dim(a, -2) : 1;
+    }
+    g.k = Dim(a, -1);
+    g.n = b->shape_size() >= 2 ? Dim(b, -1) : 1;
+  } else {
+    g.m = a->shape_size() >= 2 ? Dim(a, 0) : 1;
+    g.k = Dim(a, -1);
+    g.n = b->shape_size() >= 2 ? Dim(b, -1) : 1;
+  }
+  g.dtype = std::string(DtypeKey(a->dtype()));
+  if (g.batch <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0) return false;
+  *out = g;
+  return true;
+}
+
+bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) {
+  const std::string_view name = BaseName(op.name());
+  const bool backward = name == "aten::convolution_backward";
+  // Argument positions of stride, padding, dilation and groups in each schema.
+  int s = 3, p = 4, d = 5, g = 8;
+  if (name == "aten::conv1d" || name == "aten::conv2d" || name == "aten::conv3d") g = 6;
+  else if (backward) s = 4, p = 5, d = 6, g = 9;
+  else if (name != "aten::convolution" && name != "aten::_convolution") return false;
+  const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
+  if (in.size() < (backward ? 3u : 2u)) return false;
+  const proto::Tensor* x = backward ? in[1] : in[0];
+  const proto::Tensor* wt = backward ? in[2] : in[1];
+  if (wt->shape_size() < 3 || x->shape_size() != wt->shape_size()) return false;
+  ConvShape c;
+  c.input = Shape(x), c.weight = Shape(wt);
+  const size_t spatial = c.weight.size() - 2;
+  c.stride = IntList(op, s), c.padding = IntList(op, p), c.dilation = IntList(op, d);
+  c.groups = IntAt(op, g, 1);
+  auto fill = [&](std::vector<int64_t>& v, int64_t dflt) {
+    if (v.size() == 1) v.assign(spatial, v[0]);
+    if (v.size() != spatial) v.assign(spatial, dflt);
+  };
+  fill(c.stride, 1), fill(c.padding, 0), fill(c.dilation, 1);
+  for (size_t i = 0; i < spatial; ++i)
+    if (c.stride[i] <= 0 || c.padding[i] < 0 || c.dilation[i] <= 0) return false;
+  if (c.groups <= 0 || c.input[1] != c.weight[1] * c.groups) c.groups = std::max<int64_t>(1, c.input[1] / std::max<int64_t>(c.weight[1], 1));
+  c.backward = backward;
+  c.dtype = std::string(DtypeKey(x->dtype()));
+  *out = c;
+  return true;
+}
+
+ImplicitGemm ImplicitGemmOf(const ConvShape& c) {
+  ImplicitGemm g;
+  double out_pixels = 1, kernel = 1;
+  for (size_t i = 0; i + 2 < c.weight.size(); ++i) {
+    const int64_t eff_k = c.dilation[i] * (c.weight[i + 2] - 1) + 1;
+    const int64_t o = (c.input[i + 2] + 2 * c.padding[i] - eff_k) / c.stride[i] + 1;
+    out_pixels *= static_cast<double>(std::max<int64_t>(o, 1));
+    kernel *= static_cast<double>(c.weight[i + 2]);
+  }
+  g.m = static_cast<double>(c.input[0]) * out_pixels;
+  g.n = static_cast<double>(c.weight[0]);
+  g.k = static_cast<double>(c.weight[1]) * kernel;
+  return g;
+}
+
+bool EmbeddingShapeOf(const proto::Workload& w, const proto::Op& op, EmbeddingShape* out) {
+  const std::string_view name = BaseName(op.name());
+  if (name != "aten::embedding_bag" && name != "aten::_embedding_bag" && name != "aten::_embedding_bag_forward_only")
+    return false;
+  const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
+  if (in.size() < 3 || in[0]->shape_size() != 2 || in[1]->shape_size() != 1 || in[2]->shape_size() != 1) return false;
+  EmbeddingShape e;
+  e.num_weights = in[0]->shape(0), e.dim = in[0]->shape(1);
+  e.lookups = in[1]->shape(0), e.bags = in[2]->shape(0);
+  e.dtype = std::string(DtypeKey(in[0]->dtype()));
+  if (e.num_weights <= 0 || e.dim <= 0 || e.lookups <= 0 || e.bags <= 0) return false;
+  *out = e;
+  return true;
+}
+
+bool AttentionShapeOf(const proto::Workload& w, const proto::Op& op, AttentionShape* out) {
+  if (eg::ClassOf(op.name()) != OpClass::kAttention || op.name().find("backward") != std::string::npos) return false;
+  const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
+  if (in.size() < 3 || in[0]->shape_size() != 4 || in[1]->shape_size() != 4 || in[2]->shape_size() != 4) return false;
+  AttentionShape a;
+  a.query = Shape(in[0]), a.key = Shape(in[1]), a.value = Shape(in[2]);
+  a.dtype = std::string(DtypeKey(in[0]->dtype()));
+  *out = a;
+  return true;
+}
+
+WorkloadShapes ShapesOf(const proto::Workload& w) {
+  WorkloadShapes out;
+  for (const proto::Op& op : w.ops()) {
+    EmbeddingShape e;
+    if (EmbeddingShapeOf(w, op, &e) && std::find(out.embeddings.begin(), out.embeddings.end(), e) == out.embeddings.end())
+      out.embeddings.push_back(e);
+    AttentionShape a;
+    if (AttentionShapeOf(w, op, &a) && std::find(out.attentions.begin(), out.attentions.end(), a) == out.attentions.end())
+      out.attentions.push_back(a);
+    GemmShape g;
+    if (GemmShapeOf(w, op, &g) && std::find(out.gemms.begin(), out.gemms.end(), g) == out.gemms.end()) out.gemms.push_back(g);
+    ConvShape c;
+    if (ConvShapeOf(w, op, &c) && std::find(out.convs.begin(), out.convs.end(), c) == out.convs.end()) out.convs.push_back(c);
+  }
+  return out;
 }
 
 }  // namespace mimic::model

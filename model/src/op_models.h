@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "mimic/model/shapes.h"
 #include "proto/platform.pb.h"
 #include "proto/workload.pb.h"
 

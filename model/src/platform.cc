@@ -24,7 +24,7 @@ Status CheckNonNegative(const std::string& path, const std::string& field, doubl
 
 Status CheckEfficiency(const std::string& path, const std::string& field,
                        const proto::EfficiencyPoint& e) {
-  if (e.m() <= 0 || e.n() <= 0 || e.k() <= 0 || e.batch() < 0)
+  if (e.m() <= 0 || e.n() <= 0 || e.k() <= 0 || e.batch() < 0 || e.time_us() < 0)
     return Bad(path, field, "shape sizes must be positive");
   if (!(e.efficiency() > 0 && e.efficiency() <= 1.0))
     return Bad(path, field + ".efficiency", "must be in (0, 1]");
@@ -69,6 +69,8 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
     MIMIC_RETURN_IF_ERROR(CheckEfficiency(path, "gemm_efficiency[" + std::to_string(i) + "]", p.gemm_efficiency(i)));
   for (int i = 0; i < p.conv_efficiency_size(); ++i)
     MIMIC_RETURN_IF_ERROR(CheckEfficiency(path, "conv_efficiency[" + std::to_string(i) + "]", p.conv_efficiency(i)));
+  for (int i = 0; i < p.attention_efficiency_size(); ++i)
+    MIMIC_RETURN_IF_ERROR(CheckEfficiency(path, "attention_efficiency[" + std::to_string(i) + "]", p.attention_efficiency(i)));
   for (int i = 0; i < p.bandwidth_size(); ++i) {
     const proto::BandwidthPoint& b = p.bandwidth(i);
     const std::string f = "bandwidth[" + std::to_string(i) + "]";
@@ -82,6 +84,7 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
     if (c.collective().empty()) return Bad(path, f + ".collective", "is missing");
     MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, f + ".alpha_us", c.alpha_us()));
     if (!(c.bus_bytes_per_s() > 0)) return Bad(path, f + ".bus_bytes_per_s", "must be positive");
+    if (c.ranks() < 0) return Bad(path, f + ".ranks", "must be >= 0");
   }
   for (const char* field : {"peak_flops", "memory_bandwidth_bytes_per_s"})
     if (!p.sources().count(field)) return Bad(path, std::string("sources.") + field, "every platform must say where its figures come from");

@@ -55,6 +55,15 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
                 SubtreeCost& acc) {
   const proto::Op& op = w.ops(index);
   acc.nodes += 1;
+  if (eg::IsDelayOp(op)) {
+    // synth's substitution: the op is replaced by a spin of attrs["delay_us"].
+    auto it = op.attrs().find("delay_us");
+    if (it != op.attrs().end())
+      acc.compute_us += it->second.kind_case() == proto::Value::kIntValue ? static_cast<double>(it->second.int_value())
+                                                                         : it->second.double_value();
+    acc.model = "delay";
+    return;
+  }
   if (tree.Children(index).empty() || eg::ClassOf(op.name()) != eg::OpClass::kOther) {
     // A leaf, or a composite of a known class: the class model prices the whole op (its
     // children are how this backend happens to implement it).

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "mimic/base/status.h"
+#include "mimic/model/shapes.h"
 #include "proto/platform.pb.h"
 
 namespace mimic::calibrate {
@@ -23,6 +24,9 @@ struct CalibrateOptions {
   // How the trials of one point combine: "median", or "min" (interference from other work on
   // a shared machine only ever adds time; the minimum estimates the uncontended cost).
   std::string statistic = "median";
+  // Shapes to measure besides the grid: the GEMMs and convolutions of workloads the platform
+  // will predict (model::ShapesOf), so that their efficiencies are measured, not interpolated.
+  std::vector<model::WorkloadShapes> workloads;
 };
 
 // Called with one line per measured group ("gemm 80 points", ...).
