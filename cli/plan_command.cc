@@ -50,8 +50,9 @@ class CliEnvironment final : public fleet::PlanEnvironment {
       };
       Result<replay::ReplayResult> r = replay::Replay(*w, o, on_iteration);
       if (!r.ok()) return r.status().WithContext("classes[" + std::to_string(cls) + "] (" + name + ")");
-      if (r->iteration_ms.empty())
-        return Status::Internal("classes[" + std::to_string(cls) + "] (" + name + "): the replay measured no iteration");
+      if (!r->stop_reason.empty() || r->iteration_ms.empty())
+        return Status::Internal("classes[" + std::to_string(cls) + "] (" + name + "): the replay stopped early: " +
+                                (r->stop_reason.empty() ? "no iteration measured" : r->stop_reason));
       fleet::StepTime st;
       st.ms = Median(r->iteration_ms);
       st.source = "measured";
