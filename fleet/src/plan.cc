@@ -147,6 +147,14 @@ Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, cons
     scenarios.push_back(std::move(s));
   }
 
+  // Tenants by class, for quotas and the per-tenant allocation.
+  std::vector<int> class_tenant(num_classes, -1);
+  std::vector<int64_t> quotas;
+  for (int t = 0; t < m.tenants_size(); ++t) quotas.push_back(m.tenants(t).quota_gpus());
+  for (int i = 0; i < num_classes; ++i)
+    for (int t = 0; t < m.tenants_size(); ++t)
+      if (m.tenants(t).name() == m.classes(i).tenant()) class_tenant[i] = t;
+
   const auto sim_start = std::chrono::steady_clock::now();
   for (Scenario& s : scenarios) {
     std::vector<SimJob> sim_jobs(jobs.size());
@@ -159,6 +167,7 @@ Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, cons
       sj.gpus = job.gpus;
       sj.duration_s = iterations[j] * step_s(job.cls, platform);
       sj.pool_mask = s.is_target ? ~0u : today_mask[job.cls];
+      sj.tenant = class_tenant[job.cls];
       const double h = job.gpus * sj.duration_s / 3600.0;
       s.gpu_hours += h;
       s.class_gpu_hours[job.cls] += h;
@@ -185,6 +194,7 @@ Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, cons
       so.policy = policy_name == "sjf" ? Policy::kSjf : Policy::kFifo;
       so.backfill = m.simulation().backfill();
       so.timeline_points = static_cast<int>(m.simulation().timeline_points());
+      if (m.simulation().enforce_quotas()) so.tenant_quota = quotas;
       const std::string stage = "simulating " + policy_name + " on " + s.name;
       if (options.progress) so.progress = [&](double f) { options.progress(stage, f); };
       MIMIC_ASSIGN_OR_RETURN(SimResult r, Simulate(s.pools, sim_jobs, so));

@@ -105,13 +105,25 @@ Result<SimResult> Simulate(const std::vector<Pool>& pools, const std::vector<Sim
                                   ": needs gpus > 0, a finite duration >= 0 and submit times in order");
     for (size_t p = 0; p < pools.size(); ++p)
       if ((j.pool_mask >> p & 1u) && j.gpus <= pool_capacity[p]) placeable[i] = 1;
+    if (j.tenant >= 0 && static_cast<size_t>(j.tenant) < options.tenant_quota.size() &&
+        options.tenant_quota[j.tenant] > 0 && j.gpus > options.tenant_quota[j.tenant])
+      placeable[i] = 0;
     result.unplaceable += !placeable[i];
   }
   result.jobs = n - result.unplaceable;
   result.start_s.assign(n, std::numeric_limits<double>::quiet_NaN());
 
-  // Queue order: FIFO by arrival index, SJF by duration then arrival.
-  std::set<std::pair<double, int64_t>> queue;
+  // One queue per tenant with a quota (index tenant + 1) and one for everyone else (0), each in
+  // policy order: FIFO by arrival index, SJF by duration then arrival. The scheduler walks them
+  // merged, in that same order.
+  const size_t num_queues = options.tenant_quota.size() + 1;
+  using Queue = std::set<std::pair<double, int64_t>>;
+  std::vector<Queue> queues(num_queues);
+  std::vector<int64_t> tenant_allocated(num_queues, 0);
+  auto queue_of = [&](int64_t i) -> size_t {
+    const int t = jobs[i].tenant;
+    return t >= 0 && static_cast<size_t>(t) + 1 < num_queues && options.tenant_quota[t] > 0 ? t + 1 : 0;
+  };
   auto key = [&](int64_t i) { return options.policy == Policy::kFifo ? static_cast<double>(i) : jobs[i].duration_s; };
   using End = std::pair<double, int64_t>;
   std::priority_queue<End, std::vector<End>, std::greater<End>> running;
@@ -130,6 +142,7 @@ Result<SimResult> Simulate(const std::vector<Pool>& pools, const std::vector<Sim
       result.start_s[i] = now;
       running.emplace(now + j.duration_s, i);
       allocated += j.gpus;
+      tenant_allocated[queue_of(i)] += j.gpus;
       if (++started % progress_every == 0 && options.progress)
         options.progress(static_cast<double>(started) / static_cast<double>(result.jobs));
       return true;
@@ -147,23 +160,35 @@ Result<SimResult> Simulate(const std::vector<Pool>& pools, const std::vector<Sim
       running.pop();
       nodes[pool_of[i]].Release(alloc[i]);
       allocated -= jobs[i].gpus;
+      tenant_allocated[queue_of(i)] -= jobs[i].gpus;
       std::vector<std::pair<int64_t, int64_t>>().swap(alloc[i]);
       ++result.events;
     }
     while (next < n && jobs[next].submit_s <= now) {
-      if (placeable[next]) queue.emplace(key(next), next);
+      if (placeable[next]) queues[queue_of(next)].emplace(key(next), next);
       ++next;
       ++result.events;
     }
+    std::vector<Queue::iterator> cursor(num_queues);
+    for (size_t q = 0; q < num_queues; ++q) cursor[q] = queues[q].begin();
     int scanned = 0;
-    for (auto it = queue.begin(); it != queue.end() && scanned < kBackfillWindow;) {
-      if (try_start(it->second, now)) {
-        it = queue.erase(it);
+    while (scanned < kBackfillWindow) {
+      size_t q = num_queues;  // the queue whose next job comes first in policy order
+      for (size_t k = 0; k < num_queues; ++k)
+        if (cursor[k] != queues[k].end() && (q == num_queues || *cursor[k] < *cursor[q])) q = k;
+      if (q == num_queues) break;
+      const int64_t i = cursor[q]->second;
+      if (q > 0 && tenant_allocated[q] + jobs[i].gpus > options.tenant_quota[q - 1]) {
+        cursor[q] = queues[q].end();  // the tenant waits for its own jobs to end
+        continue;
+      }
+      if (try_start(i, now)) {
+        cursor[q] = queues[q].erase(cursor[q]);
         continue;
       }
       if (!options.backfill) break;
       ++scanned;
-      ++it;
+      ++cursor[q];
     }
     if (changes.empty() || changes.back().second != allocated) changes.emplace_back(now, allocated);
     result.peak_allocated_gpus = std::max(result.peak_allocated_gpus, allocated);

@@ -142,6 +142,26 @@ TEST(Simulator, BackfillStartsSmallJobsBehindABlockedHead) {
   EXPECT_EQ(backfill->start_s[1], 10);
 }
 
+TEST(Simulator, ATenantAtItsQuotaWaitsWithoutBlockingTheOthers) {
+  // One node of 4 GPUs. Tenant 0 (quota 2) submits three 1-GPU jobs at once; tenant 1 one job
+  // a second later. Tenant 0's third job waits for its own first job although GPUs are free;
+  // tenant 1's job starts at once behind it. A 3-GPU job of tenant 0 can never run.
+  std::vector<SimJob> jobs = {{0, 10, 1}, {0, 10, 1}, {0, 10, 1}, {1, 5, 1}, {2, 1, 3}};
+  for (int i : {0, 1, 2, 4}) jobs[i].tenant = 0;
+  jobs[3].tenant = 1;
+  SimOptions options = Options(Policy::kFifo);
+  options.tenant_quota = {2, 0};
+  auto r = Simulate({{1, 4}}, jobs, options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->start_s[2], 10);
+  EXPECT_EQ(r->start_s[3], 1);
+  EXPECT_EQ(r->unplaceable, 1);
+  EXPECT_TRUE(std::isnan(r->start_s[4]));
+  auto free = Simulate({{1, 4}}, jobs, Options(Policy::kFifo));
+  ASSERT_THAT(free, IsOk());
+  EXPECT_EQ(free->start_s[2], 0);
+}
+
 TEST(Simulator, FailedAndCancelledJobsHoldTheirGpusUntilTheyEnd) {
   const std::string path = ::testing::TempDir() + "states.csv";
   ASSERT_TRUE(WriteFileAtomic(path,

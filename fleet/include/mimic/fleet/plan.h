@@ -56,8 +56,8 @@ struct PolicyOutcome {
   double mean_queue_s = 0, p50_queue_s = 0, p99_queue_s = 0;
   std::vector<double> jct_s;    // per simulated job, sorted ascending (the distribution)
   double utilization = 0;       // mean allocated GPUs / cluster GPUs over the makespan
-  // Mean allocated GPUs by tenant over the makespan (tenants with quotas are compared in the
-  // report; the simulator does not enforce quotas).
+  // Mean allocated GPUs by tenant over the makespan (simulation.enforce_quotas makes the
+  // simulator hold each tenant to its quota).
   std::map<std::string, double> mean_gpus_by_tenant;
 };
 

@@ -25,6 +25,7 @@ struct SimJob {
   double duration_s = 0;      // >= 0; known to the scheduler (SJF orders by it)
   int64_t gpus = 0;           // > 0
   uint32_t pool_mask = ~0u;   // pools the job may run on (bit i: pool i); tried in pool order
+  int tenant = -1;            // index into SimOptions::tenant_quota; -1: none
 };
 
 enum class Policy { kFifo, kSjf };
@@ -37,6 +38,10 @@ struct SimOptions {
   // scan looks at the first kBackfillWindow queued jobs.
   bool backfill = false;
   int timeline_points = 200;
+  // GPUs each tenant may hold at once (0: no limit). A tenant at its quota waits without
+  // blocking the other tenants: its queued jobs are passed over until its own jobs end. A job
+  // larger than its tenant's quota is unplaceable. Empty: no quotas.
+  std::vector<int64_t> tenant_quota;
   // Called with the fraction of jobs started, about every 1%.
   std::function<void(double)> progress;
 };
@@ -45,7 +50,7 @@ inline constexpr int kBackfillWindow = 256;
 struct SimResult {
   std::vector<double> start_s;        // per job; NaN for a job no allowed pool can ever hold
   int64_t jobs = 0;                   // simulated (placeable) jobs
-  int64_t unplaceable = 0;            // more GPUs than any allowed pool has
+  int64_t unplaceable = 0;            // more GPUs than any allowed pool has, or than its tenant's quota
   double makespan_s = 0;              // the last job's end
   int64_t total_gpus = 0;
   // Time-weighted allocated GPUs, averaged over timeline_points equal bins of [0, makespan].
