@@ -200,8 +200,12 @@ OpCost EmbeddingModel(const Ctx& c) {
 }
 
 OpCost ReductionNormModel(const Ctx& c) {
+  // Pooling and training-mode batch norm make several passes or gather windows: kinds of
+  // their own where calibrated (EffectiveBandwidth falls back to "binary" otherwise).
   std::string_view kind = "reduction";
   if (c.name.find("softmax") != std::string_view::npos) kind = "softmax";
+  else if (c.name.find("pool") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "pool_backward" : "pool";
+  else if (c.name.find("batch_norm") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "batch_norm_backward" : "batch_norm";
   else if (c.name.find("norm") != std::string_view::npos) kind = "norm";
   return BandwidthModel(c, kind, DistinctBytes(c.in, c.out));
 }

@@ -64,7 +64,12 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
     acc.model = "delay";
     return;
   }
-  if (tree.Children(index).empty() || eg::ClassOf(op.name()) != eg::OpClass::kOther) {
+  const eg::OpClass cls = eg::ClassOf(op.name());
+  // Attention dispatches to a fused kernel (itself of class attention, priced whole) or, with
+  // dropout or on some backends, to the math path of bmm, softmax and dropout: the recorded
+  // children say which ran.
+  const bool recurse = cls == eg::OpClass::kOther || cls == eg::OpClass::kAttention;
+  if (tree.Children(index).empty() || !recurse) {
     // A leaf, or a composite of a known class: the class model prices the whole op (its
     // children are how this backend happens to implement it).
     if (!tree.Children(index).empty()) {

@@ -17,9 +17,15 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/layer_norm.h>
+#include <ATen/ops/max_pool2d_with_indices.h>
+#include <ATen/ops/max_pool2d_with_indices_backward.h>
+#include <ATen/ops/native_batch_norm.h>
+#include <ATen/ops/native_batch_norm_backward.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/randint.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/randn.h>
+#include <ATen/ops/randn_like.h>
 #include <ATen/ops/relu.h>
 #include <ATen/ops/softmax.h>
 #include <ATen/ops/sum.h>
@@ -325,6 +331,27 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       add("softmax", 2 * bytes, [a] { (void)at::softmax(a, -1); });
       add("norm", 2 * bytes, [a, lw, lb, cols] { (void)at::layer_norm(a, {cols}, lw, lb); });
       add("dropout", 2 * bytes, [a] { (void)at::dropout(a, 0.1, true); });
+      // 2x2 max pooling and training-mode batch norm over N x 16 x H x H feature maps, as
+      // CNNs run them; bytes as the model counts them (the tensors in and out).
+      if (n >= 1024) {
+        const int64_t h = n >= (1 << 14) ? 32 : 8, batch = std::max<int64_t>(n / (16 * h * h), 1);
+        at::Tensor x = at::randn({batch, 16, h, h}, f32);
+        const double xb = 4.0 * static_cast<double>(x.numel());
+        auto pooled = at::max_pool2d_with_indices(x, {2, 2}, {2, 2});
+        at::Tensor gp = at::randn_like(std::get<0>(pooled));
+        at::Tensor idx = std::get<1>(pooled);
+        add("pool", xb + xb / 4, [x] { (void)at::max_pool2d_with_indices(x, {2, 2}, {2, 2}); });
+        add("pool_backward", xb / 4 + 2 * xb / 4 + 2 * xb, [gp, x, idx] {
+          (void)at::max_pool2d_with_indices_backward(gp, x, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, idx);
+        });
+        at::Tensor w = at::ones({16}, f32), bias = at::zeros({16}, f32), rm = at::zeros({16}, f32), rv = at::ones({16}, f32);
+        auto bn = at::native_batch_norm(x, w, bias, rm, rv, true, 0.1, 1e-5);
+        at::Tensor gy = at::randn_like(x);
+        add("batch_norm", 2 * xb, [x, w, bias, rm, rv] { (void)at::native_batch_norm(x, w, bias, rm, rv, true, 0.1, 1e-5); });
+        add("batch_norm_backward", 3 * xb, [gy, x, w, rm, rv, bn] {
+          (void)at::native_batch_norm_backward(gy, x, w, rm, rv, std::get<1>(bn), std::get<2>(bn), true, 1e-5, {true, true, true});
+        });
+      }
     }
     // The workloads' embedding bags: forward by working set ("gather"), backward by the
     // bytes the model counts for it (the dense gradient written, the gradient rows read twice).
@@ -420,7 +447,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       p.set_memory_bandwidth_bytes_per_s(dram);
       (*p.mutable_sources())["memory_bandwidth_bytes_per_s"] = measured + ": copy_ of the largest size swept";
     }
-    (*p.mutable_sources())["bandwidth"] = measured + ": copy_, relu, add, sum, softmax, layer_norm, dropout, embedding_bag by size" +
+    (*p.mutable_sources())["bandwidth"] = measured + ": copy_, relu, add, sum, softmax, layer_norm, dropout, 2x2 max pooling and batch norm (forward and backward), embedding_bag by size" +
                                           (o.workloads.empty() ? "" : ", the workloads' embedding bags and their backward") + ", " + how +
                                           ", dispatch subtracted";
     if (!attention.empty())
