@@ -213,10 +213,23 @@ Result<LoadedManifest> ParseManifest(const std::string& path, std::string_view t
     options.ignore_unknown_fields = false;
     auto st = google::protobuf::util::JsonStringToMessage(std::string(text), &out.manifest, options);
     if (!st.ok()) {
-      // protobuf appends a snippet and a caret on further lines; errors are one line.
-      std::string msg(st.message());
-      msg = msg.substr(0, msg.find('\n'));
-      return Status::InvalidInput(path + ": " + msg);
+      // protobuf appends the text around a syntax error and a caret under it on further lines;
+      // errors are one line, with the byte offset found from that snippet when it is unique.
+      const std::string full(st.message());
+      const size_t nl = full.find('\n');
+      std::string where = path;
+      if (nl != std::string::npos) {
+        const size_t nl2 = full.find('\n', nl + 1);
+        const std::string snippet = full.substr(nl + 1, nl2 == std::string::npos ? std::string::npos : nl2 - nl - 1);
+        const size_t caret = nl2 == std::string::npos ? std::string::npos : full.find('^', nl2);
+        const size_t at = snippet.empty() ? std::string_view::npos : text.find(snippet);
+        if (snippet.empty() && full.rfind("Unexpected end of string", 0) == 0)
+          where += ":byte " + std::to_string(text.size());
+        else if (at != std::string_view::npos && text.find(snippet, at + 1) == std::string_view::npos &&
+                 caret != std::string::npos)
+          where += ":byte " + std::to_string(at + std::min(caret - nl2 - 1, snippet.size()));
+      }
+      return Status::InvalidInput(where + ": " + full.substr(0, nl));
     }
   } else {
     google::protobuf::TextFormat::Parser parser;

@@ -233,7 +233,7 @@ class PlanTest(unittest.TestCase):
         path = os.path.join(self.tmp, "truncated.json")
         with open(path, "w") as f:
             f.write(json.dumps(fleet_manifest())[:100])
-        self.assert_bad(path, "truncated.json: ")
+        self.assert_bad(path, "truncated.json:byte 100: ")
 
     def test_a_class_in_the_log_that_the_manifest_lacks(self):
         log = os.path.join(self.tmp, "jobs.csv")
