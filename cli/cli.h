@@ -50,6 +50,10 @@ Runner AddImportChakra(CLI::App& app);
 Runner AddSynth(CLI::App& app);
 Runner AddPack(CLI::App& app);
 Runner AddBuildBenchmark(CLI::App& app);
+Runner AddCalibrate(CLI::App& app);
+Runner AddPredict(CLI::App& app);
+Runner AddCompare(CLI::App& app);
+Runner AddPlan(CLI::App& app);
 
 // Runs as the standalone benchmark `bundle` was built into (mimic build-benchmark): its own
 // --help and the replay options. Returns the exit code.

@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
   add(AddBuildBenchmark, "build-benchmark", "Build a standalone benchmark executable from a bundle");
   add(AddExportChakra, "export-chakra", "Write a trace or workload as a Chakra .et trace (ASTRA-sim input)");
   add(AddImportChakra, "import-chakra", "Summarize a Chakra .et trace: node types, collectives, dependencies");
+  add(AddCalibrate, "calibrate", "Measure this machine's platform figures (GEMM, conv, bandwidth, overheads) into a platform JSON");
+  add(AddPredict, "predict", "Predict a workload's time on a platform, per op, per op class and end to end");
+  add(AddCompare, "compare", "Replay and predict a trace; set original, replay and prediction side by side (JSON + HTML)");
+  add(AddPlan, "plan", "Plan a fleet: step times, GPUs and cost per target platform, simulated queueing");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

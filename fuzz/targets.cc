@@ -4,6 +4,10 @@
 #include "mimic/eg/capture_manifest.h"
 #include "mimic/eg/kineto.h"
 #include "mimic/eg/workload.h"
+#include "mimic/fleet/jobs.h"
+#include "mimic/fleet/manifest.h"
+#include "mimic/model/platform.h"
+#include "mimic/model/predict.h"
 #include "mimic/synth/bundle.h"
 #include "mimic/synth/chakra.h"
 
@@ -52,12 +56,45 @@ void Chakra(std::string_view bytes) {
   (void)synth::SerializeChakra(*trace);
 }
 
+// A platform that parses and passes its checks prices a small workload and prints back.
+void Platform(std::string_view bytes) {
+  auto platform = model::ParsePlatform("fuzz_platform.json", bytes);
+  if (!platform.ok()) return;
+  (void)model::PlatformToJson(*platform);
+  static const proto::Workload* w = [] {
+    auto loaded = eg::LoadWorkloadFromMemory("fuzz_et.json", kEt, "", "");
+    return new proto::Workload(loaded.ok() ? *loaded : proto::Workload());
+  }();
+  (void)model::Predict(*w, *platform);
+}
+
+// Relative paths resolve against a folder that does not exist, so that nothing is read.
+void FleetManifest(std::string_view bytes) { (void)fleet::ParseManifest("fuzz_fleet.json", bytes, "/nonexistent"); }
+
+// A job log of two classes, mapped by vc and user as well as by a class column.
+void JobLog(std::string_view bytes) {
+  proto::FleetManifest m;
+  m.add_classes()->set_name("a");
+  m.add_classes()->set_name("b");
+  proto::JobLog& log = *m.mutable_arrivals()->mutable_job_log();
+  (*log.mutable_class_by_vc())["vc1"] = "a";
+  (*log.mutable_class_by_user())["u1"] = "b";
+  auto jobs = fleet::ParseJobLog(m, "fuzz_log.csv", bytes);
+  if (!jobs.ok()) {
+    log.set_default_class("b");
+    (void)fleet::ParseJobLog(m, "fuzz_log.csv", bytes);
+  }
+}
+
 Target Find(const std::string& name) {
   if (name == "execution_trace") return ExecutionTrace;
   if (name == "kineto") return Kineto;
   if (name == "workload") return Workload;
   if (name == "manifest") return Manifest;
   if (name == "chakra") return Chakra;
+  if (name == "platform") return Platform;
+  if (name == "fleet_manifest") return FleetManifest;
+  if (name == "job_log") return JobLog;
   return nullptr;
 }
 

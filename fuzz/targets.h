@@ -13,6 +13,9 @@ void Kineto(std::string_view bytes);
 void Workload(std::string_view bytes);
 void Manifest(std::string_view bytes);
 void Chakra(std::string_view bytes);
+void Platform(std::string_view bytes);
+void FleetManifest(std::string_view bytes);
+void JobLog(std::string_view bytes);
 
 // The body for a target name ("execution_trace", ...), or nullptr.
 using Target = void (*)(std::string_view);

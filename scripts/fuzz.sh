@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(execution_trace kineto workload manifest chakra)
+[ ${#targets[@]} -gt 0 ] || targets=(execution_trace kineto workload manifest chakra platform fleet_manifest job_log)
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j"$(nproc)" --target "${targets[@]/%/_fuzz}" >/dev/null
@@ -38,6 +38,9 @@ seed kineto $shared/hta-simple-add/simple_add_kineto.json.gz tests/bad_inputs/ki
 seed workload tests/bad_inputs/*.mimic
 seed manifest fleet_samples/manifest.json
 seed chakra $shared/astra-microbench/*.et
+seed platform platforms/*.json
+seed fleet_manifest fleet_samples/fleet.json
+seed job_log tests/data/fleet_job_log.csv
 
 status=0
 for t in "${targets[@]}"; do

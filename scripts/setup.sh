@@ -6,7 +6,10 @@ set -euo pipefail
 TORCH_VERSION=2.11.0
 DEB_PACKAGES=(build-essential cmake ninja-build ccache pkg-config python3 python3-pip
   libprotobuf-dev protobuf-compiler libsimdjson-dev zlib1g-dev libssl-dev libcli11-dev
-  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev libgloo-dev openmpi-bin)
+  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
+  libgloo-dev  # ProcessGroupGloo's header needs Gloo's headers (LibTorch's wheel lacks them)
+  openmpi-bin  # mpirun, one of the launchers tests/cli/multirank_test.py runs
+  chromium)    # tests/cli/model_cli_test.py renders the compare HTML report headless
 
 log() { echo "setup: $*" >&2; }
 

@@ -12,7 +12,8 @@
 namespace mimic {
 namespace {
 
-constexpr const char* kTargets[] = {"execution_trace", "kineto", "workload", "manifest", "chakra"};
+constexpr const char* kTargets[] = {"execution_trace", "kineto", "workload", "manifest", "chakra", "platform",
+                                     "fleet_manifest", "job_log"};
 
 // The regular files in `dir` (none when it does not exist).
 std::vector<std::string> FilesIn(const std::string& dir) {

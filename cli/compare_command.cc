@@ -1,0 +1,175 @@
+// mimic compare TRACE [--kineto K] [--platform P] [--device D] --report R.json --html R.html:
+// replays the workload, predicts it, and sets original, replay and prediction side by side.
+#include <cstdio>
+#include <map>
+
+#include "cli.h"
+#include "mimic/base/stats.h"
+#include "mimic/eg/op_class.h"
+#include "mimic/eg/workload.h"
+#include "mimic/model/compare.h"
+#include "mimic/model/platform.h"
+#include "mimic/model/predict.h"
+#include "mimic/replay/report.h"
+
+namespace mimic::cli {
+namespace {
+
+std::string Fmt(std::optional<double> v, const char* f = "%.3f") {
+  if (!v) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, *v);
+  return buf;
+}
+
+std::string Pct(std::optional<double> v) { return v ? Fmt(*v * 100, "%+.1f%%") : "-"; }
+
+void PrintRow(const std::string& name, const model::SideBySide& s) {
+  std::printf("  %-16s %5lld %11s %11s %11s %9s %9s %9s\n", name.c_str(), static_cast<long long>(s.ops),
+              Fmt(s.original_ms).c_str(), Fmt(s.replay_ms).c_str(), Fmt(s.predicted_ms).c_str(),
+              Pct(model::RelativeError(s.replay_ms, s.original_ms)).c_str(),
+              Pct(model::RelativeError(s.predicted_ms, s.replay_ms)).c_str(),
+              Pct(model::RelativeError(s.predicted_ms, s.original_ms)).c_str());
+}
+
+}  // namespace
+
+Runner AddCompare(CLI::App& app) {
+  struct Args {
+    std::string input, kineto, platform, report, html;
+    replay::ReplayOptions options;
+    bool seed_given = false;
+  };
+  auto args = std::make_shared<Args>();
+  args->options.warmup = 2;
+  args->options.iters = 10;
+  app.add_option("input", args->input, "Execution trace (.json, .json.gz), .mimic workload or bundle")->required();
+  app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
+  app.add_option("--platform", args->platform,
+                 "Platform to predict for: a built-in name or a platform JSON (default: cpu_host on a CPU)");
+  app.add_option("--device", args->options.device, "Device to replay on: cpu (default: the best present)");
+  app.add_option("--warmup", args->options.warmup, "Warm-up iterations of the replay")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--iters", args->options.iters, "Measured replay iterations")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--iteration", args->options.iteration, "Compare ProfilerStep#N (default: the first step)");
+  app.add_option("--label", args->options.label, "Compare a \"## label ##\" range instead of an iteration");
+  app.add_option("--threads", args->options.num_threads, "Intra-op threads of the replay (default: the original run's)");
+  app.add_option("--seed", args->options.seed, "Seed of all random tensor contents")->capture_default_str();
+  app.add_option("--report", args->report, "JSON report to write ('-' for stdout)")->required();
+  app.add_option("--html", args->html, "Self-contained HTML report to write");
+  return [args, &app]() -> int {
+    args->seed_given = app.count("--seed") > 0;
+    Result<LoadedInput> in = LoadInput(args->input, args->kineto);
+    if (!in.ok()) return Fail(in.status());
+    const proto::Workload& w = in->workload;
+    replay::ReplayOptions ro = args->options;
+    if (in->has_seed && !args->seed_given) ro.seed = in->seed;
+    if (ro.device.empty()) ro.device = replay::BestDevice();
+    if (ro.num_threads == 0 && w.original().num_threads() > 0) ro.num_threads = static_cast<int>(w.original().num_threads());
+    const std::string platform_name = !args->platform.empty() ? args->platform : (ro.device == "cpu" ? "cpu_host" : "h200");
+    Result<proto::Platform> platform = model::FindPlatform(platform_name);
+    if (!platform.ok()) return Fail(platform.status());
+
+    model::PredictOptions po;
+    po.iteration = ro.iteration;
+    po.label = ro.label;
+    Result<model::Prediction> pred = model::Predict(w, *platform, po);
+    if (!pred.ok()) return Fail(pred.status().WithContext(args->input));
+    std::fprintf(stderr, "mimic: compare: replaying %s on %s (%d+%d iterations)\n", pred->selection.c_str(),
+                 ro.device.c_str(), ro.warmup, ro.iters);
+    Result<replay::ReplayResult> r = replay::Replay(w, ro);
+    if (!r.ok()) return Fail(r.status().WithContext(args->input));
+    if (!r->stop_reason.empty()) return Fail(Status::Internal("replay stopped early: " + r->stop_reason));
+
+    model::Comparison c;
+    const replay::ReportContext ctx = replay::MakeContext(w, args->input, r->device);
+    c.context = {{"host", ctx.host},
+                 {"cpu", ctx.cpu},
+                 {"device", ctx.device},
+                 {"torch_version", ctx.torch_version},
+                 {"mimic_version", ctx.mimic_version},
+                 {"input", ctx.input_path},
+                 {"input_sha256", ctx.input_sha256},
+                 {"date", ctx.date},
+                 {"selection", pred->selection},
+                 {"platform", platform->name()},
+                 {"platform_device_type", platform->device_type()},
+                 {"platform_calibrated_at", platform->calibrated_at().empty() ? "datasheet (not calibrated)" : platform->calibrated_at()},
+                 {"platform_calibrated_on", platform->calibrated_on()},
+                 {"replay_iterations", std::to_string(r->iteration_ms.size())},
+                 {"replay_threads", std::to_string(r->num_threads)},
+                 {"original_source", w.original().source().empty() ? "Kineto ProfilerStep span (profiled)" : w.original().source()}};
+
+    // End to end: the original's own unprofiled steps where the capture manifest has them,
+    // else the profiled step span from Kineto.
+    std::optional<double> original = replay::OriginalMedianMs(w);
+    if (!original) {
+      for (const proto::Segment& s : w.segments())
+        if (s.name() == pred->selection && s.has_span()) original = s.duration_us() / 1000;
+      if (original) c.notes.push_back("original end to end: the profiled Kineto step span (no unprofiled measurement known)");
+    }
+    c.end_to_end.ops = static_cast<int64_t>(pred->ops.size());
+    c.end_to_end.original_ms = original;
+    if (!r->iteration_ms.empty()) c.end_to_end.replay_ms = Median(r->iteration_ms);
+    c.end_to_end.predicted_ms = pred->iteration_ms;
+    c.gpu_active_ms = pred->gpu_active_ms;
+    c.exposed_comm_ms = pred->exposed_comm_ms;
+
+    // Per class: original from the linked Kineto spans of the top-level ops, replay from its
+    // per-op-name means, prediction from the models.
+    for (const auto& [name, ct] : pred->by_class) {
+      model::SideBySide& s = c.op_classes[name];
+      s.ops = ct.ops;
+      s.predicted_ms = ct.predicted_ms;
+      if (ct.original_ms >= 0) s.original_ms = ct.original_ms;
+    }
+    std::map<std::string, double> replay_per_call;
+    for (const replay::OpNameStats& st : r->per_op) {
+      const std::string cls(eg::OpClassName(eg::ClassOf(st.name)));
+      model::SideBySide& s = c.op_classes[cls];
+      s.replay_ms = s.replay_ms.value_or(0) + st.replay_ms;
+      if (st.calls > 0) replay_per_call[st.name] = st.replay_ms / static_cast<double>(st.calls);
+    }
+
+    // Timeline strips: original spans from Kineto; the prediction's simulated starts; the
+    // replay's per-call means laid end to end in op order (the replay records no per-op starts).
+    double origin = -1, replay_t = 0;
+    const eg::OpTree tree(w);
+    for (const model::OpPrediction& o : pred->ops) {
+      const proto::Op& op = w.ops(tree.IndexOf(o.op_id));
+      if (op.has_cpu_span()) {
+        if (origin < 0) origin = op.cpu_start_us();
+        c.original_timeline.push_back({(op.cpu_start_us() - origin) / 1000, op.cpu_duration_us() / 1000, o.op_class, o.name});
+      }
+      c.predicted_timeline.push_back({o.start_us / 1000, o.predicted_us / 1000, o.op_class, o.name});
+      auto it = replay_per_call.find(o.name);
+      if (it != replay_per_call.end()) {
+        c.replay_timeline.push_back({replay_t, it->second, o.op_class, o.name});
+        replay_t += it->second;
+      }
+    }
+    c.notes.insert(c.notes.end(), pred->notes.begin(), pred->notes.end());
+    if (r->replayed_ops < r->total_ops)
+      c.notes.push_back("replay skipped " + std::to_string(r->total_ops - r->replayed_ops) + " of " +
+                        std::to_string(r->total_ops) + " ops");
+    if ((platform->device_type() == "cuda") != (ro.device.rfind("cuda", 0) == 0))
+      c.notes.push_back("the platform's device type differs from the replay's: the prediction is a cross-platform "
+                        "prediction, and its differences from the replay and the original are not errors");
+    c.notes.push_back("replay timeline: per-call means of each op name laid end to end (the replay records no per-op start times)");
+
+    Status st = WriteOutput(args->report, model::RenderComparisonJson(c));
+    if (!st.ok()) return Fail(st);
+    if (!args->html.empty()) {
+      st = WriteOutput(args->html, model::RenderComparisonHtml(c));
+      if (!st.ok()) return Fail(st);
+    }
+    std::printf("Mimic %s comparison of %s (%s), platform %s\n\n", MIMIC_VERSION, args->input.c_str(),
+                pred->selection.c_str(), platform->name().c_str());
+    std::printf("  %-16s %5s %11s %11s %11s %9s %9s %9s\n", "", "ops", "original", "replay", "predicted", "rep/orig",
+                "pred/rep", "pred/orig");
+    PrintRow("end to end (ms)", c.end_to_end);
+    for (const auto& [name, s] : c.op_classes) PrintRow(name, s);
+    return kExitOk;
+  };
+}
+
+}  // namespace mimic::cli

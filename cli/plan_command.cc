@@ -1,0 +1,235 @@
+// mimic plan MANIFEST --target T [--target T2 ...] [--report R.json] [--html R.html]: fleet
+// capacity planning (docs/fleet.md). Step times are measured by replay where the platform is
+// this machine's device and predicted by the model elsewhere; the rest is mimic::fleet.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "cli.h"
+#include "mimic/base/clock.h"
+#include "mimic/base/file.h"
+#include "mimic/base/stats.h"
+#include "mimic/fleet/manifest.h"
+#include "mimic/fleet/plan.h"
+#include "mimic/fleet/report.h"
+#include "mimic/model/platform.h"
+#include "mimic/model/predict.h"
+
+namespace mimic::cli {
+namespace {
+
+std::string HostName() {
+  char buf[256] = {};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+// Step times for `mimic plan`: each class's workload is loaded once; a platform whose device is
+// this machine's is measured by replay, any other is predicted.
+class CliEnvironment final : public fleet::PlanEnvironment {
+ public:
+  CliEnvironment(const proto::FleetManifest& m, const replay::ReplayOptions& replay_options,
+                 std::function<void(const std::string&, double)> progress)
+      : manifest_(m), replay_options_(replay_options), progress_(std::move(progress)) {}
+
+  Result<fleet::StepTime> StepTimeOf(int cls, const std::string& platform) override {
+    MIMIC_ASSIGN_OR_RETURN(const proto::Workload* w, WorkloadOf(cls));
+    MIMIC_ASSIGN_OR_RETURN(const bool local, IsLocal(platform));
+    const std::string& name = manifest_.classes(cls).name();
+    if (local) {
+      replay::ReplayOptions o = replay_options_;
+      o.device = "cpu";
+      if (o.num_threads == 0 && w->original().num_threads() > 0) o.num_threads = static_cast<int>(w->original().num_threads());
+      const std::string stage = "measuring " + name + " on " + platform + " (replay)";
+      auto on_iteration = [&](int done, int total, double) {
+        if (progress_) progress_(stage, static_cast<double>(done) / total);
+      };
+      Result<replay::ReplayResult> r = replay::Replay(*w, o, on_iteration);
+      if (!r.ok()) return r.status().WithContext("classes[" + std::to_string(cls) + "] (" + name + ")");
+      if (!r->stop_reason.empty() || r->iteration_ms.empty())
+        return Status::Internal("classes[" + std::to_string(cls) + "] (" + name + "): the replay stopped early: " +
+                                (r->stop_reason.empty() ? "no iteration measured" : r->stop_reason));
+      fleet::StepTime st;
+      st.ms = Median(r->iteration_ms);
+      st.source = "measured";
+      st.detail = "replay on " + r->device + ", median of " + std::to_string(r->iteration_ms.size()) + " iterations, " +
+                  std::to_string(r->replayed_ops) + "/" + std::to_string(r->total_ops) + " ops replayed";
+      if (w->original().iteration_ms_size() > 0) {
+        std::vector<double> original(w->original().iteration_ms().begin(), w->original().iteration_ms().end());
+        char buf[96];
+        std::snprintf(buf, sizeof(buf), "; the original run: %.3f ms median", Median(original));
+        st.detail += buf;
+      }
+      return st;
+    }
+    return Predict(*w, platform);
+  }
+
+  Result<double> PricePerGpuHour(const std::string& platform) override {
+    MIMIC_ASSIGN_OR_RETURN(const proto::Platform* p, PlatformOf(platform));
+    return p->price_per_gpu_hour();
+  }
+
+ private:
+  Result<const proto::Workload*> WorkloadOf(int cls) {
+    auto it = workloads_.find(cls);
+    if (it != workloads_.end()) return &it->second;
+    const proto::WorkloadClass& k = manifest_.classes(cls);
+    Result<LoadedInput> in = LoadInput(k.trace(), k.kineto());
+    if (!in.ok()) return in.status().WithContext("classes[" + std::to_string(cls) + "].trace");
+    return &(workloads_[cls] = std::move(in->workload));
+  }
+
+  Result<const proto::Platform*> PlatformOf(const std::string& name) {
+    auto it = platforms_.find(name);
+    if (it != platforms_.end()) return &it->second;
+    Result<proto::Platform> p = model::FindPlatform(name);
+    if (!p.ok()) return p.status().WithContext("platform '" + name + "'");
+    return &(platforms_[name] = std::move(*p));
+  }
+
+  // A CPU platform is this machine's device: measured. GPU platforms are predicted (the replay
+  // runs on the CPU only until the GPU replay lands).
+  Result<bool> IsLocal(const std::string& platform) {
+    MIMIC_ASSIGN_OR_RETURN(const proto::Platform* p, PlatformOf(platform));
+    return p->device_type() == "cpu";
+  }
+
+  Result<fleet::StepTime> Predict(const proto::Workload& w, const std::string& platform) {
+    MIMIC_ASSIGN_OR_RETURN(const proto::Platform* p, PlatformOf(platform));
+    Result<model::Prediction> pred = model::Predict(w, *p);
+    if (!pred.ok()) return pred.status().WithContext("predicting on '" + platform + "'");
+    fleet::StepTime st;
+    st.ms = pred->iteration_ms;
+    st.source = "predicted";
+    st.detail = "model (mimic predict) on " + p->name() + ", " + pred->selection + ", " +
+                std::to_string(pred->ops.size()) + " ops";
+    return st;
+  }
+
+  const proto::FleetManifest& manifest_;
+  replay::ReplayOptions replay_options_;
+  std::function<void(const std::string&, double)> progress_;
+  std::map<int, proto::Workload> workloads_;
+  std::map<std::string, proto::Platform> platforms_;
+};
+
+// Progress on stderr: a line per stage, and at most one update a second while a stage runs.
+class Progress {
+ public:
+  explicit Progress(bool quiet) : quiet_(quiet), tty_(isatty(fileno(stderr))) {}
+  void operator()(const std::string& stage, double fraction) {
+    if (quiet_) return;
+    const auto now = std::chrono::steady_clock::now();
+    const bool new_stage = stage != stage_;
+    if (!new_stage && fraction < 1.0 && now - last_ < std::chrono::seconds(1)) return;
+    if (!new_stage && fraction >= 1.0 && done_) return;
+    if (new_stage && tty_ && !stage_.empty() && !done_) std::fputc('\n', stderr);
+    stage_ = stage;
+    last_ = now;
+    done_ = fraction >= 1.0;
+    if (tty_) std::fprintf(stderr, "\rmimic: %s: %3.0f%%%s", stage.c_str(), fraction * 100, done_ ? "\n" : "");
+    else std::fprintf(stderr, "mimic: %s: %.0f%%\n", stage.c_str(), fraction * 100);
+  }
+
+ private:
+  bool quiet_, tty_;
+  std::string stage_;
+  bool done_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+void PrintSummary(const fleet::PlanResult& p) {
+  std::printf("Mimic plan of %s: %lld jobs from %s over %.2f h (%.2f jobs/h), inventory %lld GPUs\n\n", p.manifest.c_str(),
+              static_cast<long long>(p.jobs), p.arrivals.c_str(), p.span_hours, p.jobs_per_hour,
+              static_cast<long long>(p.inventory_gpus));
+  std::printf("  step time (ms)        %-20s", "today");
+  std::vector<std::string> targets;
+  for (const fleet::Scenario& s : p.scenarios)
+    if (s.is_target) targets.push_back(s.name), std::printf(" %-20s", s.name.c_str());
+  std::printf("\n");
+  for (const fleet::ClassPlan& k : p.classes) {
+    const fleet::StepTime& today = k.step.at(k.platform);
+    std::printf("  %-20s %9.3f %-10s", k.name.c_str(), today.ms, today.source.c_str());
+    for (const std::string& t : targets) {
+      const fleet::StepTime& s = k.step.at(t);
+      std::printf(" %9.3f %-10s", s.ms, s.source.c_str());
+    }
+    std::printf("\n");
+  }
+  std::printf("\n  %-12s %12s %10s %12s %11s %12s\n", "scenario", "GPU-hours", "rel.thpt", "offered GPUs", "GPUs needed",
+              "cost");
+  for (const fleet::Scenario& s : p.scenarios) {
+    std::printf("  %-12s %12.2f %10.3f %12.2f %11lld", s.name.c_str(), s.gpu_hours, s.relative_throughput,
+                s.offered_load_gpus, static_cast<long long>(s.gpus_needed));
+    if (s.cost) std::printf(" %12.0f\n", *s.cost);
+    else std::printf(" %12s\n", "-");
+  }
+  std::printf("\n  %-12s %-6s %12s %12s %14s %14s %8s\n", "scenario", "policy", "mean JCT h", "p99 JCT h", "mean queue h",
+              "p99 queue h", "util");
+  for (const fleet::Scenario& s : p.scenarios)
+    for (const fleet::PolicyOutcome& o : s.outcomes)
+      std::printf("  %-12s %-6s %12.3f %12.3f %14.3f %14.3f %8.3f\n", s.name.c_str(), o.policy.c_str(), o.mean_jct_s / 3600,
+                  o.p99_jct_s / 3600, o.mean_queue_s / 3600, o.p99_queue_s / 3600, o.utilization);
+  std::printf("\n  simulated %lld jobs in %.3f s (%.0f jobs/s)\n", static_cast<long long>(p.simulated_jobs),
+              p.simulate_seconds, p.simulate_seconds > 0 ? p.simulated_jobs / p.simulate_seconds : 0.0);
+}
+
+}  // namespace
+
+Runner AddPlan(CLI::App& app) {
+  struct Args {
+    std::string manifest;
+    std::vector<std::string> targets;
+    std::string report, html;
+    bool quiet = false;
+    replay::ReplayOptions replay;
+  };
+  auto args = std::make_shared<Args>();
+  // Enough iterations that one descheduled step on a shared machine does not move the median.
+  args->replay.warmup = 2;
+  args->replay.iters = 10;
+  app.add_option("MANIFEST", args->manifest, "Fleet manifest (JSON or protobuf text, docs/fleet.md)")->required();
+  app.add_option("--target", args->targets, "Platform to plan for (repeatable): h200, cpu_host, or a platform file")
+      ->required();
+  app.add_option("--report", args->report, "Write the JSON report here ('-' for stdout)");
+  app.add_option("--html", args->html, "Write the self-contained HTML report here");
+  app.add_option("--warmup", args->replay.warmup, "Warm-up iterations of each measured replay")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--iters", args->replay.iters, "Measured iterations of each replay")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--threads", args->replay.num_threads, "Intra-op threads of measured replays (default: the capture's)");
+  app.add_flag("--quiet", args->quiet, "No progress on stderr");
+  return [args]() {
+    Result<fleet::LoadedManifest> m = fleet::LoadManifest(args->manifest);
+    if (!m.ok()) return Fail(m.status());
+    Progress progress(args->quiet);
+    auto report_progress = [&progress](const std::string& stage, double f) { progress(stage, f); };
+    CliEnvironment env(m->manifest, args->replay, report_progress);
+    fleet::PlanOptions options;
+    for (const std::string& t : args->targets)  // a target named twice is planned once
+      if (std::find(options.targets.begin(), options.targets.end(), t) == options.targets.end()) options.targets.push_back(t);
+    options.progress = report_progress;
+    Result<fleet::PlanResult> plan = fleet::Plan(*m, env, options);
+    if (!plan.ok()) return Fail(plan.status());
+    Result<std::string> sha = Sha256OfFile(args->manifest);
+    if (!sha.ok()) return Fail(sha.status());
+    const fleet::ReportContext ctx{MIMIC_VERSION, UtcNowIso8601(), HostName(), *sha};
+    PrintSummary(*plan);
+    if (!args->report.empty()) {
+      Status st = WriteOutput(args->report, fleet::PlanJson(ctx, *plan));
+      if (!st.ok()) return Fail(st);
+    }
+    if (!args->html.empty()) {
+      Status st = WriteFileAtomic(args->html, fleet::PlanHtml(ctx, *plan));
+      if (!st.ok()) return Fail(st);
+    }
+    return static_cast<int>(kExitOk);
+  };
+}
+
+}  // namespace mimic::cli

@@ -1,0 +1,39 @@
+// `mimic calibrate`: measures a platform (proto/platform.proto) on the local device through
+// LibTorch: GEMM and convolution sweeps, memory-bound kernels by size, the dispatcher's
+// per-op overhead. Medians of repeated trials, for shared and noisy machines. Not reentrant
+// (sets LibTorch's global thread count).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "mimic/base/status.h"
+#include "mimic/model/shapes.h"
+#include "proto/platform.pb.h"
+
+namespace mimic::calibrate {
+
+struct CalibrateOptions {
+  std::string device = "cpu";  // "cpu", or "cuda"/"cuda:N" in a LibTorch with CUDA
+  std::string name;            // the platform's name; default "cpu_host" or "local_cuda"
+  std::string base;            // start from this platform (its datasheet figures and sources)
+  int threads = 0;             // intra-op threads; 0 keeps LibTorch's default
+  int trials = 5;              // timed trials per point; the median is kept
+  double min_trial_ms = 2.0;   // each trial repeats the call until it lasts this long
+  bool quick = false;          // a smaller sweep (tests)
+  // How the trials of one point combine: "median", or "min" (interference from other work on
+  // a shared machine only ever adds time; the minimum estimates the uncontended cost).
+  std::string statistic = "median";
+  // Shapes to measure besides the grid: the GEMMs and convolutions of workloads the platform
+  // will predict (model::ShapesOf), so that their efficiencies are measured, not interpolated.
+  std::vector<model::WorkloadShapes> workloads;
+};
+
+// Called with one line per measured group ("gemm 80 points", ...).
+using LogFn = std::function<void(const std::string&)>;
+
+// Measures the platform. Errors: InvalidInput for a device name LibTorch does not know,
+// Unsupported for a device this build or machine does not have.
+Result<proto::Platform> Calibrate(const CalibrateOptions& options, const LogFn& log = nullptr);
+
+}  // namespace mimic::calibrate

@@ -1,0 +1,472 @@
+#include "mimic/calibrate/calibrate.h"
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/bmm.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
+#include <ATen/ops/_embedding_bag.h>
+#include <ATen/ops/_embedding_bag_backward.h>
+#include <ATen/ops/dropout.h>
+#include <ATen/ops/embedding_bag.h>
+#include <ATen/ops/scaled_dot_product_attention.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/layer_norm.h>
+#include <ATen/ops/max_pool2d_with_indices.h>
+#include <ATen/ops/max_pool2d_with_indices_backward.h>
+#include <ATen/ops/native_batch_norm.h>
+#include <ATen/ops/native_batch_norm_backward.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/randint.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/randn_like.h>
+#include <ATen/ops/relu.h>
+#include <ATen/ops/softmax.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/zeros.h>
+#include <c10/util/Exception.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <vector>
+
+#include "mimic/base/clock.h"
+#include "mimic/base/stats.h"
+#include "mimic/model/platform.h"
+
+namespace mimic::calibrate {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Every point of the sweep is a probe: a call repeated enough times to last min_trial_ms.
+// The trials run in rounds over all probes (round-robin), so that a burst of other work on a
+// shared machine hits different points in different rounds instead of every trial of one.
+class Probes {
+ public:
+  Probes(const CalibrateOptions& o, c10::Device d) : o_(o), device_(d) {
+    if (!device_.is_cpu()) flag_ = at::zeros({1}, at::TensorOptions().device(device_));
+  }
+  // Waits for the device: CPU ops are done when they return; a device copy to the host
+  // waits for every kernel queued before it.
+  void Sync() {
+    if (!device_.is_cpu()) (void)flag_.sum().item<float>();
+  }
+  // Registers `fn` (warmed up and sized now) and returns its index.
+  int Add(std::function<void()> fn) {
+    fn();
+    Sync();
+    const auto t0 = Clock::now();
+    fn();
+    Sync();
+    const double once = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    const int reps = std::clamp(static_cast<int>(std::ceil(o_.min_trial_ms * 1000 / std::max(once, 0.05))), 1, 20000);
+    probes_.push_back({std::move(fn), reps, {}});
+    return static_cast<int>(probes_.size()) - 1;
+  }
+  void RunRounds() {
+    for (int t = 0; t < o_.trials; ++t)
+      for (Probe& p : probes_) {
+        const auto t0 = Clock::now();
+        for (int r = 0; r < p.reps; ++r) p.fn();
+        Sync();
+        p.trials.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / p.reps);
+      }
+  }
+  // Microseconds per call of probe `i`: the median (or minimum) over the rounds.
+  double Us(int i) const {
+    const std::vector<double>& t = probes_[i].trials;
+    return o_.statistic == "min" ? *std::min_element(t.begin(), t.end()) : Median(t);
+  }
+  size_t size() const { return probes_.size(); }
+
+ private:
+  struct Probe {
+    std::function<void()> fn;
+    int reps;
+    std::vector<double> trials;
+  };
+  const CalibrateOptions& o_;
+  c10::Device device_;
+  at::Tensor flag_;
+  std::vector<Probe> probes_;
+};
+
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown cpu";
+}
+
+double CpuMhz() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("cpu MHz", 0) == 0) return std::atof(line.substr(line.find(':') + 1).c_str());
+  return 0;
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+}  // namespace
+
+Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn) {
+  auto log = [&](const std::string& s) {
+    if (log_fn) log_fn(s);
+  };
+  c10::Device device(c10::kCPU);
+  try {
+    device = c10::Device(o.device);
+  } catch (const c10::Error&) {
+    return Status::InvalidInput("--device " + o.device + ": not a device name (try cpu or cuda:0)");
+  }
+  if (device.is_cuda() && !at::hasCUDA())
+    return Status::Unsupported("--device " + o.device + ": no CUDA device visible to this build of LibTorch");
+  if (o.statistic != "median" && o.statistic != "min")
+    return Status::InvalidInput("--statistic " + o.statistic + ": must be median or min");
+  if (!device.is_cpu() && !device.is_cuda())
+    return Status::Unsupported("--device " + o.device + ": only cpu and cuda are calibrated");
+  const bool gpu = device.is_cuda();
+
+  proto::Platform p;
+  if (!o.base.empty()) {
+    MIMIC_ASSIGN_OR_RETURN(p, model::FindPlatform(o.base));
+    p.clear_gemm_efficiency();
+    p.clear_conv_efficiency();
+    p.clear_bandwidth();
+    p.clear_attention_efficiency();
+  }
+  p.set_name(!o.name.empty() ? o.name : (!o.base.empty() ? p.name() : (gpu ? "local_cuda" : "cpu_host")));
+  p.set_device_type(gpu ? "cuda" : "cpu");
+  if (o.threads > 0) at::set_num_threads(o.threads);
+  p.set_threads(at::get_num_threads());
+  const std::string when = UtcNowIso8601();
+  const std::string where = HostName() + " (" + CpuModel() + ", " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) +
+                            " cpus" + (gpu ? ", " + o.device : std::string(", ") + std::to_string(p.threads()) + " threads") + ")";
+  p.set_calibrated_at(when);
+  p.set_calibrated_on(where);
+  const std::string measured = "measured by mimic calibrate on " + where + " at " + when;
+  if (p.description().empty())
+    p.set_description(gpu ? "Local CUDA device, measured by mimic calibrate" : "This CPU host, measured by mimic calibrate: " + where);
+
+  at::NoGradGuard no_grad;
+  Probes probes(o, device);
+  const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat).device(device);
+  try {
+    // Register every probe first; time them all in rounds; then turn times into figures.
+    // The fixed cost of one op through the dispatcher, boxed as replay calls it: the mean of
+    // a view (aten::t), an allocating op (aten::add) and an in-place op (aten::mul_) on
+    // one-element tensors, where the data costs nothing.
+    at::Tensor one = at::randn({1, 1}, f32), other = at::randn({1, 1}, f32);
+    std::vector<int> dispatch_probes;
+    for (const auto& [name, overload] : {std::pair<const char*, const char*>{"aten::t", ""}, {"aten::add", "Tensor"}, {"aten::mul_", "Tensor"}}) {
+      const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+      const bool binary = std::string_view(name) != "aten::t";
+      const bool alpha = std::string_view(name) == "aten::add";
+      dispatch_probes.push_back(probes.Add([one, other, op, binary, alpha] {
+        torch::jit::Stack stack;
+        stack.emplace_back(one);
+        if (binary) stack.emplace_back(other);
+        if (alpha) stack.emplace_back(c10::Scalar(1));
+        op.callBoxed(stack);
+      }));
+    }
+    int launch_probe = -1;
+    if (gpu) {
+      at::Tensor small = at::zeros({32}, f32);
+      launch_probe = probes.Add([small]() mutable { small.add_(1.0); });
+    }
+
+    // GEMM sweep: m (rows, usually the batch) x n x k, fp32 (and bf16 on a GPU).
+    const std::vector<int64_t> ms = o.quick ? std::vector<int64_t>{16, 256} : std::vector<int64_t>{8, 32, 128, 512, 2048};
+    const std::vector<int64_t> nks = o.quick ? std::vector<int64_t>{64, 512} : std::vector<int64_t>{16, 64, 256, 1024};
+    std::vector<std::string> dtypes = {"fp32"};
+    if (gpu) dtypes.push_back("bf16");
+    struct Point {
+      proto::EfficiencyPoint point;
+      double flops;
+      int probe;
+    };
+    std::vector<Point> gemm, conv;
+    for (const std::string& dt : dtypes) {
+      const at::TensorOptions opt = f32.dtype(dt == "bf16" ? at::kBFloat16 : at::kFloat);
+      for (int64_t m : ms)
+        for (int64_t n : nks)
+          for (int64_t k : nks) {
+            at::Tensor a = at::randn({m, k}, opt), b = at::randn({k, n}, opt);
+            Point pt;
+            pt.point.set_m(m), pt.point.set_n(n), pt.point.set_k(k), pt.point.set_batch(1), pt.point.set_dtype(dt);
+            pt.flops = 2.0 * m * n * k;
+            pt.probe = probes.Add([a, b] { (void)at::mm(a, b); });
+            gemm.push_back(pt);
+          }
+    }
+
+    // The workloads' own GEMMs (their dtype where this device has it).
+    for (const model::WorkloadShapes& ws : o.workloads)
+      for (const model::GemmShape& g : ws.gemms) {
+        if (g.dtype != "fp32" && !(gpu && (g.dtype == "bf16" || g.dtype == "fp16"))) continue;
+        if (2.0 * g.batch * g.m * g.n * g.k > 5e10) continue;  // minutes on a CPU
+        const at::TensorOptions opt = f32.dtype(g.dtype == "bf16" ? at::kBFloat16 : g.dtype == "fp16" ? at::kHalf : at::kFloat);
+        Point pt;
+        pt.point.set_m(g.m), pt.point.set_n(g.n), pt.point.set_k(g.k), pt.point.set_batch(g.batch), pt.point.set_dtype(g.dtype);
+        pt.flops = 2.0 * g.batch * g.m * g.n * g.k;
+        if (g.batch > 1) {
+          at::Tensor a = at::randn({g.batch, g.m, g.k}, opt), b = at::randn({g.batch, g.k, g.n}, opt);
+          pt.probe = probes.Add([a, b] { (void)at::bmm(a, b); });
+        } else {
+          at::Tensor a = at::randn({g.m, g.k}, opt), b = at::randn({g.k, g.n}, opt);
+          pt.probe = probes.Add([a, b] { (void)at::mm(a, b); });
+        }
+        gemm.push_back(pt);
+      }
+
+    // The workloads' own convolutions, forward or backward as recorded.
+    for (const model::WorkloadShapes& ws : o.workloads)
+      for (const model::ConvShape& cs : ws.convs) {
+        if (cs.dtype != "fp32" && !gpu) continue;
+        const at::TensorOptions opt = f32.dtype(cs.dtype == "bf16" ? at::kBFloat16 : cs.dtype == "fp16" ? at::kHalf : at::kFloat);
+        at::Tensor x = at::randn(cs.input, opt), w = at::randn(cs.weight, opt);
+        const std::vector<int64_t> out_pad(cs.stride.size(), 0);
+        at::Tensor y = at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, false, out_pad, cs.groups);
+        const model::ImplicitGemm g = model::ImplicitGemmOf(cs);
+        Point pt;
+        pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)), pt.point.set_k(static_cast<int64_t>(g.k));
+        pt.point.set_batch(1), pt.point.set_dtype(cs.dtype), pt.point.set_pass(cs.backward ? "backward" : "forward");
+        pt.flops = 2.0 * g.m * g.n * g.k * (cs.backward ? 2 : 1);
+        if (cs.backward)
+          pt.probe = probes.Add([x, w, y, cs, out_pad] {
+            (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding, cs.dilation, false, out_pad,
+                                           cs.groups, {true, true, false});
+          });
+        else
+          pt.probe = probes.Add([x, w, cs, out_pad] {
+            (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, false, out_pad, cs.groups);
+          });
+        conv.push_back(pt);
+      }
+
+    // The workloads' fused attention, forward.
+    std::vector<Point> attention;
+    for (const model::WorkloadShapes& ws : o.workloads)
+      for (const model::AttentionShape& as : ws.attentions) {
+        if (as.dtype != "fp32" && !gpu) continue;
+        const at::TensorOptions opt = f32.dtype(as.dtype == "bf16" ? at::kBFloat16 : as.dtype == "fp16" ? at::kHalf : at::kFloat);
+        at::Tensor q = at::randn(as.query, opt), k = at::randn(as.key, opt), v = at::randn(as.value, opt);
+        const int64_t bh = as.query[0] * as.query[1];
+        Point pt;
+        pt.point.set_m(bh * as.query[2]), pt.point.set_n(as.key[2]), pt.point.set_k(as.query[3]), pt.point.set_batch(1);
+        pt.point.set_dtype(as.dtype);
+        pt.flops = 4.0 * bh * as.query[2] * as.key[2] * as.query[3];
+        pt.probe = probes.Add([q, k, v] { (void)at::scaled_dot_product_attention(q, k, v); });
+        attention.push_back(pt);
+      }
+
+    // Convolution sweep (3x3, padding 1), forward and backward, as implicit GEMMs.
+    const std::vector<int64_t> batches = o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32};
+    const std::vector<int64_t> cins = o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{3, 16, 64};
+    const std::vector<int64_t> couts = o.quick ? std::vector<int64_t>{32} : std::vector<int64_t>{16, 64, 128};
+    const std::vector<int64_t> sizes = o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{8, 32};
+    for (int64_t nb : batches)
+      for (int64_t ci : cins)
+        for (int64_t co : couts)
+          for (int64_t hw : sizes) {
+            at::Tensor x = at::randn({nb, ci, hw, hw}, f32), w = at::randn({co, ci, 3, 3}, f32);
+            at::Tensor y = at::convolution(x, w, {}, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1);
+            const double m = static_cast<double>(nb * hw * hw);
+            for (const char* pass : {"forward", "backward"}) {
+              const bool bwd = std::string_view(pass) == "backward";
+              Point pt;
+              pt.point.set_m(nb * hw * hw), pt.point.set_n(co), pt.point.set_k(ci * 9), pt.point.set_batch(1);
+              pt.point.set_dtype("fp32"), pt.point.set_pass(pass);
+              pt.flops = 2.0 * m * static_cast<double>(co) * static_cast<double>(ci * 9) * (bwd ? 2 : 1);
+              if (bwd)
+                pt.probe = probes.Add([x, w, y] {
+                  (void)at::convolution_backward(y, x, w, std::nullopt, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1, {true, true, false});
+                });
+              else
+                pt.probe = probes.Add([x, w] { (void)at::convolution(x, w, {}, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1); });
+              conv.push_back(pt);
+            }
+          }
+
+    // Memory-bound kinds by size: bytes as the model counts them (inputs + outputs).
+    struct Traffic {
+      std::string kind;
+      double bytes;       // moved per call
+      double key_bytes;   // the size the model looks the bandwidth up by
+      int probe;
+    };
+    std::vector<Traffic> traffic;
+    const std::vector<int64_t> elems = o.quick ? std::vector<int64_t>{1 << 10, 1 << 18}
+                                               : std::vector<int64_t>{1 << 8, 1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24};
+    for (int64_t n : elems) {
+      const int64_t cols = std::min<int64_t>(n, 256);
+      at::Tensor a = at::randn({n / cols, cols}, f32), b = at::randn({n / cols, cols}, f32);
+      at::Tensor dst = at::empty_like(a);
+      at::Tensor lw = at::randn({cols}, f32), lb = at::randn({cols}, f32);
+      const double bytes = 4.0 * n;
+      auto add = [&](const char* kind, double moved, std::function<void()> fn) {
+        traffic.push_back({kind, moved, moved, probes.Add(std::move(fn))});
+      };
+      add("copy", 2 * bytes, [dst, a]() mutable { dst.copy_(a); });
+      add("unary", 2 * bytes, [a] { (void)at::relu(a); });
+      add("binary", 3 * bytes, [a, b] { (void)at::add(a, b); });
+      add("reduction", bytes + bytes / cols, [a] { (void)at::sum(a, {-1}); });
+      add("softmax", 2 * bytes, [a] { (void)at::softmax(a, -1); });
+      add("norm", 2 * bytes, [a, lw, lb, cols] { (void)at::layer_norm(a, {cols}, lw, lb); });
+      add("dropout", 2 * bytes, [a] { (void)at::dropout(a, 0.1, true); });
+      // 2x2 max pooling and training-mode batch norm over N x 16 x H x H feature maps, as
+      // CNNs run them; bytes as the model counts them (the tensors in and out).
+      if (n >= 1024) {
+        const int64_t h = n >= (1 << 14) ? 32 : 8, batch = std::max<int64_t>(n / (16 * h * h), 1);
+        at::Tensor x = at::randn({batch, 16, h, h}, f32);
+        const double xb = 4.0 * static_cast<double>(x.numel());
+        auto pooled = at::max_pool2d_with_indices(x, {2, 2}, {2, 2});
+        at::Tensor gp = at::randn_like(std::get<0>(pooled));
+        at::Tensor idx = std::get<1>(pooled);
+        add("pool", xb + xb / 4, [x] { (void)at::max_pool2d_with_indices(x, {2, 2}, {2, 2}); });
+        add("pool_backward", xb / 4 + 2 * xb / 4 + 2 * xb, [gp, x, idx] {
+          (void)at::max_pool2d_with_indices_backward(gp, x, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, idx);
+        });
+        at::Tensor w = at::ones({16}, f32), bias = at::zeros({16}, f32), rm = at::zeros({16}, f32), rv = at::ones({16}, f32);
+        auto bn = at::native_batch_norm(x, w, bias, rm, rv, true, 0.1, 1e-5);
+        at::Tensor gy = at::randn_like(x);
+        add("batch_norm", 2 * xb, [x, w, bias, rm, rv] { (void)at::native_batch_norm(x, w, bias, rm, rv, true, 0.1, 1e-5); });
+        add("batch_norm_backward", 3 * xb, [gy, x, w, rm, rv, bn] {
+          (void)at::native_batch_norm_backward(gy, x, w, rm, rv, std::get<1>(bn), std::get<2>(bn), true, 1e-5, {true, true, true});
+        });
+      }
+    }
+    // The workloads' embedding bags: forward by working set ("gather"), backward by the
+    // bytes the model counts for it (the dense gradient written, the gradient rows read twice).
+    for (const model::WorkloadShapes& ws : o.workloads)
+      for (const model::EmbeddingShape& e : ws.embeddings) {
+        if (e.dtype != "fp32" && !gpu) continue;
+        at::Tensor table = at::randn({e.num_weights, e.dim}, f32);
+        at::Tensor idx = at::randint(e.num_weights, {e.lookups}, f32.dtype(at::kLong));
+        at::Tensor offsets = at::empty({e.bags}, at::TensorOptions().dtype(at::kLong));
+        for (int64_t b = 0; b < e.bags; ++b) offsets.data_ptr<int64_t>()[b] = b * e.lookups / e.bags;
+        offsets = offsets.to(device);
+        const double row = 4.0 * e.dim, gathered = row * e.lookups;
+        traffic.push_back({"gather", gathered + 8.0 * (e.lookups + e.bags) + row * e.bags,
+                           std::min(row * e.num_weights, gathered),
+                           probes.Add([table, idx, offsets] { (void)at::embedding_bag(table, idx, offsets, false, 0); })});
+        auto fwd = at::_embedding_bag(table, idx, offsets, false, 0);
+        at::Tensor grad = at::randn({e.bags, e.dim}, f32);
+        const double bwd_bytes = row * e.num_weights + 2 * row * e.bags;
+        traffic.push_back({"embedding_backward", bwd_bytes, bwd_bytes, probes.Add([=] {
+                             (void)at::_embedding_bag_backward(grad, idx, offsets, std::get<1>(fwd), std::get<2>(fwd),
+                                                               std::get<3>(fwd), e.num_weights, false, 0, false, {}, -1);
+                           })});
+      }
+    // Embedding-bag gathers: bandwidth by the working set (the touched rows), so that tables
+    // that fit in cache come out faster than DRAM-resident ones.
+    const std::vector<int64_t> rows = o.quick ? std::vector<int64_t>{1 << 12} : std::vector<int64_t>{1 << 10, 1 << 13, 1 << 16, 1 << 19};
+    for (int64_t v : rows) {
+      const int64_t d = 64, lookups = 1 << 14, bags = lookups / 16;
+      at::Tensor table = at::randn({v, d}, f32);
+      at::Tensor idx = at::randint(v, {lookups}, f32.dtype(at::kLong));
+      at::Tensor offsets = at::arange(0, lookups, lookups / bags, f32.dtype(at::kLong));
+      const double gathered = 4.0 * lookups * d;
+      traffic.push_back({"gather", gathered + 8.0 * (lookups + bags) + 4.0 * bags * d, std::min(4.0 * v * d, gathered),
+                         probes.Add([table, idx, offsets] { (void)at::embedding_bag(table, idx, offsets, false, 0); })});
+    }
+
+    log(std::to_string(probes.size()) + " probes (" + std::to_string(gemm.size()) + " gemm, " + std::to_string(conv.size()) +
+        " conv, " + std::to_string(attention.size()) + " attention, " + std::to_string(traffic.size()) + " bandwidth), " + std::to_string(o.trials) + " rounds");
+    probes.RunRounds();
+
+    double dispatch_us = 0;
+    for (int i : dispatch_probes) dispatch_us += probes.Us(i) / static_cast<double>(dispatch_probes.size());
+    p.mutable_cpu_overheads()->set_dispatch_us(dispatch_us);
+    if (gpu) p.mutable_cpu_overheads()->set_t4_us(std::max(0.0, probes.Us(launch_probe) - dispatch_us));
+    (*p.mutable_sources())["cpu_overheads"] = measured + ": dispatch_us = mean boxed call of aten::t, aten::add, aten::mul_ on one-element tensors" +
+                                              std::string(gpu ? "; t4_us = a tiny aten::add_ launch minus dispatch" : "");
+    log("dispatch: " + std::to_string(dispatch_us) + " us per op");
+    // CPU kernels run inside the dispatch they are timed with; subtract it (never below 10%).
+    auto net_us = [&](double us) { return std::max(us - (gpu ? 0.0 : dispatch_us), us * 0.1); };
+
+    // Peaks: a datasheet base keeps its figures; otherwise the best throughput measured.
+    double best = 0;
+    for (const Point& pt : gemm)
+      if (pt.point.dtype() == "fp32") best = std::max(best, pt.flops / (net_us(probes.Us(pt.probe)) * 1e-6));
+    for (const Point& pt : conv) best = std::max(best, pt.flops / (net_us(probes.Us(pt.probe)) * 1e-6));
+    if (o.base.empty() || model::PeakFlops(p, "fp32", false) <= 0) {
+      (*p.mutable_peak_flops())["fp32"].set_no_tensor_core(best);
+      (*p.mutable_sources())["peak_flops"] = measured + ": the best fp32 GEMM/conv throughput of the sweep (not a datasheet peak)";
+    }
+    for (Point& pt : gemm) {
+      const double us = probes.Us(pt.probe);
+      pt.point.set_time_us(us);
+      const double peak = model::PeakFlops(p, pt.point.dtype(), pt.point.dtype() != "fp32");
+      pt.point.set_efficiency(std::clamp(pt.flops / (net_us(us) * 1e-6) / peak, 1e-4, 1.0));
+      *p.add_gemm_efficiency() = pt.point;
+    }
+    for (Point& pt : conv) {
+      const double us = probes.Us(pt.probe);
+      pt.point.set_time_us(us);
+      pt.point.set_efficiency(std::clamp(pt.flops / (net_us(us) * 1e-6) / model::PeakFlops(p, "fp32", false), 1e-4, 1.0));
+      *p.add_conv_efficiency() = pt.point;
+    }
+    for (Point& pt : attention) {
+      const double us = probes.Us(pt.probe);
+      pt.point.set_time_us(us);
+      const double peak = model::PeakFlops(p, pt.point.dtype(), pt.point.dtype() != "fp32");
+      pt.point.set_efficiency(std::clamp(pt.flops / (net_us(us) * 1e-6) / peak, 1e-4, 1.0));
+      *p.add_attention_efficiency() = pt.point;
+    }
+    const std::string how = o.statistic + " of " + std::to_string(o.trials) + " round-robin trials";
+    (*p.mutable_sources())["gemm_efficiency"] = measured + ": aten::mm, " + how + ", dispatch subtracted";
+    (*p.mutable_sources())["conv_efficiency"] =
+        measured + ": aten::convolution / convolution_backward 3x3, m = N*H*W, n = C_out, k = C_in*9, " + how;
+    double dram = 0;
+    for (const Traffic& t : traffic) {
+      proto::BandwidthPoint* bp = p.add_bandwidth();
+      bp->set_kind(t.kind);
+      bp->set_bytes(t.key_bytes);
+      bp->set_bytes_per_s(t.bytes / (net_us(probes.Us(t.probe)) * 1e-6));
+      if (t.kind == "copy") dram = bp->bytes_per_s();  // the largest size comes last
+    }
+    if (o.base.empty()) {
+      p.set_memory_bandwidth_bytes_per_s(dram);
+      (*p.mutable_sources())["memory_bandwidth_bytes_per_s"] = measured + ": copy_ of the largest size swept";
+    }
+    (*p.mutable_sources())["bandwidth"] = measured + ": copy_, relu, add, sum, softmax, layer_norm, dropout, 2x2 max pooling and batch norm (forward and backward), embedding_bag by size" +
+                                          (o.workloads.empty() ? "" : ", the workloads' embedding bags and their backward") + ", " + how +
+                                          ", dispatch subtracted";
+    if (!attention.empty())
+      (*p.mutable_sources())["attention_efficiency"] = measured + ": scaled_dot_product_attention at the workloads' shapes, " + how;
+  } catch (const c10::Error& e) {
+    return Status::Internal(std::string("calibration failed in LibTorch: ") + e.what_without_backtrace());
+  }
+  if (!gpu) {
+    p.set_sm_count(p.threads());
+    p.set_boost_clock_mhz(CpuMhz());
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (l3 > 0) p.set_l2_bytes(static_cast<double>(l3));
+    (*p.mutable_sources())["sm_count"] = "CPU: intra-op threads used (" + where + ")";
+    (*p.mutable_sources())["boost_clock_mhz"] = "CPU: /proc/cpuinfo 'cpu MHz'";
+    (*p.mutable_sources())["l2_bytes"] = "CPU: last-level cache, sysconf(_SC_LEVEL3_CACHE_SIZE)";
+    (*p.mutable_sources())["collectives"] = "not measured: calibrate measures collectives only where ranks are present";
+  }
+  MIMIC_RETURN_IF_ERROR(model::CheckPlatform("calibrated platform", p));
+  return p;
+}
+
+}  // namespace mimic::calibrate

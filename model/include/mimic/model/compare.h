@@ -1,0 +1,51 @@
+// Original vs replay vs prediction, side by side (mimic compare): the comparison record and
+// its JSON and self-contained HTML renderings. Pure functions; thread-safe.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mimic::model {
+
+// One row: the three sides in milliseconds (nullopt where a side is missing).
+struct SideBySide {
+  int64_t ops = 0;
+  std::optional<double> original_ms, replay_ms, predicted_ms;
+};
+
+// A span of one iteration's timeline strip, from the iteration's start.
+struct Span {
+  double start_ms = 0, duration_ms = 0;
+  std::string op_class;
+  std::string name;
+};
+
+struct Comparison {
+  std::vector<std::pair<std::string, std::string>> context;  // host, device, input, platform, ...
+  SideBySide end_to_end;
+  std::map<std::string, SideBySide> op_classes;
+  double gpu_active_ms = 0, exposed_comm_ms = 0;  // predicted
+  std::vector<Span> original_timeline, replay_timeline, predicted_timeline;
+  std::vector<std::string> notes;
+};
+
+// Signed relative error (a - b) / b; nullopt when a side is missing or b is not positive.
+std::optional<double> RelativeError(std::optional<double> a, std::optional<double> b);
+
+// Geometric mean of |error| over the op classes where both sides are known and differ;
+// nullopt when there is none.
+std::optional<double> GeomeanAbsError(const Comparison& c, std::optional<double> SideBySide::*a,
+                                      std::optional<double> SideBySide::*b);
+
+// The JSON report: context, end_to_end, op_classes, geomean_abs_error, timeline, notes
+// (docs/cli.md lists the keys).
+std::string RenderComparisonJson(const Comparison& c);
+
+// One HTML file with inline CSS and JS, no network: a summary table, bar charts per op class,
+// a timeline strip of one iteration (original, replay, prediction) and the context block.
+std::string RenderComparisonHtml(const Comparison& c);
+
+}  // namespace mimic::model

@@ -1,0 +1,69 @@
+// The compute-bound shapes a workload runs (GEMMs and convolutions), as the op models read
+// them from the recorded arguments: what `mimic calibrate --workload` adds to its sweeps so
+// that the efficiency table holds those exact shapes. Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/workload.pb.h"
+
+namespace mimic::model {
+
+struct GemmShape {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  std::string dtype;  // "fp32", "bf16", ...
+  bool operator==(const GemmShape&) const = default;
+};
+
+struct ConvShape {
+  std::vector<int64_t> input, weight;  // NCHW... and OIHW...
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups = 1;
+  bool backward = false;
+  std::string dtype;
+  bool operator==(const ConvShape&) const = default;
+};
+
+// The GEMM an op computes (aten::mm, addmm, bmm, baddbmm, matmul, linear, mv, ...); false when
+// the op is not one or its tensors are not recorded.
+bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out);
+
+// The convolution an op computes (aten::conv1d/2d/3d, convolution, _convolution,
+// convolution_backward); false otherwise.
+bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out);
+
+// An embedding-bag lookup: a table of num_weights x dim, `lookups` indices into `bags` bags.
+struct EmbeddingShape {
+  int64_t num_weights = 0, dim = 0, lookups = 0, bags = 0;
+  std::string dtype;
+  bool operator==(const EmbeddingShape&) const = default;
+};
+
+// Fused attention: query B x H x L x E, key/value B x H x S x E.
+struct AttentionShape {
+  std::vector<int64_t> query, key, value;
+  std::string dtype;
+  bool operator==(const AttentionShape&) const = default;
+};
+
+bool EmbeddingShapeOf(const proto::Workload& w, const proto::Op& op, EmbeddingShape* out);
+bool AttentionShapeOf(const proto::Workload& w, const proto::Op& op, AttentionShape* out);
+
+// A convolution as the GEMM it amounts to: m = N x output pixels, n = output channels,
+// k = input channels per group x kernel pixels.
+struct ImplicitGemm {
+  double m = 1, n = 1, k = 1;
+};
+ImplicitGemm ImplicitGemmOf(const ConvShape& c);
+
+struct WorkloadShapes {
+  std::vector<GemmShape> gemms;  // distinct, in first-seen order
+  std::vector<ConvShape> convs;
+  std::vector<EmbeddingShape> embeddings;
+  std::vector<AttentionShape> attentions;
+};
+WorkloadShapes ShapesOf(const proto::Workload& w);
+
+}  // namespace mimic::model

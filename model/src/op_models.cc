@@ -1,0 +1,610 @@
+// The op-class table: one record per class with the function that counts its FLOPs and
+// bytes and prices them (nccl-tests' testColl / ggml's op_flops pattern). docs/model.md
+// describes each model and where its constants come from.
+#include "op_models.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "mimic/eg/op_class.h"
+#include "mimic/model/platform.h"
+#include "mimic/model/shapes.h"
+
+namespace mimic::model {
+namespace {
+
+using eg::OpClass;
+
+std::string_view BaseName(std::string_view name) {
+  const size_t ns = name.find("::");
+  const size_t dot = name.find('.', ns == std::string_view::npos ? 0 : ns + 2);
+  return name.substr(0, dot);
+}
+
+const proto::Tensor* TensorOf(const proto::Workload& w, const proto::Value& v) {
+  if (v.kind_case() != proto::Value::kTensor) return nullptr;
+  if (v.tensor() < 0 || v.tensor() >= w.tensors_size()) return nullptr;
+  return &w.tensors(v.tensor());
+}
+
+void CollectTensors(const proto::Workload& w, const proto::Value& v, std::vector<const proto::Tensor*>& out) {
+  if (const proto::Tensor* t = TensorOf(w, v)) {
+    out.push_back(t);
+  } else if (v.kind_case() == proto::Value::kList) {
+    for (const proto::Value& item : v.list().items()) CollectTensors(w, item, out);
+  }
+}
+
+std::vector<const proto::Tensor*> Tensors(const proto::Workload& w,
+                                          const google::protobuf::RepeatedPtrField<proto::Value>& values) {
+  std::vector<const proto::Tensor*> out;
+  for (const proto::Value& v : values) CollectTensors(w, v, out);
+  return out;
+}
+
+double Bytes(const proto::Tensor* t) {
+  return t ? static_cast<double>(std::max<int64_t>(t->numel(), 0)) * static_cast<double>(std::max<int64_t>(t->itemsize(), 1)) : 0;
+}
+
+double Prod(const proto::Tensor* t, int from, int to) {
+  double p = 1;
+  for (int i = std::max(from, 0); i < std::min(to, t->shape_size()); ++i) p *= static_cast<double>(t->shape(i));
+  return p;
+}
+
+int64_t Dim(const proto::Tensor* t, int i) {
+  if (i < 0) i += t->shape_size();
+  return (i >= 0 && i < t->shape_size()) ? t->shape(i) : 1;
+}
+
+double DistinctBytes(const std::vector<const proto::Tensor*>& a, const std::vector<const proto::Tensor*>& b) {
+  double sum = 0;
+  for (const proto::Tensor* t : a) sum += Bytes(t);
+  for (const proto::Tensor* t : b) sum += Bytes(t);
+  return sum;
+}
+
+bool IsGpu(const proto::Platform& p) { return p.device_type() == "cuda"; }
+
+// Time for `flops` at `eff` of peak, bounded below by the bytes at memory bandwidth (roofline).
+double RooflineUs(const proto::Platform& p, double flops, double bytes, double peak, double eff) {
+  const double compute = peak > 0 ? flops / (peak * std::max(eff, 1e-3)) : 0;
+  const double memory = bytes / EffectiveBandwidth(p, "copy", bytes);
+  return std::max(compute, memory) * 1e6;
+}
+
+bool UsesTensorCores(std::string_view dtype) { return dtype != "fp32" && dtype != "fp64"; }
+
+struct Ctx {
+  const proto::Workload& w;
+  const proto::Op& op;
+  const proto::Platform& p;
+  std::string_view name;  // base name
+  std::vector<const proto::Tensor*> in, out;
+};
+
+// A GEMM-shaped op: batch x (m x k) . (k x n).
+OpCost GemmModel(const Ctx& c) {
+  OpCost cost;
+  cost.model = "gemm";
+  GemmShape g;
+  if (!GemmShapeOf(c.w, c.op, &g)) return cost;
+  const double batch = static_cast<double>(g.batch), m = static_cast<double>(g.m), n = static_cast<double>(g.n),
+               k = static_cast<double>(g.k);
+  cost.flops = 2 * batch * m * n * k;
+  cost.bytes = DistinctBytes(c.in, c.out);
+  const double eff = ShapeEfficiency(c.p, c.p.gemm_efficiency(), batch * m, n, k, g.dtype, "");
+  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, g.dtype, UsesTensorCores(g.dtype)), eff);
+  return cost;
+}
+
+// Convolutions as implicit GEMMs: m = N x output pixels, n = output channels, k = input
+// channels per group x kernel pixels. The backward does one such GEMM per gradient it computes.
+OpCost ConvModel(const Ctx& c) {
+  OpCost cost;
+  cost.model = "conv";
+  ConvShape cs;
+  if (!ConvShapeOf(c.w, c.op, &cs)) return cost;
+  double passes = 1;
+  if (cs.backward) {
+    passes = 0;
+    // output_mask, the last bool list: grad_input, grad_weight, grad_bias.
+    const proto::Value& last = c.op.inputs(c.op.inputs_size() - 1);
+    if (last.kind_case() == proto::Value::kList && last.list().items_size() >= 2) {
+      for (int i = 0; i < 2; ++i) passes += last.list().items(i).bool_value() ? 1 : 0;
+    } else {
+      passes = 2;
+    }
+  }
+  const ImplicitGemm g = ImplicitGemmOf(cs);
+  cost.flops = 2 * g.m * g.n * g.k * passes;
+  cost.bytes = DistinctBytes(c.in, c.out);
+  const double eff = ShapeEfficiency(c.p, c.p.conv_efficiency(), g.m, g.n, g.k, cs.dtype, cs.backward ? "backward" : "forward");
+  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, cs.dtype, UsesTensorCores(cs.dtype)), eff);
+  return cost;
+}
+
+// Fused attention: Q.K^T and P.V, 4 x B x H x L x S x E FLOPs (the backward about 2.5x).
+OpCost AttentionModel(const Ctx& c) {
+  OpCost cost;
+  cost.model = "attention";
+  if (c.in.size() < 3) return cost;
+  const proto::Tensor* q = c.in[0];
+  const proto::Tensor* k = c.in[1];
+  const bool backward = c.name.find("backward") != std::string_view::npos;
+  const proto::Tensor* qq = backward && c.in.size() >= 4 ? c.in[1] : q;
+  const proto::Tensor* kk = backward && c.in.size() >= 4 ? c.in[2] : k;
+  const double bh = Prod(qq, 0, qq->shape_size() - 2);
+  const double l = static_cast<double>(Dim(qq, -2)), s = static_cast<double>(Dim(kk, -2));
+  const double e = static_cast<double>(Dim(qq, -1));
+  const std::string_view dtype = DtypeKey(qq->dtype());
+  cost.flops = 4 * bh * l * s * e * (backward ? 2.5 : 1.0);
+  cost.bytes = DistinctBytes(c.in, c.out);
+  // The fused kernel's own table where calibrated (its backward at the forward's efficiency),
+  // else the GEMM table.
+  const double eff = c.p.attention_efficiency_size() > 0
+                         ? ShapeEfficiency(c.p, c.p.attention_efficiency(), bh * l, s, e, dtype, "")
+                         : ShapeEfficiency(c.p, c.p.gemm_efficiency(), bh * l, s, e, dtype, "");
+  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, dtype, UsesTensorCores(dtype)), eff);
+  return cost;
+}
+
+// Memory-bound ops: bytes read and written over the effective bandwidth at that size.
+OpCost BandwidthModel(const Ctx& c, std::string_view kind, double bytes) {
+  OpCost cost;
+  cost.model = "bandwidth";
+  cost.bytes = bytes;
+  cost.compute_us = bytes > 0 ? bytes / EffectiveBandwidth(c.p, kind, bytes) * 1e6 : 0;
+  return cost;
+}
+
+// Embedding lookups: the rows gathered (from cache when the table's touched rows fit), the
+// output, the indices; backward: the dense gradient written plus the scattered rows.
+OpCost EmbeddingModel(const Ctx& c) {
+  if (c.in.empty()) return BandwidthModel(c, "gather", DistinctBytes(c.in, c.out));
+  const bool backward = c.name.find("backward") != std::string_view::npos;
+  const bool scatter = c.name.find("scatter") != std::string_view::npos || c.name.find("index_add") != std::string_view::npos ||
+                       c.name.find("index_put") != std::string_view::npos;
+  double out_bytes = 0;
+  for (const proto::Tensor* t : c.out) out_bytes += Bytes(t);
+  if (c.name == "aten::embedding_bag" || c.name == "aten::_embedding_bag" ||
+      c.name == "aten::_embedding_bag_forward_only" || c.name == "aten::embedding") {
+    const proto::Tensor* table = c.in[0];
+    const double row_bytes = static_cast<double>(Dim(table, -1)) * static_cast<double>(table->itemsize());
+    const double lookups = c.in.size() >= 2 ? static_cast<double>(c.in[1]->numel()) : 0;
+    const double gathered = lookups * row_bytes;
+    double index_bytes = 0;
+    for (size_t i = 1; i < c.in.size(); ++i) index_bytes += Bytes(c.in[i]);
+    const double working_set = std::min(Bytes(table), gathered);
+    OpCost cost;
+    cost.model = "embedding";
+    cost.bytes = gathered + index_bytes + (c.out.empty() ? 0 : Bytes(c.out[0]));
+    cost.compute_us = cost.bytes / EffectiveBandwidth(c.p, "gather", std::max(working_set, 1.0)) * 1e6;
+    return cost;
+  }
+  if (backward || scatter) {
+    // grad (or src) rows scattered into the output; the output is written once whole.
+    const proto::Tensor* grad = c.in[0];
+    bool calibrated = false;
+    for (const proto::BandwidthPoint& b : c.p.bandwidth()) calibrated |= b.kind() == "embedding_backward";
+    // The calibrated backward is embedding_bag's (sort + accumulate); other backwards scatter.
+    const bool bag_backward = c.name == "aten::_embedding_bag_backward" || c.name == "aten::_embedding_bag_dense_backward";
+    OpCost cost = BandwidthModel(c, bag_backward && calibrated ? "embedding_backward" : "binary", out_bytes + 2 * Bytes(grad));
+    cost.model = "embedding";
+    return cost;
+  }
+  OpCost cost = BandwidthModel(c, "gather", 2 * out_bytes + (c.in.size() >= 2 ? Bytes(c.in.back()) : 0));
+  cost.model = "embedding";
+  return cost;
+}
+
+OpCost ReductionNormModel(const Ctx& c) {
+  // Pooling and training-mode batch norm make several passes or gather windows: kinds of
+  // their own where calibrated (EffectiveBandwidth falls back to "binary" otherwise).
+  std::string_view kind = "reduction";
+  if (c.name.find("softmax") != std::string_view::npos) kind = "softmax";
+  else if (c.name.find("pool") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "pool_backward" : "pool";
+  else if (c.name.find("batch_norm") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "batch_norm_backward" : "batch_norm";
+  else if (c.name.find("norm") != std::string_view::npos) kind = "norm";
+  return BandwidthModel(c, kind, DistinctBytes(c.in, c.out));
+}
+
+// Elementwise ops that generate random numbers cost far more per byte than arithmetic.
+const std::string_view kRandomOps[] = {"aten::dropout", "aten::native_dropout", "aten::bernoulli_", "aten::bernoulli",
+                                       "aten::feature_dropout", "aten::uniform_", "aten::normal_", "aten::rand",
+                                       "aten::randn", "aten::rand_like", "aten::randn_like"};
+
+OpCost ElementwiseModel(const Ctx& c) {
+  for (std::string_view r : kRandomOps)
+    if (r == c.name) return BandwidthModel(c, "dropout", DistinctBytes(c.in, c.out));
+  return BandwidthModel(c, c.in.size() >= 2 ? "binary" : "unary", DistinctBytes(c.in, c.out));
+}
+
+OpCost MemcpyModel(const Ctx& c) {
+  double out_bytes = 0;
+  for (const proto::Tensor* t : c.out) out_bytes += Bytes(t);
+  if (c.name == "aten::copy_" && c.in.size() >= 2) out_bytes = Bytes(c.in[1]);
+  if (c.name == "aten::_local_scalar_dense" || c.name == "aten::item") out_bytes = 8;
+  OpCost cost = BandwidthModel(c, "copy", 2 * out_bytes);
+  // A host-device copy crosses PCIe.
+  bool cross = false;
+  for (const proto::Tensor* t : c.in)
+    for (const proto::Tensor* o : c.out)
+      if ((t->device().rfind("cuda", 0) == 0) != (o->device().rfind("cuda", 0) == 0)) cross = true;
+  if (cross && c.p.host_device_bytes_per_s() > 0) cost.compute_us = out_bytes / c.p.host_device_bytes_per_s() * 1e6;
+  cost.model = "memcpy";
+  return cost;
+}
+
+// Views and metadata ops: no data moves, only the dispatch.
+const std::string_view kViewOps[] = {
+    "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias", "aten::t",
+    "aten::transpose", "aten::permute", "aten::expand", "aten::expand_as", "aten::as_strided",
+    "aten::unsqueeze", "aten::squeeze", "aten::select", "aten::slice", "aten::narrow",
+    "aten::detach", "aten::detach_", "aten::alias", "aten::empty", "aten::empty_like",
+    "aten::empty_strided", "aten::new_empty", "aten::new_empty_strided", "aten::resize_",
+    "aten::set_", "aten::lift_fresh", "aten::split", "aten::split_with_sizes", "aten::chunk",
+    "aten::unbind", "aten::flatten", "aten::unflatten", "aten::view_as", "aten::numpy_T",
+    "aten::result_type", "aten::is_nonzero", "aten::size", "aten::stride", "aten::contiguous",
+    "aten::_has_compatible_shallow_copy_type", "aten::to", "aten::type_as", "aten::matrix_H",
+    "aten::unfold", "aten::diagonal", "aten::movedim", "aten::swapaxes", "aten::mT"};
+
+// True when every output shares storage with an input and the op is not in place (a
+// trailing '_'): a view, whatever its name.
+bool AliasesInputs(const Ctx& c) {
+  if (c.out.empty() || c.name.empty() || c.name.back() == '_') return false;
+  for (const proto::Tensor* o : c.out) {
+    bool shared = false;
+    for (const proto::Tensor* i : c.in) shared |= i->storage_id() == o->storage_id() && o->storage_id() != 0;
+    if (!shared) return false;
+  }
+  return true;
+}
+
+OpCost OtherModel(const Ctx& c) {
+  bool view = AliasesInputs(c);
+  // "detach" without a namespace: the autograd-level twin under aten::detach.
+  for (std::string_view v : kViewOps) view |= v == c.name || v.substr(6) == c.name;
+  if (view) {
+    OpCost cost;
+    cost.model = "view";
+    cost.launches = false;
+    return cost;
+  }
+  return BandwidthModel(c, "unary", DistinctBytes(c.in, c.out));
+}
+
+struct ClassModel {
+  OpClass op_class;
+  OpCost (*fn)(const Ctx&);
+};
+
+// One record per class. Collectives are priced by CollectiveCost, not here.
+const ClassModel kModels[] = {
+    {OpClass::kGemm, GemmModel},
+    {OpClass::kConv, ConvModel},
+    {OpClass::kAttention, AttentionModel},
+    {OpClass::kEmbedding, EmbeddingModel},
+    {OpClass::kReductionNorm, ReductionNormModel},
+    {OpClass::kElementwise, ElementwiseModel},
+    {OpClass::kMemcpy, MemcpyModel},
+    {OpClass::kOther, OtherModel},
+};
+
+double CollectiveFactor(std::string_view coll, int64_t n) {
+  const double dn = static_cast<double>(std::max<int64_t>(n, 1));
+  if (coll == "all_reduce") return 2 * (dn - 1) / dn;
+  if (coll == "all_gather" || coll == "reduce_scatter" || coll == "all_to_all") return (dn - 1) / dn;
+  if (coll == "barrier") return 0;
+  return 1;  // broadcast, reduce, send/recv
+}
+
+std::string_view CollectiveKind(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  lower.erase(std::remove(lower.begin(), lower.end(), '_'), lower.end());
+  if (lower.find("allreduce") != std::string::npos) return "all_reduce";
+  if (lower.find("allgather") != std::string::npos) return "all_gather";
+  if (lower.find("reducescatter") != std::string::npos) return "reduce_scatter";
+  if (lower.find("alltoall") != std::string::npos) return "all_to_all";
+  if (lower.find("broadcast") != std::string::npos) return "broadcast";
+  if (lower.find("barrier") != std::string::npos) return "barrier";
+  if (lower.find("reduce") != std::string::npos) return "reduce";
+  if (lower.find("send") != std::string::npos || lower.find("recv") != std::string::npos) return "send_recv";
+  return "all_reduce";
+}
+
+}  // namespace
+
+std::string_view DtypeKey(proto::DType d) {
+  switch (d) {
+    case proto::FLOAT64: return "fp64";
+    case proto::FLOAT16: return "fp16";
+    case proto::BFLOAT16: return "bf16";
+    case proto::FLOAT8_E4M3FN:
+    case proto::FLOAT8_E5M2: return "fp8";
+    case proto::INT8:
+    case proto::UINT8: return "int8";
+    default: return "fp32";
+  }
+}
+
+double EffectiveBandwidth(const proto::Platform& p, std::string_view kind, double bytes) {
+  std::vector<std::pair<double, double>> pts;  // (log bytes, log bytes_per_s)
+  for (std::string_view k : {kind, std::string_view("binary"), std::string_view("")}) {
+    for (const proto::BandwidthPoint& b : p.bandwidth())
+      if (k.empty() || b.kind() == k) pts.emplace_back(std::log(b.bytes()), std::log(b.bytes_per_s()));
+    if (!pts.empty()) break;
+  }
+  if (pts.empty()) return p.memory_bandwidth_bytes_per_s() * (IsGpu(p) ? 0.8 : 0.5);
+  std::sort(pts.begin(), pts.end());
+  const double x = std::log(std::max(bytes, 1.0));
+  if (x <= pts.front().first) return std::exp(pts.front().second);
+  if (x >= pts.back().first) return std::exp(pts.back().second);
+  for (size_t i = 1; i < pts.size(); ++i) {
+    if (x <= pts[i].first) {
+      const double span = pts[i].first - pts[i - 1].first;
+      const double t = span > 0 ? (x - pts[i - 1].first) / span : 0;
+      return std::exp(pts[i - 1].second + t * (pts[i].second - pts[i - 1].second));
+    }
+  }
+  return std::exp(pts.back().second);
+}
+
+double ShapeEfficiency(const proto::Platform& p,
+                       const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table,
+                       double m, double n, double k, std::string_view dtype, std::string_view pass) {
+  m = std::max(m, 1.0), n = std::max(n, 1.0), k = std::max(k, 1.0);
+  struct Near {
+    double d2, eff;
+  };
+  std::vector<Near> near;
+  auto pass_of = [](const proto::EfficiencyPoint& e) { return e.pass().empty() ? std::string_view("forward") : std::string_view(e.pass()); };
+  const std::string_view want_pass = pass.empty() ? "forward" : pass;
+  for (int attempt = 0; attempt < 3 && near.empty(); ++attempt) {
+    for (const proto::EfficiencyPoint& e : table) {
+      if (attempt == 0 && (e.dtype() != dtype || pass_of(e) != want_pass)) continue;
+      if (attempt == 1 && e.dtype() != dtype && e.dtype() != "fp32") continue;
+      const double dm = std::log2(m) - std::log2(static_cast<double>(e.m()) * std::max<int64_t>(e.batch(), 1));
+      const double dn = std::log2(n) - std::log2(static_cast<double>(e.n()));
+      const double dk = std::log2(k) - std::log2(static_cast<double>(e.k()));
+      near.push_back({dm * dm + dn * dn + dk * dk, e.efficiency()});
+    }
+  }
+  if (!near.empty()) {
+    std::sort(near.begin(), near.end(), [](const Near& a, const Near& b) { return a.d2 < b.d2; });
+    if (near[0].d2 < 1e-9) return near[0].eff;
+    double wsum = 0, esum = 0;
+    for (size_t i = 0; i < std::min<size_t>(near.size(), 4); ++i) {
+      const double wgt = 1.0 / near[i].d2;
+      wsum += wgt;
+      esum += wgt * near[i].eff;
+    }
+    return esum / wsum;
+  }
+  if (!IsGpu(p)) return 0.5;
+  // Datasheet GPU: output tiles spread over the SMs in waves; a partial last wave idles SMs
+  // (wave quantization), and short K cannot hide the pipeline fill. Like cuBLAS's heuristics,
+  // take the tile size that does best: big tiles run closer to peak, small ones fill more SMs.
+  struct Tile {
+    double m, n, eff;
+  };
+  constexpr Tile kTiles[] = {{256, 128, 0.80}, {128, 128, 0.75}, {128, 64, 0.68}, {64, 64, 0.60}};
+  const double sms = static_cast<double>(std::max<int64_t>(p.sm_count(), 1));
+  double best = 0;
+  for (const Tile& t : kTiles) {
+    const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
+    const double waves = std::ceil(tiles / sms);
+    best = std::max(best, t.eff * (tiles / (waves * sms)));
+  }
+  return best * (k / (k + 64));
+}
+
+OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p) {
+  Ctx c{w, op, p, BaseName(op.name()), Tensors(w, op.inputs()), Tensors(w, op.outputs())};
+  const OpClass cls = eg::ClassOf(op.name());
+  OpCost cost;
+  for (const ClassModel& m : kModels)
+    if (m.op_class == cls) {
+      cost = m.fn(c);
+      break;
+    }
+  if (cost.compute_us == 0 && cost.launches && std::string_view(cost.model) != "view")
+    cost = BandwidthModel(c, "unary", DistinctBytes(c.in, c.out));
+  if (IsGpu(p) && cost.launches) cost.compute_us = std::max(cost.compute_us, p.min_kernel_us());
+  return cost;
+}
+
+OpCost CollectiveCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p, int64_t ranks) {
+  OpCost cost;
+  cost.model = "collective";
+  std::string_view coll = CollectiveKind(op.name());
+  auto attr = op.attrs().find("collective_name");
+  if (attr != op.attrs().end() && attr->second.kind_case() == proto::Value::kStringValue)
+    coll = CollectiveKind(attr->second.string_value());
+  // The message size S as nccl-tests counts it (the whole array for gather/scatter kinds).
+  double in_bytes = 0, out_bytes = 0;
+  for (const proto::Tensor* t : Tensors(w, op.inputs())) in_bytes += Bytes(t);
+  for (const proto::Tensor* t : Tensors(w, op.outputs())) out_bytes += Bytes(t);
+  auto elems = [&](const char* key) -> double {
+    auto it = op.attrs().find(key);
+    return it != op.attrs().end() && it->second.kind_case() == proto::Value::kIntValue ? static_cast<double>(it->second.int_value()) : -1;
+  };
+  const double item = [&] {
+    auto t = Tensors(w, op.inputs());
+    return t.empty() ? 4.0 : static_cast<double>(std::max<int64_t>(t[0]->itemsize(), 1));
+  }();
+  if (elems("in_msg_nelems") >= 0) in_bytes = elems("in_msg_nelems") * item;
+  if (elems("out_msg_nelems") >= 0) out_bytes = elems("out_msg_nelems") * item;
+  double s = in_bytes;
+  if (coll == "all_gather") s = std::max(out_bytes, in_bytes * static_cast<double>(ranks));
+  if (coll == "all_to_all") s = std::max(in_bytes, out_bytes);
+  cost.bytes = s;
+  double alpha_us = IsGpu(p) ? 10.0 : 20.0;
+  double bus = 0;
+  const proto::CollectiveParams* best = nullptr;
+  for (const proto::CollectiveParams& cp : p.collectives())
+    if (cp.collective() == coll && (!best || std::llabs(cp.ranks() - ranks) < std::llabs(best->ranks() - ranks))) best = &cp;
+  if (best) {
+    alpha_us = best->alpha_us();
+    bus = best->bus_bytes_per_s();
+  } else {
+    const double link = ranks > 8 && p.inter_node_bytes_per_s() > 0 ? p.inter_node_bytes_per_s() : p.gpu_gpu_bytes_per_s();
+    bus = link > 0 ? 0.8 * link : 0.5 * p.memory_bandwidth_bytes_per_s();
+  }
+  cost.compute_us = alpha_us + (ranks > 1 ? s * CollectiveFactor(coll, ranks) / bus * 1e6 : 0);
+  return cost;
+}
+
+namespace {
+
+std::vector<int64_t> IntList(const proto::Op& op, int i) {
+  std::vector<int64_t> out;
+  if (i >= op.inputs_size()) return out;
+  const proto::Value& v = op.inputs(i);
+  if (v.kind_case() == proto::Value::kList)
+    for (const proto::Value& item : v.list().items())
+      if (item.kind_case() == proto::Value::kIntValue) out.push_back(item.int_value());
+  if (v.kind_case() == proto::Value::kIntValue) out.push_back(v.int_value());
+  return out;
+}
+
+int64_t IntAt(const proto::Op& op, int i, int64_t fallback) {
+  return i < op.inputs_size() && op.inputs(i).kind_case() == proto::Value::kIntValue ? op.inputs(i).int_value() : fallback;
+}
+
+std::vector<int64_t> Shape(const proto::Tensor* t) { return {t->shape().begin(), t->shape().end()}; }
+
+// A product of recorded sizes as an int64, 0 when it does not fit (then no shape is read).
+int64_t ToInt(double v) { return v >= 1 && v < 9e18 ? static_cast<int64_t>(v) : 0; }
+
+}  // namespace
+
+bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) {
+  const std::string_view name = BaseName(op.name());
+  if (eg::ClassOf(op.name()) != OpClass::kGemm || name == "aten::einsum") return false;
+  const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
+  const bool has_bias = name == "aten::addmm" || name == "aten::baddbmm" || name == "aten::addmv" ||
+                        name == "aten::_addmm_activation";
+  const size_t a_i = has_bias ? 1 : 0;
+  if (in.size() < a_i + 2) return false;
+  const proto::Tensor* a = in[a_i];
+  const proto::Tensor* b = in[a_i + 1];
+  if (a->shape_size() == 0 || b->shape_size() == 0) return false;
+  GemmShape g;
+  if (name == "aten::linear") {
+    g.k = Dim(a, -1);
+    g.m = ToInt(Prod(a, 0, a->shape_size() - 1));
+    g.n = Dim(b, 0);
+  } else if (a->shape_size() >= 3 || (name == "aten::matmul" && b->shape_size() >= 3)) {
+    if (b->shape_size() <= 2) {  // (..., m, k) . (k, n): one big GEMM
+      g.m = ToInt(Prod(a, 0, a->shape_size() - 1));
+    } else {
+      g.batch = ToInt(std::max(Prod(a, 0, a->shape_size() - 2), Prod(b, 0, b->shape_size() - 2)));
+      g.m = a->shape_size() >= 2 ? Dim(a, -2) : 1;
+    }
+    g.k = Dim(a, -1);
+    g.n = b->shape_size() >= 2 ? Dim(b, -1) : 1;
+  } else {
+    g.m = a->shape_size() >= 2 ? Dim(a, 0) : 1;
+    g.k = Dim(a, -1);
+    g.n = b->shape_size() >= 2 ? Dim(b, -1) : 1;
+  }
+  g.dtype = std::string(DtypeKey(a->dtype()));
+  if (g.batch <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0) return false;
+  *out = g;
+  return true;
+}
+
+bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) {
+  const std::string_view name = BaseName(op.name());
+  const bool backward = name == "aten::convolution_backward";
+  // Argument positions of stride, padding, dilation and groups in each schema.
+  int s = 3, p = 4, d = 5, g = 8;
+  if (name == "aten::conv1d" || name == "aten::conv2d" || name == "aten::conv3d") g = 6;
+  else if (backward) s = 4, p = 5, d = 6, g = 9;
+  else if (name != "aten::convolution" && name != "aten::_convolution") return false;
+  const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
+  if (in.size() < (backward ? 3u : 2u)) return false;
+  const proto::Tensor* x = backward ? in[1] : in[0];
+  const proto::Tensor* wt = backward ? in[2] : in[1];
+  if (wt->shape_size() < 3 || x->shape_size() != wt->shape_size()) return false;
+  ConvShape c;
+  c.input = Shape(x), c.weight = Shape(wt);
+  const size_t spatial = c.weight.size() - 2;
+  c.stride = IntList(op, s), c.padding = IntList(op, p), c.dilation = IntList(op, d);
+  c.groups = IntAt(op, g, 1);
+  auto fill = [&](std::vector<int64_t>& v, int64_t dflt) {
+    if (v.size() == 1) v.assign(spatial, v[0]);
+    if (v.size() != spatial) v.assign(spatial, dflt);
+  };
+  fill(c.stride, 1), fill(c.padding, 0), fill(c.dilation, 1);
+  for (size_t i = 0; i < spatial; ++i)
+    if (c.stride[i] <= 0 || c.padding[i] < 0 || c.dilation[i] <= 0) return false;
+  if (c.groups <= 0 || c.input[1] != c.weight[1] * c.groups) c.groups = std::max<int64_t>(1, c.input[1] / std::max<int64_t>(c.weight[1], 1));
+  c.backward = backward;
+  c.dtype = std::string(DtypeKey(x->dtype()));
+  *out = c;
+  return true;
+}
+
+ImplicitGemm ImplicitGemmOf(const ConvShape& c) {
+  ImplicitGemm g;
+  double out_pixels = 1, kernel = 1;
+  for (size_t i = 0; i + 2 < c.weight.size(); ++i) {
+    const int64_t eff_k = c.dilation[i] * (c.weight[i + 2] - 1) + 1;
+    const int64_t o = (c.input[i + 2] + 2 * c.padding[i] - eff_k) / c.stride[i] + 1;
+    out_pixels *= static_cast<double>(std::max<int64_t>(o, 1));
+    kernel *= static_cast<double>(c.weight[i + 2]);
+  }
+  g.m = static_cast<double>(c.input[0]) * out_pixels;
+  g.n = static_cast<double>(c.weight[0]);
+  g.k = static_cast<double>(c.weight[1]) * kernel;
+  return g;
+}
+
+bool EmbeddingShapeOf(const proto::Workload& w, const proto::Op& op, EmbeddingShape* out) {
+  const std::string_view name = BaseName(op.name());
+  if (name != "aten::embedding_bag" && name != "aten::_embedding_bag" && name != "aten::_embedding_bag_forward_only")
+    return false;
+  const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
+  if (in.size() < 3 || in[0]->shape_size() != 2 || in[1]->shape_size() != 1 || in[2]->shape_size() != 1) return false;
+  EmbeddingShape e;
+  e.num_weights = in[0]->shape(0), e.dim = in[0]->shape(1);
+  e.lookups = in[1]->shape(0), e.bags = in[2]->shape(0);
+  e.dtype = std::string(DtypeKey(in[0]->dtype()));
+  if (e.num_weights <= 0 || e.dim <= 0 || e.lookups <= 0 || e.bags <= 0) return false;
+  *out = e;
+  return true;
+}
+
+bool AttentionShapeOf(const proto::Workload& w, const proto::Op& op, AttentionShape* out) {
+  if (eg::ClassOf(op.name()) != OpClass::kAttention || op.name().find("backward") != std::string::npos) return false;
+  const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
+  if (in.size() < 3 || in[0]->shape_size() != 4 || in[1]->shape_size() != 4 || in[2]->shape_size() != 4) return false;
+  AttentionShape a;
+  a.query = Shape(in[0]), a.key = Shape(in[1]), a.value = Shape(in[2]);
+  a.dtype = std::string(DtypeKey(in[0]->dtype()));
+  *out = a;
+  return true;
+}
+
+WorkloadShapes ShapesOf(const proto::Workload& w) {
+  WorkloadShapes out;
+  for (const proto::Op& op : w.ops()) {
+    EmbeddingShape e;
+    if (EmbeddingShapeOf(w, op, &e) && std::find(out.embeddings.begin(), out.embeddings.end(), e) == out.embeddings.end())
+      out.embeddings.push_back(e);
+    AttentionShape a;
+    if (AttentionShapeOf(w, op, &a) && std::find(out.attentions.begin(), out.attentions.end(), a) == out.attentions.end())
+      out.attentions.push_back(a);
+    GemmShape g;
+    if (GemmShapeOf(w, op, &g) && std::find(out.gemms.begin(), out.gemms.end(), g) == out.gemms.end()) out.gemms.push_back(g);
+    ConvShape c;
+    if (ConvShapeOf(w, op, &c) && std::find(out.convs.begin(), out.convs.end(), c) == out.convs.end()) out.convs.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace mimic::model

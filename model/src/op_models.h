@@ -1,0 +1,46 @@
+// Per-op time models, chosen by operator class from a table (op_models.cc): what one leaf
+// op (an op with no children in the trace) costs on a platform. Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "mimic/model/shapes.h"
+#include "proto/platform.pb.h"
+#include "proto/workload.pb.h"
+
+namespace mimic::model {
+
+struct OpCost {
+  const char* model = "none";  // the table record that priced it
+  double flops = 0;
+  double bytes = 0;
+  double compute_us = 0;       // kernel (device) or CPU compute time, overheads excluded
+  bool launches = true;        // false for views and metadata ops: no kernel, no compute
+};
+
+// The cost of `op` as a leaf on `p`. Never fails: an op whose arguments the model cannot read
+// is priced by the bytes of the tensors it touches.
+OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p);
+
+// Collective cost by alpha-beta with the nccl-tests bus factor (docs/model.md). `ranks` is the
+// group size. Sets `bytes` to the message size S.
+OpCost CollectiveCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p,
+                      int64_t ranks);
+
+// Effective bandwidth of memory-bound kind `kind` at `bytes` per call on `p`: interpolated in
+// log(bytes) between the calibrated points of that kind, else of any kind, else a fraction of
+// the datasheet memory bandwidth.
+double EffectiveBandwidth(const proto::Platform& p, std::string_view kind, double bytes);
+
+// Efficiency (fraction of peak) of a GEMM-shaped computation from the calibrated points
+// (inverse-distance weighting over the nearest shapes in log space), else a wave-quantization
+// estimate for GPUs. `table` is gemm_efficiency or conv_efficiency.
+double ShapeEfficiency(const proto::Platform& p,
+                       const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table,
+                       double m, double n, double k, std::string_view dtype, std::string_view pass);
+
+// "fp32", "bf16", ... for a workload dtype.
+std::string_view DtypeKey(proto::DType d);
+
+}  // namespace mimic::model

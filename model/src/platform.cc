@@ -1,0 +1,149 @@
+#include "mimic/model/platform.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cmath>
+#include <set>
+
+#include "builtin_platforms.h"
+#include "mimic/base/file.h"
+
+namespace mimic::model {
+namespace {
+
+const std::set<std::string_view> kDtypes = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8"};
+
+Status Bad(const std::string& path, const std::string& field, const std::string& what) {
+  return Status::InvalidInput(path + ": field " + field + ": " + what);
+}
+
+Status CheckNonNegative(const std::string& path, const std::string& field, double v) {
+  if (!std::isfinite(v) || v < 0) return Bad(path, field, "must be a finite number >= 0");
+  return Status::Ok();
+}
+
+Status CheckEfficiency(const std::string& path, const std::string& field,
+                       const proto::EfficiencyPoint& e) {
+  if (e.m() <= 0 || e.n() <= 0 || e.k() <= 0 || e.batch() < 0 || e.time_us() < 0)
+    return Bad(path, field, "shape sizes must be positive");
+  if (!(e.efficiency() > 0 && e.efficiency() <= 1.0))
+    return Bad(path, field + ".efficiency", "must be in (0, 1]");
+  if (!kDtypes.count(e.dtype())) return Bad(path, field + ".dtype", "unknown dtype '" + e.dtype() + "'");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckPlatform(const std::string& path, const proto::Platform& p) {
+  if (p.name().empty()) return Bad(path, "name", "is missing");
+  if (p.device_type() != "cuda" && p.device_type() != "cpu")
+    return Bad(path, "device_type", "must be \"cuda\" or \"cpu\", not \"" + p.device_type() + "\"");
+  for (const auto& [dtype, peak] : p.peak_flops()) {
+    if (!kDtypes.count(dtype)) return Bad(path, "peak_flops." + dtype, "unknown dtype");
+    MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, "peak_flops." + dtype + ".tensor_core", peak.tensor_core()));
+    MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, "peak_flops." + dtype + ".no_tensor_core", peak.no_tensor_core()));
+  }
+  if (!(PeakFlops(p, "fp32", false) > 0)) return Bad(path, "peak_flops.fp32", "must be positive");
+  if (!(p.memory_bandwidth_bytes_per_s() > 0) || !std::isfinite(p.memory_bandwidth_bytes_per_s()))
+    return Bad(path, "memory_bandwidth_bytes_per_s", "must be positive");
+  const std::pair<const char*, double> figures[] = {
+      {"memory_bytes", p.memory_bytes()},
+      {"l2_bytes", p.l2_bytes()},
+      {"sm_count", static_cast<double>(p.sm_count())},
+      {"base_clock_mhz", p.base_clock_mhz()},
+      {"boost_clock_mhz", p.boost_clock_mhz()},
+      {"host_device_bytes_per_s", p.host_device_bytes_per_s()},
+      {"gpu_gpu_bytes_per_s", p.gpu_gpu_bytes_per_s()},
+      {"inter_node_bytes_per_s", p.inter_node_bytes_per_s()},
+      {"cpu_overheads.t1_us", p.cpu_overheads().t1_us()},
+      {"cpu_overheads.t2_us", p.cpu_overheads().t2_us()},
+      {"cpu_overheads.t3_us", p.cpu_overheads().t3_us()},
+      {"cpu_overheads.t4_us", p.cpu_overheads().t4_us()},
+      {"cpu_overheads.t5_us", p.cpu_overheads().t5_us()},
+      {"cpu_overheads.dispatch_us", p.cpu_overheads().dispatch_us()},
+      {"price_per_gpu_hour", p.price_per_gpu_hour()},
+      {"threads", static_cast<double>(p.threads())},
+  };
+  for (const auto& [field, v] : figures) MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, field, v));
+  for (int i = 0; i < p.gemm_efficiency_size(); ++i)
+    MIMIC_RETURN_IF_ERROR(CheckEfficiency(path, "gemm_efficiency[" + std::to_string(i) + "]", p.gemm_efficiency(i)));
+  for (int i = 0; i < p.conv_efficiency_size(); ++i)
+    MIMIC_RETURN_IF_ERROR(CheckEfficiency(path, "conv_efficiency[" + std::to_string(i) + "]", p.conv_efficiency(i)));
+  for (int i = 0; i < p.attention_efficiency_size(); ++i)
+    MIMIC_RETURN_IF_ERROR(CheckEfficiency(path, "attention_efficiency[" + std::to_string(i) + "]", p.attention_efficiency(i)));
+  for (int i = 0; i < p.bandwidth_size(); ++i) {
+    const proto::BandwidthPoint& b = p.bandwidth(i);
+    const std::string f = "bandwidth[" + std::to_string(i) + "]";
+    if (b.kind().empty()) return Bad(path, f + ".kind", "is missing");
+    if (!(b.bytes() > 0) || !(b.bytes_per_s() > 0) || !std::isfinite(b.bytes_per_s()))
+      return Bad(path, f, "bytes and bytes_per_s must be positive");
+  }
+  for (int i = 0; i < p.collectives_size(); ++i) {
+    const proto::CollectiveParams& c = p.collectives(i);
+    const std::string f = "collectives[" + std::to_string(i) + "]";
+    if (c.collective().empty()) return Bad(path, f + ".collective", "is missing");
+    MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, f + ".alpha_us", c.alpha_us()));
+    if (!(c.bus_bytes_per_s() > 0)) return Bad(path, f + ".bus_bytes_per_s", "must be positive");
+    if (c.ranks() < 0) return Bad(path, f + ".ranks", "must be >= 0");
+  }
+  for (const char* field : {"peak_flops", "memory_bandwidth_bytes_per_s"})
+    if (!p.sources().count(field)) return Bad(path, std::string("sources.") + field, "every platform must say where its figures come from");
+  return Status::Ok();
+}
+
+Result<proto::Platform> ParsePlatform(const std::string& name, std::string_view json) {
+  proto::Platform p;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto st = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), &p, options);
+  if (!st.ok()) return Status::InvalidInput(name + ": not a platform: " + std::string(st.message()));
+  MIMIC_RETURN_IF_ERROR(CheckPlatform(name, p));
+  return p;
+}
+
+Result<proto::Platform> LoadPlatform(const std::string& path) {
+  MIMIC_ASSIGN_OR_RETURN(FileContents contents, ReadFile(path));
+  return ParsePlatform(path, contents.bytes.view());
+}
+
+std::vector<std::string> BuiltinPlatformNames() {
+  std::vector<std::string> names;
+  for (const BuiltinPlatform& b : BuiltinPlatforms()) names.emplace_back(b.name);
+  return names;
+}
+
+Result<proto::Platform> FindPlatform(std::string_view name_or_path) {
+  for (const BuiltinPlatform& b : BuiltinPlatforms())
+    if (b.name == name_or_path) return ParsePlatform("builtin:platforms/" + std::string(b.name) + ".json", b.json);
+  const std::string path(name_or_path);
+  Result<proto::Platform> p = LoadPlatform(path);
+  if (!p.ok() && p.status().code() == StatusCode::kNotFound) {
+    std::string names;
+    for (const std::string& n : BuiltinPlatformNames()) names += (names.empty() ? "" : ", ") + n;
+    return Status::NotFound(path + ": no such platform file, and not a built-in platform (" + names + ")");
+  }
+  return p;
+}
+
+std::string PlatformToJson(const proto::Platform& platform) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(platform, &out, options);
+  return out;
+}
+
+double PeakFlops(const proto::Platform& p, std::string_view dtype, bool tensor_core) {
+  auto it = p.peak_flops().find(std::string(dtype));
+  if (it == p.peak_flops().end()) {
+    if (dtype == "fp32") return 0;
+    return PeakFlops(p, "fp32", tensor_core);
+  }
+  if (tensor_core && it->second.tensor_core() > 0) return it->second.tensor_core();
+  if (it->second.no_tensor_core() > 0) return it->second.no_tensor_core();
+  return it->second.tensor_core();
+}
+
+}  // namespace mimic::model

@@ -1,0 +1,305 @@
+// Predict(): prices every op under each top-level op with the op-class table, then walks one
+// iteration: the CPU thread issues ops (with T1-T5 overheads) and, on a GPU, launches kernels
+// onto streams (a kernel starts at max(its launch, its stream free)); collectives wait for the
+// compute stream and run on their own stream. docs/model.md has the details.
+#include "mimic/model/predict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "mimic/base/stats.h"
+#include "mimic/eg/op_class.h"
+#include "mimic/eg/workload.h"
+#include "op_models.h"
+
+namespace mimic::model {
+namespace {
+
+// Lin et al. count only gaps below 200 us as T1: longer ones are the job doing something
+// else (data loading, logging), not per-op overhead.
+constexpr double kMaxT1Us = 200.0;
+
+Result<int> SelectSegment(const proto::Workload& w, const eg::OpTree& tree, const PredictOptions& o,
+                          std::string* selection) {
+  if (!o.label.empty()) {
+    std::string label = o.label;
+    if (label.rfind("## ", 0) != 0) label = "## " + label + " ##";
+    for (const proto::Segment& s : w.segments())
+      if (s.kind() == proto::Segment::LABEL && s.name() == label) return *selection = s.name(), tree.IndexOf(s.op_id());
+    return Status::InvalidInput("--label \"" + o.label + "\": no such label in the trace");
+  }
+  const proto::Segment* first = nullptr;
+  for (const proto::Segment& s : w.segments()) {
+    if (s.kind() != proto::Segment::ITERATION) continue;
+    if (o.iteration >= 0 && s.step() == o.iteration) return *selection = s.name(), tree.IndexOf(s.op_id());
+    if (!first) first = &s;
+  }
+  if (o.iteration >= 0)
+    return Status::InvalidInput("--iteration " + std::to_string(o.iteration) + ": no ProfilerStep#" +
+                                std::to_string(o.iteration) + " in the trace");
+  if (first) return *selection = first->name(), tree.IndexOf(first->op_id());
+  *selection = "whole trace";
+  return -1;
+}
+
+struct SubtreeCost {
+  double compute_us = 0;  // sum of leaf compute
+  double flops = 0, bytes = 0;
+  int nodes = 0;          // ops dispatched (the op and everything under it)
+  int launches = 0;       // leaves that launch a kernel
+  const char* model = "none";
+};
+
+void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::Platform& p, int index,
+                SubtreeCost& acc) {
+  const proto::Op& op = w.ops(index);
+  acc.nodes += 1;
+  if (eg::IsDelayOp(op)) {
+    // synth's substitution: the op is replaced by a spin of attrs["delay_us"].
+    auto it = op.attrs().find("delay_us");
+    if (it != op.attrs().end())
+      acc.compute_us += it->second.kind_case() == proto::Value::kIntValue ? static_cast<double>(it->second.int_value())
+                                                                         : it->second.double_value();
+    acc.model = "delay";
+    return;
+  }
+  const eg::OpClass cls = eg::ClassOf(op.name());
+  // Attention dispatches to a fused kernel (itself of class attention, priced whole) or, with
+  // dropout or on some backends, to the math path of bmm, softmax and dropout: the recorded
+  // children say which ran.
+  const bool recurse = cls == eg::OpClass::kOther || cls == eg::OpClass::kAttention;
+  if (tree.Children(index).empty() || !recurse) {
+    // A leaf, or a composite of a known class: the class model prices the whole op (its
+    // children are how this backend happens to implement it).
+    if (!tree.Children(index).empty()) {
+      // Count the children's dispatches, not their compute.
+      std::vector<int> stack(tree.Children(index).begin(), tree.Children(index).end());
+      while (!stack.empty()) {
+        const int c = stack.back();
+        stack.pop_back();
+        acc.nodes += 1;
+        for (int g : tree.Children(c)) stack.push_back(g);
+      }
+    }
+    const OpCost cost = LeafCost(w, op, p);
+    acc.compute_us += cost.compute_us;
+    acc.flops += cost.flops;
+    acc.bytes += cost.bytes;
+    acc.launches += cost.launches ? 1 : 0;
+    if (std::string_view(acc.model) == "none" || std::string_view(acc.model) == "view") acc.model = cost.model;
+    return;
+  }
+  for (int c : tree.Children(index)) Accumulate(w, tree, p, c, acc);
+}
+
+double RecordedKernelUs(const proto::Workload& w, const eg::OpTree& tree, int index) {
+  double sum = 0;
+  for (const proto::Kernel& k : w.ops(index).kernels()) sum += k.duration_us();
+  for (int c : tree.Children(index)) sum += RecordedKernelUs(w, tree, c);
+  return sum;
+}
+
+void RecordedKernels(const proto::Workload& w, const eg::OpTree& tree, int index, std::vector<const proto::Kernel*>& out) {
+  for (const proto::Kernel& k : w.ops(index).kernels()) out.push_back(&k);
+  for (int c : tree.Children(index)) RecordedKernels(w, tree, c, out);
+}
+
+// Length of the union of intervals.
+double UnionLength(std::vector<std::pair<double, double>> iv) {
+  std::sort(iv.begin(), iv.end());
+  double total = 0, cur_s = 0, cur_e = -1;
+  for (const auto& [s, e] : iv) {
+    if (s > cur_e) {
+      if (cur_e > cur_s) total += cur_e - cur_s;
+      cur_s = s, cur_e = e;
+    } else {
+      cur_e = std::max(cur_e, e);
+    }
+  }
+  if (cur_e > cur_s) total += cur_e - cur_s;
+  return total;
+}
+
+// Length of `a` not covered by the union of `b`.
+double UncoveredLength(const std::vector<std::pair<double, double>>& a, const std::vector<std::pair<double, double>>& b) {
+  std::vector<std::pair<double, double>> both = a;
+  both.insert(both.end(), b.begin(), b.end());
+  return UnionLength(both) - UnionLength(b);
+}
+
+bool IsSyncOp(const proto::Workload& w, const proto::Op& op) {
+  const std::string& n = op.name();
+  if (n == "aten::item" || n == "aten::_local_scalar_dense" || n.find("synchronize") != std::string::npos) return true;
+  if (n == "aten::copy_" || n == "aten::to" || n == "aten::_to_copy") {
+    // A copy that lands on the host waits for the device.
+    for (const proto::Value& v : op.outputs())
+      if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0 && v.tensor() < w.tensors_size() &&
+          w.tensors(v.tensor()).device() == "cpu")
+        for (const proto::Value& i : op.inputs())
+          if (i.kind_case() == proto::Value::kTensor && i.tensor() >= 0 && i.tensor() < w.tensors_size() &&
+              w.tensors(i.tensor()).device().rfind("cuda", 0) == 0)
+            return true;
+  }
+  return false;
+}
+
+// T1-T5 from the workload's Kineto spans, where it has them (medians over the selection).
+struct Overheads {
+  double t1 = 0, t2 = 0, t3 = 0, t4 = 0, t5 = 0, dispatch = 0;
+  bool t1_from_trace = false;
+};
+
+Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top, const proto::Platform& p,
+                         const eg::OpTree& tree, bool from_trace, std::vector<std::string>& notes) {
+  const proto::CpuOverheads& c = p.cpu_overheads();
+  Overheads o{c.t1_us(), c.t2_us(), c.t3_us(), c.t4_us(), c.t5_us(), c.dispatch_us(), false};
+  if (!from_trace || !w.kineto().present()) return o;
+  std::vector<double> t2, t3, t5;
+  for (int i : top) {
+    const proto::Op& op = w.ops(i);
+    if (!op.has_cpu_span()) continue;
+    std::vector<const proto::Kernel*> ks;
+    RecordedKernels(w, tree, i, ks);
+    if (ks.empty()) continue;
+    std::sort(ks.begin(), ks.end(), [](const proto::Kernel* a, const proto::Kernel* b) { return a->launch_us() < b->launch_us(); });
+    if (ks.front()->launch_us() <= 0) continue;
+    t2.push_back(std::max(0.0, ks.front()->launch_us() - op.cpu_start_us()));
+    t3.push_back(std::max(0.0, op.cpu_start_us() + op.cpu_duration_us() - ks.back()->launch_us() - o.t4));
+    for (size_t k = 1; k < ks.size(); ++k) t5.push_back(std::max(0.0, ks[k]->launch_us() - ks[k - 1]->launch_us() - o.t4));
+  }
+  if (!t2.empty()) o.t2 = Median(t2), o.t3 = Median(t3);
+  if (!t5.empty()) o.t5 = Median(t5);
+  o.t1_from_trace = true;
+  notes.push_back(t2.empty() ? "T1 (gaps between ops) from the Kineto trace; dispatch cost from the platform"
+                             : "T1, T2, T3, T5 from the Kineto trace (medians); T4 from the platform");
+  return o;
+}
+
+}  // namespace
+
+Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, const PredictOptions& opts) {
+  Prediction pred;
+  pred.platform = p.name();
+  const eg::OpTree tree(w);
+  MIMIC_ASSIGN_OR_RETURN(const int segment, SelectSegment(w, tree, opts, &pred.selection));
+  const std::vector<int> top = eg::ReplayableOps(w, tree, segment, /*include_compiled=*/true);
+  if (top.empty()) return Status::Unsupported("nothing to predict: no top-level op with a schema in " + pred.selection);
+  const bool gpu = p.device_type() == "cuda";
+  const bool trace_gpu = w.kineto().kernels_linked() > 0;
+  const Overheads oh = TraceOverheads(w, top, p, tree, opts.overheads_from_trace, pred.notes);
+  if (!p.calibrated_at().empty()) pred.notes.push_back("platform calibrated at " + p.calibrated_at() + " on " + p.calibrated_on());
+  else pred.notes.push_back("platform figures are datasheet values (not calibrated): GEMM efficiency by wave quantization, bandwidth at a fixed fraction of peak");
+  int64_t ranks = opts.world_size > 0 ? opts.world_size : w.provenance().world_size();
+  for (const proto::ProcessGroup& g : w.provenance().process_groups()) ranks = std::max(ranks, g.size());
+  ranks = std::max<int64_t>(ranks, 1);
+
+  // The simulation: one CPU cursor per thread; streams free times; device intervals.
+  std::map<int64_t, double> cpu_free;  // by thread
+  std::map<int64_t, double> stream_free;
+  std::vector<std::pair<double, double>> compute_iv, comm_iv;
+  std::map<int64_t, const proto::Op*> last_on_thread;
+  double cpu_overhead_us = 0;
+  bool any_sync = false;
+  const int64_t kDefaultStream = 7;       // PyTorch's default compute stream id in Kineto
+  const int64_t kCommStream = -1;         // a stream of its own when the trace recorded none
+
+  for (int i : top) {
+    const proto::Op& op = w.ops(i);
+    OpPrediction o;
+    o.op_id = op.id();
+    o.name = op.name();
+    o.op_class = std::string(eg::OpClassName(eg::ClassOf(op.name())));
+    const bool collective = eg::IsCollectiveOp(op);
+    SubtreeCost sc;
+    if (collective) {
+      const OpCost cc = CollectiveCost(w, op, p, ranks);
+      sc.compute_us = cc.compute_us, sc.bytes = cc.bytes, sc.nodes = 1, sc.launches = 1, sc.model = cc.model;
+    } else {
+      Accumulate(w, tree, p, i, sc);
+    }
+    o.model = sc.model;
+    o.flops = sc.flops;
+    o.bytes = sc.bytes;
+    o.compute_us = sc.compute_us;
+    if (trace_gpu) {
+      const double k = RecordedKernelUs(w, tree, i);
+      o.original_us = k > 0 || !op.has_cpu_span() ? k : -1;
+    } else if (op.has_cpu_span()) {
+      o.original_us = op.cpu_duration_us();
+    }
+
+    // T1: the gap before this op on its thread.
+    double& cursor = cpu_free[op.thread()];
+    double gap = oh.t1;
+    if (oh.t1_from_trace) {
+      gap = 0;
+      auto prev = last_on_thread.find(op.thread());
+      if (prev != last_on_thread.end() && prev->second->has_cpu_span() && op.has_cpu_span()) {
+        const double g = op.cpu_start_us() - (prev->second->cpu_start_us() + prev->second->cpu_duration_us());
+        if (g > 0 && g < kMaxT1Us) gap = g;
+      }
+    }
+    last_on_thread[op.thread()] = &op;
+    cursor += gap;
+    cpu_overhead_us += gap;
+    o.start_us = cursor;
+
+    if (!gpu) {
+      // A CPU platform: the op runs on its thread; each dispatch costs the platform's
+      // dispatcher overhead, the leaves their compute.
+      o.overhead_us = sc.nodes * oh.dispatch;
+      o.predicted_us = o.compute_us + o.overhead_us;
+      cursor += o.predicted_us;
+      cpu_overhead_us += o.overhead_us;
+      compute_iv.emplace_back(o.start_us, o.start_us + o.compute_us);
+    } else {
+      // A GPU platform: the CPU spends T2, n launches (T4) with T5 between, T3; the device
+      // work starts when both its launch is done and its stream is free.
+      const int n = std::max(sc.launches, 0);
+      std::vector<const proto::Kernel*> ks;
+      RecordedKernels(w, tree, i, ks);
+      const int64_t stream = !ks.empty() ? ks.front()->stream() : (collective ? kCommStream : kDefaultStream);
+      double cpu_us = n > 0 ? oh.t2 + n * oh.t4 + (n - 1) * oh.t5 + oh.t3 : sc.nodes * oh.dispatch;
+      const double launch_end = cursor + (n > 0 ? oh.t2 + n * oh.t4 + (n - 1) * oh.t5 : 0);
+      o.overhead_us = cpu_us;
+      o.predicted_us = o.compute_us;
+      if (n > 0 && o.compute_us > 0) {
+        double start = std::max(launch_end, stream_free[stream]);
+        if (collective) start = std::max(start, stream_free[kDefaultStream]);  // waits for the compute stream
+        const double end = start + o.compute_us;
+        stream_free[stream] = end;
+        (collective ? comm_iv : compute_iv).emplace_back(start, end);
+      }
+      cursor += cpu_us;
+      cpu_overhead_us += cpu_us;
+      if (IsSyncOp(w, op)) {
+        any_sync = true;
+        for (const auto& [s, free] : stream_free) cursor = std::max(cursor, free);
+      }
+    }
+    ClassTime& ct = pred.by_class[o.op_class];
+    ct.ops += 1;
+    ct.predicted_ms += o.predicted_us / 1000;
+    if (o.original_us >= 0) ct.original_ms = std::max(ct.original_ms, 0.0) + o.original_us / 1000;
+    pred.ops.push_back(std::move(o));
+  }
+  double end = 0;
+  for (const auto& [t, c] : cpu_free) end = std::max(end, c);
+  for (const auto& [s, f] : stream_free) end = std::max(end, f);
+  pred.iteration_ms = end / 1000;
+  pred.gpu_active_ms = (gpu ? UnionLength([&] {
+    auto all = compute_iv;
+    all.insert(all.end(), comm_iv.begin(), comm_iv.end());
+    return all;
+  }()) : UnionLength(compute_iv)) / 1000;
+  pred.exposed_comm_ms = UncoveredLength(comm_iv, compute_iv) / 1000;
+  pred.cpu_overhead_ms = cpu_overhead_us / 1000;
+  if (gpu && !trace_gpu)
+    pred.notes.push_back("the workload has no recorded kernels: every non-view leaf op is assumed to launch one kernel on the default stream");
+  if (gpu && any_sync) pred.notes.push_back("host-device synchronizing ops (item, copies to the host) wait for every stream");
+  if (ranks > 1) pred.notes.push_back("collectives over " + std::to_string(ranks) + " ranks, ranks assumed symmetric (each rank waits at each collective for the same work)");
+  return pred;
+}
+
+}  // namespace mimic::model

@@ -1,0 +1,48 @@
+#include "mimic/base/json_writer.h"
+#include "mimic/model/predict.h"
+
+namespace mimic::model {
+
+std::string PredictionToJson(const Prediction& p) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("platform").String(p.platform);
+  j.Key("selection").String(p.selection);
+  j.Key("iteration_ms").Double(p.iteration_ms);
+  j.Key("gpu_active_ms").Double(p.gpu_active_ms);
+  j.Key("exposed_comm_ms").Double(p.exposed_comm_ms);
+  j.Key("cpu_overhead_ms").Double(p.cpu_overhead_ms);
+  j.Key("by_class").BeginObject();
+  for (const auto& [name, c] : p.by_class) {
+    j.Key(name).BeginObject();
+    j.Key("ops").Int(c.ops);
+    j.Key("predicted_ms").Double(c.predicted_ms);
+    j.Key("original_ms").Optional(c.original_ms >= 0 ? std::optional<double>(c.original_ms) : std::nullopt);
+    j.EndObject();
+  }
+  j.EndObject();
+  j.Key("ops").BeginArray();
+  for (const OpPrediction& o : p.ops) {
+    j.BeginObject();
+    j.Key("id").Int(o.op_id);
+    j.Key("name").String(o.name);
+    j.Key("op_class").String(o.op_class);
+    j.Key("model").String(o.model);
+    j.Key("flops").Double(o.flops);
+    j.Key("bytes").Double(o.bytes);
+    j.Key("compute_us").Double(o.compute_us);
+    j.Key("overhead_us").Double(o.overhead_us);
+    j.Key("predicted_us").Double(o.predicted_us);
+    j.Key("start_us").Double(o.start_us);
+    j.Key("original_us").Optional(o.original_us >= 0 ? std::optional<double>(o.original_us) : std::nullopt);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.Key("notes").BeginArray();
+  for (const std::string& n : p.notes) j.String(n);
+  j.EndArray();
+  j.EndObject();
+  return j.str() + "\n";
+}
+
+}  // namespace mimic::model

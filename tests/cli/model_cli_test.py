@@ -1,0 +1,240 @@
+"""End-to-end tests of `mimic calibrate`, `mimic predict` and `mimic compare`, and of the HTML
+report rendered in headless Chromium (Debian package `chromium`, installed by scripts/setup.sh).
+
+Checks the JSON against what the trace files hold (read here with Python's json module) and
+the rendered page against the JSON.
+"""
+
+import gzip
+import html.parser
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SAMPLES = os.path.join(ROOT, "fleet_samples")
+MIMIC = os.environ.get("MIMIC_BIN", os.path.join(ROOT, "build", "default", "cli", "mimic"))
+
+
+def mimic(*args, timeout=600):
+    return subprocess.run([MIMIC, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def sample(name):
+    return [os.path.join(SAMPLES, name + ".et.json.gz"), "--kineto", os.path.join(SAMPLES, name + ".kineto.json.gz")]
+
+
+def first_step(name):
+    """The ProfilerStep#1 span of the sample's Kineto trace."""
+    with gzip.open(os.path.join(SAMPLES, name + ".kineto.json.gz"), "rt") as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    step = next(e for e in events if e["name"] == "ProfilerStep#1")
+    return step
+
+
+def chromium_binary():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+class DomCollector(html.parser.HTMLParser):
+    """Collects the rendered SVG rects and the summary table's cells."""
+
+    def __init__(self):
+        super().__init__()
+        self.rects = []
+        self.cells = {}   # (row, key) -> text
+        self.body = {}
+        self._row = None
+        self._key = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "body":
+            self.body = a
+        elif tag == "rect":
+            self.rects.append(a)
+        elif tag == "tr":
+            self._row = a.get("data-row")
+        elif tag == "td" and self._row:
+            self._key = a.get("data-key")
+            self.cells[(self._row, self._key)] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "td":
+            self._key = None
+
+    def handle_data(self, data):
+        if self._row and self._key:
+            self.cells[(self._row, self._key)] += data
+
+
+class PredictTest(unittest.TestCase):
+
+    def test_predicts_every_op_replay_selects_with_classes_adding_up(self):
+        r = mimic("predict", *sample("mlp"), "--platform", "cpu_host", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = json.loads(r.stdout)
+        for key in ("platform", "selection", "iteration_ms", "gpu_active_ms", "exposed_comm_ms", "by_class", "ops"):
+            self.assertIn(key, got)
+        self.assertEqual(got["platform"], "cpu_host")
+        self.assertEqual(got["selection"], "ProfilerStep#1")
+        self.assertEqual(sum(c["ops"] for c in got["by_class"].values()), len(got["ops"]))
+        for cls, c in got["by_class"].items():
+            self.assertAlmostEqual(c["predicted_ms"],
+                                   sum(o["predicted_us"] for o in got["ops"] if o["op_class"] == cls) / 1000, places=6)
+        # The original side is the ops' own Kineto spans: they lie inside the profiled step.
+        step = first_step("mlp")
+        self.assertLess(sum(o["original_us"] for o in got["ops"]), step["dur"])
+        self.assertGreater(got["iteration_ms"], 0)
+        # The same ops as the replay.
+        with tempfile.TemporaryDirectory() as tmp:
+            report = os.path.join(tmp, "r.json")
+            r = mimic("replay", *sample("mlp"), "--warmup", "0", "--iters", "1", "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(report) as f:
+                replay = json.load(f)
+        self.assertEqual(len(got["ops"]), replay["coverage"]["total"])
+
+    def test_a_gpu_platform_predicts_a_cpu_capture_as_a_cross_platform_prediction(self):
+        cpu = json.loads(mimic("predict", *sample("transformer"), "--platform", "cpu_host", "--json").stdout)
+        r = mimic("predict", *sample("transformer"), "--platform", "h200", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        gpu = json.loads(r.stdout)
+        self.assertEqual(gpu["platform"], "h200")
+        self.assertEqual(len(gpu["ops"]), len(cpu["ops"]))
+        self.assertTrue(any("no recorded kernels" in n for n in gpu["notes"]))
+        self.assertLessEqual(gpu["gpu_active_ms"], gpu["iteration_ms"] + 1e-9)
+
+    def test_bad_platform_file_is_bad_input_with_no_output(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = os.path.join(tmp, "bad.json")
+            with open(bad, "w") as f:
+                json.dump({"name": "x", "device_type": "cpu", "peak_flop": {}}, f)
+            out = os.path.join(tmp, "p.json")
+            r = mimic("predict", *sample("mlp"), "--platform", bad, "-o", out)
+            self.assertEqual(r.returncode, 2)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(bad, r.stderr)
+            self.assertIn("peak_flop", r.stderr)
+            self.assertFalse(os.path.exists(out))
+            r = mimic("predict", *sample("mlp"), "--platform", "no_such_platform")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("h200", r.stderr)
+
+
+class CalibrateTest(unittest.TestCase):
+
+    def test_quick_calibration_writes_a_platform_predict_accepts(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "p.json")
+            r = mimic("calibrate", "--quick", "--trials", "2", "--threads", "1", "--name", "test_host", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                p = json.load(f)
+            self.assertEqual(p["name"], "test_host")
+            self.assertEqual(p["device_type"], "cpu")
+            self.assertGreater(p["peak_flops"]["fp32"]["no_tensor_core"], 0)
+            self.assertGreater(p["memory_bandwidth_bytes_per_s"], 0)
+            self.assertGreater(p["cpu_overheads"]["dispatch_us"], 0)
+            self.assertTrue(p["gemm_efficiency"] and p["conv_efficiency"] and p["bandwidth"])
+            for e in p["gemm_efficiency"]:
+                self.assertTrue(0 < e["efficiency"] <= 1)
+            self.assertIn("measured by mimic calibrate", p["sources"]["gemm_efficiency"])
+            r = mimic("predict", *sample("cnn_bn"), "--platform", out, "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)["platform"], "test_host")
+
+    def test_unknown_device_is_bad_input(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "p.json")
+            r = mimic("calibrate", "--device", "tpu:0", "-o", out)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertFalse(os.path.exists(out))
+
+
+class CompareTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        cls.json_path = os.path.join(cls.tmp, "r.json")
+        cls.html_path = os.path.join(cls.tmp, "r.html")
+        cls.compare = mimic("compare", *sample("mlp"), "--platform", "cpu_host", "--warmup", "0", "--iters", "2",
+                        "--report", cls.json_path, "--html", cls.html_path)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def report(self):
+        self.assertEqual(self.compare.returncode, 0, self.compare.stderr)
+        with open(self.json_path) as f:
+            return json.load(f)
+
+    def test_json_sets_the_three_sides_with_their_signed_errors(self):
+        r = self.report()
+        e = r["end_to_end"]
+        for key in ("original_ms", "replay_ms", "predicted_ms", "error_replay_vs_original",
+                    "error_predicted_vs_replay", "error_predicted_vs_original"):
+            self.assertIn(key, e)
+        with open(os.path.join(SAMPLES, "manifest.json")) as f:
+            manifest = json.load(f)
+        steps = sorted(next(s for s in manifest["samples"] if s["name"] == "mlp")["iteration_ms"])
+        n = len(steps)
+        median = steps[n // 2] if n % 2 else (steps[n // 2 - 1] + steps[n // 2]) / 2
+        self.assertAlmostEqual(e["original_ms"], median, places=6)
+        self.assertAlmostEqual(e["error_replay_vs_original"], (e["replay_ms"] - e["original_ms"]) / e["original_ms"], places=6)
+        self.assertAlmostEqual(e["error_predicted_vs_replay"], (e["predicted_ms"] - e["replay_ms"]) / e["replay_ms"], places=6)
+        self.assertAlmostEqual(e["error_predicted_vs_original"], (e["predicted_ms"] - e["original_ms"]) / e["original_ms"], places=6)
+        self.assertIn("gemm", r["op_classes"])
+        for name, c in r["op_classes"].items():
+            for key in ("original_ms", "replay_ms", "predicted_ms", "error_replay_vs_original"):
+                self.assertIn(key, c)
+        self.assertEqual(sum(c["ops"] for c in r["op_classes"].values()), e["ops"])
+        self.assertEqual(r["context"]["platform"], "cpu_host")
+        self.assertIsNotNone(r["geomean_abs_error"]["predicted_vs_replay"])
+
+    def test_html_draws_its_charts_in_headless_chromium_with_the_json_numbers(self):
+        r = self.report()
+        chromium = chromium_binary()
+        self.assertIsNotNone(chromium, "chromium is missing: scripts/setup.sh installs it")
+        with open(self.html_path) as f:
+            page = f.read()
+        for needle in ('src="http', "src='http", 'href="http', "@import"):
+            self.assertNotIn(needle, page)
+        profile = os.path.join(self.tmp, "profile")
+        dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                              "--no-first-run", "--disable-extensions", "--user-data-dir=" + profile,
+                              "--virtual-time-budget=5000", "--dump-dom", "file://" + self.html_path],
+                             capture_output=True, text=True, timeout=600)
+        self.assertEqual(dom.returncode, 0, dom.stderr[-2000:])
+        c = DomCollector()
+        c.feed(dom.stdout)
+        self.assertEqual(c.body.get("data-rendered"), "ok", "the page's script did not finish")
+        bars = [a for a in c.rects if "data-class" in a]
+        self.assertEqual(len(bars), 3 * len(r["op_classes"]))
+        for a in bars:
+            want = r["op_classes"][a["data-class"]][a["data-side"]]
+            if want is None:
+                self.assertEqual(a["data-value"], "")
+            else:
+                self.assertAlmostEqual(float(a["data-value"]), want, places=9)
+                self.assertGreater(float(a["width"]), 0)
+        strips = {a.get("data-strip") for a in c.rects if "data-strip" in a}
+        self.assertEqual(strips, {"original", "replay", "prediction"})
+        fmt = lambda v: "\u2014" if v is None else "%.3f" % v
+        for row, values in [("end_to_end", r["end_to_end"])] + list(r["op_classes"].items()):
+            for key in ("original_ms", "replay_ms", "predicted_ms"):
+                self.assertEqual(c.cells[(row, key)], fmt(values[key]), (row, key))
+            self.assertEqual(c.cells[(row, "ops")], str(values["ops"]))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,310 @@
+// Platforms (loading, checking, the embedded built-ins), Predict() on the fleet samples and on
+// small hand-built workloads, and the comparison report.
+#include <google/protobuf/util/message_differencer.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "mimic/eg/workload.h"
+#include "mimic/model/compare.h"
+#include "mimic/model/platform.h"
+#include "mimic/model/predict.h"
+#include "mimic/model/shapes.h"
+#include "testing.h"
+
+namespace mimic::model {
+namespace {
+
+using google::protobuf::util::MessageDifferencer;
+
+TEST(Platform, EveryBuiltinIsTheShippedFile) {
+  const std::vector<std::string> names = BuiltinPlatformNames();
+  ASSERT_EQ(names.size(), 5u);
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    auto builtin = FindPlatform(name);
+    ASSERT_THAT(builtin, IsOk());
+    auto file = LoadPlatform(mimic::testing::SourceDir() + "/platforms/" + name + ".json");
+    ASSERT_THAT(file, IsOk());
+    EXPECT_TRUE(MessageDifferencer::Equals(*builtin, *file)) << "rebuild: the embedded copy is stale";
+    EXPECT_EQ(builtin->name(), name);
+  }
+}
+
+TEST(Platform, FindsAFileByPath) {
+  auto p = FindPlatform(mimic::testing::SourceDir() + "/platforms/v100.json");
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(p->device_type(), "cuda");
+}
+
+TEST(Platform, UnknownNameIsNotFoundAndListsTheBuiltins) {
+  auto p = FindPlatform("no_such_platform");
+  EXPECT_THAT(p, StatusIs(StatusCode::kNotFound));
+  EXPECT_THAT(p.status().message(), ::testing::HasSubstr("h200"));
+}
+
+TEST(Platform, RejectsUnknownFieldsNamingTheFile) {
+  auto p = ParsePlatform("x.json", R"({"name": "a", "device_type": "cpu", "peak_flop": {}})");
+  EXPECT_THAT(p, StatusIs(StatusCode::kInvalidInput));
+  EXPECT_THAT(p.status().message(), ::testing::HasSubstr("x.json"));
+  EXPECT_THAT(p.status().message(), ::testing::HasSubstr("peak_flop"));
+}
+
+TEST(Platform, RejectsImpossibleFiguresNamingTheField) {
+  auto base = FindPlatform("h200");
+  ASSERT_THAT(base, IsOk());
+  proto::Platform p = *base;
+  p.set_memory_bandwidth_bytes_per_s(-1);
+  Status st = CheckPlatform("p.json", p);
+  EXPECT_TRUE(st.IsInputError());
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("memory_bandwidth_bytes_per_s"));
+
+  p = *base;
+  proto::EfficiencyPoint* e = p.add_gemm_efficiency();
+  e->set_m(8), e->set_n(8), e->set_k(8), e->set_dtype("fp32"), e->set_efficiency(1.5);
+  st = CheckPlatform("p.json", p);
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("gemm_efficiency[0].efficiency"));
+
+  p = *base;
+  p.set_device_type("tpu");
+  EXPECT_THAT(CheckPlatform("p.json", p).message(), ::testing::HasSubstr("device_type"));
+
+  p = *base;
+  p.mutable_sources()->erase("peak_flops");
+  EXPECT_THAT(CheckPlatform("p.json", p).message(), ::testing::HasSubstr("sources.peak_flops"));
+}
+
+TEST(Platform, PeakFallsBackToFp32AndToVectorUnits) {
+  auto v100 = FindPlatform("v100");
+  ASSERT_THAT(v100, IsOk());
+  EXPECT_EQ(PeakFlops(*v100, "bf16", true), PeakFlops(*v100, "fp32", true));  // Volta has no bf16
+  EXPECT_GT(PeakFlops(*v100, "fp16", true), PeakFlops(*v100, "fp16", false));
+}
+
+proto::Platform Builtin(const char* name) {
+  auto p = FindPlatform(name);
+  EXPECT_THAT(p, IsOk());
+  return p.ok() ? *p : proto::Platform();
+}
+
+PredictOptions Options(bool overheads_from_trace, int world_size = 0, int64_t iteration = -1) {
+  PredictOptions o;
+  o.overheads_from_trace = overheads_from_trace;
+  o.world_size = world_size;
+  o.iteration = iteration;
+  return o;
+}
+
+proto::Workload LoadSample(const std::string& name) {
+  const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
+  auto w = eg::LoadWorkload(dir + name + ".et.json.gz", {.kineto_path = dir + name + ".kineto.json.gz"});
+  EXPECT_THAT(w, IsOk());
+  return w.ok() ? *w : proto::Workload();
+}
+
+class FleetSample : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FleetSample, PredictsEveryReplayedOpAndAddsUpOnTheCpuThread) {
+  const proto::Workload w = LoadSample(GetParam());
+  auto platform = FindPlatform("cpu_host");
+  ASSERT_THAT(platform, IsOk());
+  auto p = Predict(w, *platform);
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(p->selection, "ProfilerStep#1");
+
+  // The same ops replay selects, in order.
+  const eg::OpTree tree(w);
+  int segment = -1;
+  for (const proto::Segment& s : w.segments())
+    if (s.name() == "ProfilerStep#1") segment = tree.IndexOf(s.op_id());
+  const std::vector<int> replayed = eg::ReplayableOps(w, tree, segment, true);
+  ASSERT_EQ(p->ops.size(), replayed.size());
+  int64_t class_ops = 0;
+  double class_original_ms = 0, original_ms = 0, predicted_us = 0;
+  for (size_t i = 0; i < replayed.size(); ++i) {
+    const proto::Op& op = w.ops(replayed[i]);
+    EXPECT_EQ(p->ops[i].op_id, op.id());
+    EXPECT_GE(p->ops[i].predicted_us, 0);
+    ASSERT_TRUE(op.has_cpu_span());
+    EXPECT_DOUBLE_EQ(p->ops[i].original_us, op.cpu_duration_us());
+    original_ms += op.cpu_duration_us() / 1000;
+    predicted_us += p->ops[i].predicted_us;
+  }
+  for (const auto& [name, c] : p->by_class) class_ops += c.ops, class_original_ms += c.original_ms;
+  EXPECT_EQ(class_ops, static_cast<int64_t>(replayed.size()));
+  EXPECT_NEAR(class_original_ms, original_ms, 1e-6);
+  // One CPU thread: the iteration is the ops back to back plus the gaps between them.
+  double gaps_us = 0;
+  for (size_t i = 1; i < replayed.size(); ++i) gaps_us += p->ops[i].start_us - (p->ops[i - 1].start_us + p->ops[i - 1].predicted_us);
+  EXPECT_GE(gaps_us, -1e-6);
+  EXPECT_NEAR(p->iteration_ms * 1000, p->ops.front().start_us + predicted_us + gaps_us, 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Model, FleetSample, ::testing::Values("mlp", "cnn_bn", "transformer", "embbag_rec"));
+
+TEST(Predict, GemmFlopsComeFromTheRecordedShapes) {
+  const proto::Workload w = LoadSample("mlp");
+  auto p = Predict(w, Builtin("cpu_host"));
+  ASSERT_THAT(p, IsOk());
+  const eg::OpTree tree(w);
+  int checked = 0;
+  for (const OpPrediction& o : p->ops) {
+    if (o.name != "aten::mm") continue;
+    const proto::Op& op = w.ops(tree.IndexOf(o.op_id));
+    const proto::Tensor& a = w.tensors(op.inputs(0).tensor());
+    const proto::Tensor& b = w.tensors(op.inputs(1).tensor());
+    EXPECT_DOUBLE_EQ(o.flops, 2.0 * a.shape(0) * a.shape(1) * b.shape(1));
+    EXPECT_EQ(o.model, "gemm");
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(Shapes, ConvolutionsReadStridePaddingAndGroupsAsTheRecordedOutputsSay) {
+  const proto::Workload w = LoadSample("cnn_bn");
+  int checked = 0;
+  for (const proto::Op& op : w.ops()) {
+    ConvShape c;
+    if (op.name() != "aten::conv2d" || !ConvShapeOf(w, op, &c)) continue;
+    const proto::Tensor& out = w.tensors(op.outputs(0).tensor());
+    ASSERT_EQ(out.shape_size(), 4);
+    const ImplicitGemm g = ImplicitGemmOf(c);
+    EXPECT_DOUBLE_EQ(g.m, static_cast<double>(out.shape(0) * out.shape(2) * out.shape(3)));
+    EXPECT_DOUBLE_EQ(g.n, static_cast<double>(out.shape(1)));
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+  const WorkloadShapes shapes = ShapesOf(w);
+  EXPECT_FALSE(shapes.gemms.empty());
+  bool forward = false, backward = false;
+  for (const ConvShape& c : shapes.convs) (c.backward ? backward : forward) = true;
+  EXPECT_TRUE(forward && backward);
+  EXPECT_FALSE(ShapesOf(LoadSample("embbag_rec")).embeddings.empty());
+  EXPECT_FALSE(ShapesOf(LoadSample("transformer")).attentions.empty());
+}
+
+TEST(Predict, BandwidthBoundOpsScaleWithTheBandwidth) {
+  const proto::Workload w = LoadSample("cnn_bn");
+  proto::Platform slow = Builtin("cpu_host");
+  proto::Platform fast = slow;
+  for (proto::BandwidthPoint& b : *fast.mutable_bandwidth()) b.set_bytes_per_s(2 * b.bytes_per_s());
+  fast.set_memory_bandwidth_bytes_per_s(2 * slow.memory_bandwidth_bytes_per_s());
+  auto ps = Predict(w, slow), pf = Predict(w, fast);
+  ASSERT_THAT(ps, IsOk());
+  ASSERT_THAT(pf, IsOk());
+  int checked = 0;
+  for (size_t i = 0; i < ps->ops.size(); ++i) {
+    if (ps->ops[i].model != "bandwidth" || ps->ops[i].compute_us <= 0) continue;
+    EXPECT_NEAR(pf->ops[i].compute_us, ps->ops[i].compute_us / 2, 1e-9 * ps->ops[i].compute_us) << ps->ops[i].name;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+// A two-op GPU workload built by hand: a big GEMM then a small add on the same stream.
+proto::Workload TwoKernels(bool with_collective) {
+  proto::Workload w;
+  w.add_types("");
+  w.add_schemas("aten::mm(Tensor self, Tensor mat2) -> Tensor");
+  w.add_schemas("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  w.add_schemas("record_param_comms(Tensor[] input_tensors, ...) -> Tensor[]");
+  auto tensor = [&](int64_t id, std::vector<int64_t> shape) {
+    proto::Tensor* t = w.add_tensors();
+    t->set_tensor_id(id), t->set_storage_id(id), t->set_itemsize(2), t->set_dtype(proto::BFLOAT16);
+    t->set_device("cuda:0");
+    int64_t n = 1;
+    for (int64_t d : shape) t->add_shape(d), n *= d;
+    t->set_numel(n);
+    return w.tensors_size() - 1;
+  };
+  const int a = tensor(1, {8192, 8192}), b = tensor(2, {8192, 8192}), c = tensor(3, {8192, 8192});
+  auto op = [&](int64_t id, const char* name, int schema, std::vector<int> in, std::vector<int> out) {
+    proto::Op* o = w.add_ops();
+    o->set_id(id), o->set_name(name), o->set_schema(schema), o->set_thread(1);
+    for (int t : in) o->add_inputs()->set_tensor(t);
+    for (int t : out) o->add_outputs()->set_tensor(t);
+    return o;
+  };
+  op(1, "aten::mm", 0, {a, b}, {c});
+  if (with_collective) {
+    proto::Op* ar = op(2, "record_param_comms", 2, {c}, {c});
+    (*ar->mutable_attrs())["collective_name"].set_string_value("allreduce");
+    (*ar->mutable_attrs())["in_msg_nelems"].set_int_value(8192 * 8192);
+  } else {
+    op(2, "aten::add", 1, {c, a}, {b});
+  }
+  return w;
+}
+
+proto::Platform KnownOverheads() {
+  proto::Platform p = Builtin("h100_sxm");
+  proto::CpuOverheads* o = p.mutable_cpu_overheads();
+  o->set_t1_us(1), o->set_t2_us(2), o->set_t3_us(3), o->set_t4_us(4), o->set_t5_us(5);
+  return p;
+}
+
+TEST(Predict, KernelsStartWhenTheirLaunchIsDoneAndTheirStreamIsFree) {
+  const proto::Platform p = KnownOverheads();
+  auto r = Predict(TwoKernels(false), p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->ops.size(), 2u);
+  const OpPrediction& mm = r->ops[0];
+  const OpPrediction& add = r->ops[1];
+  EXPECT_EQ(mm.model, "gemm");
+  EXPECT_DOUBLE_EQ(mm.flops, 2.0 * 8192 * 8192 * 8192);
+  // The CPU runs ahead: T1 + (T2 + T4 + T3) per op, one launch each.
+  EXPECT_DOUBLE_EQ(mm.start_us, 1);
+  EXPECT_DOUBLE_EQ(add.start_us, 1 + (2 + 4 + 3) + 1);
+  // The add waits for the GEMM on the stream: the iteration ends with it.
+  EXPECT_NEAR(r->iteration_ms * 1000, 1 + 2 + 4 + mm.compute_us + add.compute_us, 1e-6);
+  EXPECT_NEAR(r->gpu_active_ms * 1000, mm.compute_us + add.compute_us, 1e-6);
+  EXPECT_GT(mm.compute_us, add.compute_us);  // 1.1 TFLOP against 0.4 GB
+  EXPECT_DOUBLE_EQ(r->exposed_comm_ms, 0);
+}
+
+TEST(Predict, CollectivesWaitForComputeAndAreExposedWhenNothingOverlaps) {
+  const proto::Platform p = KnownOverheads();
+  auto r = Predict(TwoKernels(true), p, Options(false, 8));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->ops.size(), 2u);
+  const OpPrediction& ar = r->ops[1];
+  EXPECT_EQ(ar.model, "collective");
+  EXPECT_EQ(ar.op_class, "collective");
+  // alpha-beta with the nccl-tests all-reduce bus factor 2(n-1)/n, NVLink at 80% (docs/model.md).
+  const double bytes = 8192.0 * 8192 * 2;
+  EXPECT_NEAR(ar.compute_us, 10 + bytes * 2 * 7 / 8 / (0.8 * p.gpu_gpu_bytes_per_s()) * 1e6, 1e-6);
+  EXPECT_NEAR(r->exposed_comm_ms * 1000, ar.compute_us, 1e-6);
+  EXPECT_NEAR(r->iteration_ms * 1000, 1 + 2 + 4 + r->ops[0].compute_us + ar.compute_us, 1e-6);
+}
+
+TEST(Predict, UnknownIterationIsBadInput) {
+  const proto::Workload w = LoadSample("mlp");
+  EXPECT_THAT(Predict(w, Builtin("cpu_host"), Options(true, 0, 99)), StatusIs(StatusCode::kInvalidInput));
+}
+
+TEST(Compare, RelativeErrorsAreSignedAndTheGeomeanIsOverClasses) {
+  EXPECT_DOUBLE_EQ(*RelativeError(11.0, 10.0), 0.1);
+  EXPECT_DOUBLE_EQ(*RelativeError(9.0, 10.0), -0.1);
+  EXPECT_FALSE(RelativeError(std::nullopt, 10.0).has_value());
+  EXPECT_FALSE(RelativeError(1.0, 0.0).has_value());
+  Comparison c;
+  c.op_classes["a"].predicted_ms = 1.1, c.op_classes["a"].replay_ms = 1.0;
+  c.op_classes["b"].predicted_ms = 0.6, c.op_classes["b"].replay_ms = 1.0;
+  c.op_classes["c"].predicted_ms = 0.6;  // no replay side: left out
+  EXPECT_NEAR(*GeomeanAbsError(c, &SideBySide::predicted_ms, &SideBySide::replay_ms), std::sqrt(0.1 * 0.4), 1e-12);
+}
+
+TEST(Compare, HtmlIsSelfContainedAndCannotBeBrokenOutOf) {
+  Comparison c;
+  c.context = {{"input", "</script><script>alert(1)</script>"}};
+  c.end_to_end.replay_ms = 2.0;
+  const std::string html = RenderComparisonHtml(c);
+  EXPECT_EQ(html.find("</script><script>alert"), std::string::npos);
+  EXPECT_EQ(html.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(html.find("href=\"http"), std::string::npos);
+  const std::string json = RenderComparisonJson(c);
+  EXPECT_NE(json.find("\"error_predicted_vs_original\": null"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mimic::model
