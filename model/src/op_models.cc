@@ -106,17 +106,7 @@ OpCost ConvModel(const Ctx& c) {
   cost.model = "conv";
   ConvShape cs;
   if (!ConvShapeOf(c.w, c.op, &cs)) return cost;
-  double passes = 1;
-  if (cs.backward) {
-    passes = 0;
-    // output_mask, the last bool list: grad_input, grad_weight, grad_bias.
-    const proto::Value& last = c.op.inputs(c.op.inputs_size() - 1);
-    if (last.kind_case() == proto::Value::kList && last.list().items_size() >= 2) {
-      for (int i = 0; i < 2; ++i) passes += last.list().items(i).bool_value() ? 1 : 0;
-    } else {
-      passes = 2;
-    }
-  }
+  const double passes = cs.passes;
   const ImplicitGemm g = ImplicitGemmOf(cs);
   cost.flops = 2 * g.m * g.n * g.k * passes;
   cost.bytes = DistinctBytes(c.in, c.out);
@@ -544,6 +534,14 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
     if (c.stride[i] <= 0 || c.padding[i] < 0 || c.dilation[i] <= 0) return false;
   if (c.groups <= 0 || c.input[1] != c.weight[1] * c.groups) c.groups = std::max<int64_t>(1, c.input[1] / std::max<int64_t>(c.weight[1], 1));
   c.backward = backward;
+  if (backward) {
+    // output_mask, the last bool list: grad_input, grad_weight, grad_bias.
+    c.passes = 2;
+    const proto::Value& last = op.inputs(op.inputs_size() - 1);
+    if (last.kind_case() == proto::Value::kList && last.list().items_size() >= 2)
+      c.passes = (last.list().items(0).bool_value() ? 1 : 0) + (last.list().items(1).bool_value() ? 1 : 0);
+    if (c.passes == 0) return false;
+  }
   c.dtype = std::string(DtypeKey(x->dtype()));
   *out = c;
   return true;
