@@ -156,11 +156,15 @@ Runner AddCompare(CLI::App& app) {
                         "prediction, and its differences from the replay and the original are not errors");
     c.notes.push_back("replay timeline: per-call means of each op name laid end to end (the replay records no per-op start times)");
 
-    Status st = WriteOutput(args->report, model::RenderComparisonJson(c));
-    if (!st.ok()) return Fail(st);
+    // Both reports or neither: the HTML first, and it goes again if the JSON cannot be written.
     if (!args->html.empty()) {
-      st = WriteOutput(args->html, model::RenderComparisonHtml(c));
+      Status st = WriteOutput(args->html, model::RenderComparisonHtml(c));
       if (!st.ok()) return Fail(st);
+    }
+    Status st = WriteOutput(args->report, model::RenderComparisonJson(c));
+    if (!st.ok()) {
+      if (!args->html.empty() && args->html != "-") std::remove(args->html.c_str());
+      return Fail(st);
     }
     std::printf("Mimic %s comparison of %s (%s), platform %s\n\n", MIMIC_VERSION, args->input.c_str(),
                 pred->selection.c_str(), platform->name().c_str());

@@ -58,7 +58,9 @@ int64_t Dim(const proto::Tensor* t, int i) {
   return (i >= 0 && i < t->shape_size()) ? t->shape(i) : 1;
 }
 
-double DistinctBytes(const std::vector<const proto::Tensor*>& a, const std::vector<const proto::Tensor*>& b) {
+// Bytes of every tensor an op reads (`a`) and writes (`b`): an in-place op's tensor counts once
+// read and once written.
+double TouchedBytes(const std::vector<const proto::Tensor*>& a, const std::vector<const proto::Tensor*>& b) {
   double sum = 0;
   for (const proto::Tensor* t : a) sum += Bytes(t);
   for (const proto::Tensor* t : b) sum += Bytes(t);
@@ -93,7 +95,7 @@ OpCost GemmModel(const Ctx& c) {
   const double batch = static_cast<double>(g.batch), m = static_cast<double>(g.m), n = static_cast<double>(g.n),
                k = static_cast<double>(g.k);
   cost.flops = 2 * batch * m * n * k;
-  cost.bytes = DistinctBytes(c.in, c.out);
+  cost.bytes = TouchedBytes(c.in, c.out);
   const double eff = ShapeEfficiency(c.p, c.p.gemm_efficiency(), batch * m, n, k, g.dtype, "");
   cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, g.dtype, UsesTensorCores(g.dtype)), eff);
   return cost;
@@ -106,20 +108,10 @@ OpCost ConvModel(const Ctx& c) {
   cost.model = "conv";
   ConvShape cs;
   if (!ConvShapeOf(c.w, c.op, &cs)) return cost;
-  double passes = 1;
-  if (cs.backward) {
-    passes = 0;
-    // output_mask, the last bool list: grad_input, grad_weight, grad_bias.
-    const proto::Value& last = c.op.inputs(c.op.inputs_size() - 1);
-    if (last.kind_case() == proto::Value::kList && last.list().items_size() >= 2) {
-      for (int i = 0; i < 2; ++i) passes += last.list().items(i).bool_value() ? 1 : 0;
-    } else {
-      passes = 2;
-    }
-  }
+  const double passes = cs.passes;
   const ImplicitGemm g = ImplicitGemmOf(cs);
   cost.flops = 2 * g.m * g.n * g.k * passes;
-  cost.bytes = DistinctBytes(c.in, c.out);
+  cost.bytes = TouchedBytes(c.in, c.out);
   const double eff = ShapeEfficiency(c.p, c.p.conv_efficiency(), g.m, g.n, g.k, cs.dtype, cs.backward ? "backward" : "forward");
   cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, cs.dtype, UsesTensorCores(cs.dtype)), eff);
   return cost;
@@ -140,7 +132,7 @@ OpCost AttentionModel(const Ctx& c) {
   const double e = static_cast<double>(Dim(qq, -1));
   const std::string_view dtype = DtypeKey(qq->dtype());
   cost.flops = 4 * bh * l * s * e * (backward ? 2.5 : 1.0);
-  cost.bytes = DistinctBytes(c.in, c.out);
+  cost.bytes = TouchedBytes(c.in, c.out);
   // The fused kernel's own table where calibrated (its backward at the forward's efficiency),
   // else the GEMM table.
   const double eff = c.p.attention_efficiency_size() > 0
@@ -162,7 +154,7 @@ OpCost BandwidthModel(const Ctx& c, std::string_view kind, double bytes) {
 // Embedding lookups: the rows gathered (from cache when the table's touched rows fit), the
 // output, the indices; backward: the dense gradient written plus the scattered rows.
 OpCost EmbeddingModel(const Ctx& c) {
-  if (c.in.empty()) return BandwidthModel(c, "gather", DistinctBytes(c.in, c.out));
+  if (c.in.empty()) return BandwidthModel(c, "gather", TouchedBytes(c.in, c.out));
   const bool backward = c.name.find("backward") != std::string_view::npos;
   const bool scatter = c.name.find("scatter") != std::string_view::npos || c.name.find("index_add") != std::string_view::npos ||
                        c.name.find("index_put") != std::string_view::npos;
@@ -207,7 +199,7 @@ OpCost ReductionNormModel(const Ctx& c) {
   else if (c.name.find("pool") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "pool_backward" : "pool";
   else if (c.name.find("batch_norm") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "batch_norm_backward" : "batch_norm";
   else if (c.name.find("norm") != std::string_view::npos) kind = "norm";
-  return BandwidthModel(c, kind, DistinctBytes(c.in, c.out));
+  return BandwidthModel(c, kind, TouchedBytes(c.in, c.out));
 }
 
 // Elementwise ops that generate random numbers cost far more per byte than arithmetic.
@@ -217,8 +209,8 @@ const std::string_view kRandomOps[] = {"aten::dropout", "aten::native_dropout", 
 
 OpCost ElementwiseModel(const Ctx& c) {
   for (std::string_view r : kRandomOps)
-    if (r == c.name) return BandwidthModel(c, "dropout", DistinctBytes(c.in, c.out));
-  return BandwidthModel(c, c.in.size() >= 2 ? "binary" : "unary", DistinctBytes(c.in, c.out));
+    if (r == c.name) return BandwidthModel(c, "dropout", TouchedBytes(c.in, c.out));
+  return BandwidthModel(c, c.in.size() >= 2 ? "binary" : "unary", TouchedBytes(c.in, c.out));
 }
 
 OpCost MemcpyModel(const Ctx& c) {
@@ -272,7 +264,7 @@ OpCost OtherModel(const Ctx& c) {
     cost.launches = false;
     return cost;
   }
-  return BandwidthModel(c, "unary", DistinctBytes(c.in, c.out));
+  return BandwidthModel(c, "unary", TouchedBytes(c.in, c.out));
 }
 
 struct ClassModel {
@@ -411,7 +403,7 @@ OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Plat
       break;
     }
   if (cost.compute_us == 0 && cost.launches && std::string_view(cost.model) != "view")
-    cost = BandwidthModel(c, "unary", DistinctBytes(c.in, c.out));
+    cost = BandwidthModel(c, "unary", TouchedBytes(c.in, c.out));
   if (IsGpu(p) && cost.launches) cost.compute_us = std::max(cost.compute_us, p.min_kernel_us());
   return cost;
 }
@@ -544,6 +536,14 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
     if (c.stride[i] <= 0 || c.padding[i] < 0 || c.dilation[i] <= 0) return false;
   if (c.groups <= 0 || c.input[1] != c.weight[1] * c.groups) c.groups = std::max<int64_t>(1, c.input[1] / std::max<int64_t>(c.weight[1], 1));
   c.backward = backward;
+  if (backward) {
+    // output_mask, the last bool list: grad_input, grad_weight, grad_bias.
+    c.passes = 2;
+    const proto::Value& last = op.inputs(op.inputs_size() - 1);
+    if (last.kind_case() == proto::Value::kList && last.list().items_size() >= 2)
+      c.passes = (last.list().items(0).bool_value() ? 1 : 0) + (last.list().items(1).bool_value() ? 1 : 0);
+    if (c.passes == 0) return false;
+  }
   c.dtype = std::string(DtypeKey(x->dtype()));
   *out = c;
   return true;

@@ -199,6 +199,8 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
   std::map<int64_t, double> stream_free;
   std::vector<std::pair<double, double>> compute_iv, comm_iv;
   std::map<int64_t, const proto::Op*> last_on_thread;
+  // Per thread: (recorded CPU end, simulated CPU end) of its ops, in issue order.
+  std::map<int64_t, std::vector<std::pair<double, double>>> issued;
   double cpu_overhead_us = 0;
   bool any_sync = false;
   const int64_t kDefaultStream = 7;       // PyTorch's default compute stream id in Kineto
@@ -231,6 +233,16 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
 
     // T1: the gap before this op on its thread.
     double& cursor = cpu_free[op.thread()];
+    // Threads overlap only where the trace shows them overlapping: an op that started after
+    // another thread's op had ended (forward, then the autograd thread) waits for it here too.
+    if (op.has_cpu_span())
+      for (const auto& [thread, ends] : issued) {
+        if (thread == op.thread()) continue;
+        // Ends on one thread grow in both clocks: the last one recorded before this op's start.
+        auto it = std::upper_bound(ends.begin(), ends.end(), op.cpu_start_us(),
+                                   [](double t, const std::pair<double, double>& e) { return t < e.first; });
+        if (it != ends.begin()) cursor = std::max(cursor, std::prev(it)->second);
+      }
     double gap = oh.t1;
     if (oh.t1_from_trace) {
       gap = 0;
@@ -282,6 +294,11 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
     ct.ops += 1;
     ct.predicted_ms += o.predicted_us / 1000;
     if (o.original_us >= 0) ct.original_ms = std::max(ct.original_ms, 0.0) + o.original_us / 1000;
+    if (op.has_cpu_span()) {
+      auto& ends = issued[op.thread()];
+      const double recorded_end = op.cpu_start_us() + op.cpu_duration_us();
+      if (ends.empty() || recorded_end >= ends.back().first) ends.emplace_back(recorded_end, cursor);
+    }
     pred.ops.push_back(std::move(o));
   }
   double end = 0;

@@ -277,6 +277,38 @@ TEST(Predict, CollectivesWaitForComputeAndAreExposedWhenNothingOverlaps) {
   EXPECT_NEAR(r->iteration_ms * 1000, 1 + 2 + 4 + r->ops[0].compute_us + ar.compute_us, 1e-6);
 }
 
+// Two adds on two CPU threads; the second starts at `second_start_us` in the trace.
+proto::Workload TwoThreads(double second_start_us) {
+  proto::Workload w;
+  w.add_types("");
+  w.add_schemas("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  for (int64_t id = 1; id <= 3; ++id) {
+    proto::Tensor* t = w.add_tensors();
+    t->set_tensor_id(id), t->set_storage_id(id), t->set_itemsize(4), t->set_dtype(proto::FLOAT32);
+    t->add_shape(1 << 20), t->set_numel(1 << 20), t->set_device("cpu");
+  }
+  for (int64_t id = 1; id <= 2; ++id) {
+    proto::Op* o = w.add_ops();
+    o->set_id(id), o->set_name("aten::add"), o->set_schema(0), o->set_thread(id);
+    o->add_inputs()->set_tensor(0), o->add_inputs()->set_tensor(1), o->add_outputs()->set_tensor(2);
+    o->set_has_cpu_span(true), o->set_cpu_start_us(id == 1 ? 0 : second_start_us), o->set_cpu_duration_us(100);
+  }
+  return w;
+}
+
+TEST(Predict, CpuThreadsOverlapOnlyWhereTheTraceShowsThemOverlapping) {
+  const proto::Platform p = Builtin("cpu_host");
+  auto after = Predict(TwoThreads(150), p, Options(false));
+  ASSERT_THAT(after, IsOk());
+  ASSERT_EQ(after->ops.size(), 2u);
+  EXPECT_NEAR(after->ops[1].start_us, after->ops[0].start_us + after->ops[0].predicted_us, 1e-9);
+  EXPECT_NEAR(after->iteration_ms * 1000, after->ops[1].start_us + after->ops[1].predicted_us, 1e-9);
+  auto overlapping = Predict(TwoThreads(50), p, Options(false));
+  ASSERT_THAT(overlapping, IsOk());
+  EXPECT_NEAR(overlapping->ops[1].start_us, overlapping->ops[0].start_us, 1e-9);
+  EXPECT_LT(overlapping->iteration_ms, after->iteration_ms);
+}
+
 TEST(Predict, UnknownIterationIsBadInput) {
   const proto::Workload w = LoadSample("mlp");
   EXPECT_THAT(Predict(w, Builtin("cpu_host"), Options(true, 0, 99)), StatusIs(StatusCode::kInvalidInput));

@@ -248,12 +248,15 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         Point pt;
         pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)), pt.point.set_k(static_cast<int64_t>(g.k));
         pt.point.set_batch(1), pt.point.set_dtype(cs.dtype), pt.point.set_pass(cs.backward ? "backward" : "forward");
-        pt.flops = 2.0 * g.m * g.n * g.k * (cs.backward ? 2 : 1);
-        if (cs.backward)
-          pt.probe = probes.Add([x, w, y, cs, out_pad] {
+        pt.flops = 2.0 * g.m * g.n * g.k * (cs.backward ? cs.passes : 1);
+        if (cs.backward) {
+          // The gradients the workload computes: the first layer's backward skips grad-input.
+          const bool grad_input = cs.passes == 2;
+          pt.probe = probes.Add([x, w, y, cs, out_pad, grad_input] {
             (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding, cs.dilation, false, out_pad,
-                                           cs.groups, {true, true, false});
+                                           cs.groups, {grad_input, true, false});
           });
+        }
         else
           pt.probe = probes.Add([x, w, cs, out_pad] {
             (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, false, out_pad, cs.groups);

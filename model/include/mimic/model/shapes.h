@@ -22,6 +22,7 @@ struct ConvShape {
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups = 1;
   bool backward = false;
+  int passes = 1;  // backward: the gradients computed, input and weight (output_mask), 1 or 2
   std::string dtype;
   bool operator==(const ConvShape&) const = default;
 };
