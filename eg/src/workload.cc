@@ -189,6 +189,8 @@ Result<proto::Workload> ParseWorkloadFile(const std::string& path, std::string_v
     return Status::InvalidInput(path + ":byte " + std::to_string(at) +
                                 ": corrupt workload (protobuf does not parse)");
   MIMIC_RETURN_IF_ERROR(CheckWorkload(path, w));
+  // Format 1.0 predates Op.collective: read the collectives now, as a trace would be.
+  if (w.format().major() == 1 && w.format().minor() < 1) AnnotateCollectives(w);
   return w;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "mimic/eg/collective.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/model/platform.h"
 #include "mimic/model/shapes.h"
@@ -284,28 +285,6 @@ const ClassModel kModels[] = {
     {OpClass::kOther, OtherModel},
 };
 
-double CollectiveFactor(std::string_view coll, int64_t n) {
-  const double dn = static_cast<double>(std::max<int64_t>(n, 1));
-  if (coll == "all_reduce") return 2 * (dn - 1) / dn;
-  if (coll == "all_gather" || coll == "reduce_scatter" || coll == "all_to_all") return (dn - 1) / dn;
-  if (coll == "barrier") return 0;
-  return 1;  // broadcast, reduce, send/recv
-}
-
-std::string_view CollectiveKind(std::string_view name) {
-  std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  lower.erase(std::remove(lower.begin(), lower.end(), '_'), lower.end());
-  if (lower.find("allreduce") != std::string::npos) return "all_reduce";
-  if (lower.find("allgather") != std::string::npos) return "all_gather";
-  if (lower.find("reducescatter") != std::string::npos) return "reduce_scatter";
-  if (lower.find("alltoall") != std::string::npos) return "all_to_all";
-  if (lower.find("broadcast") != std::string::npos) return "broadcast";
-  if (lower.find("barrier") != std::string::npos) return "barrier";
-  if (lower.find("reduce") != std::string::npos) return "reduce";
-  if (lower.find("send") != std::string::npos || lower.find("recv") != std::string::npos) return "send_recv";
-  return "all_reduce";
-}
 
 }  // namespace
 
@@ -408,30 +387,13 @@ OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Plat
   return cost;
 }
 
-OpCost CollectiveCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p, int64_t ranks) {
+OpCost CollectiveCost(const proto::Op& op, const proto::Platform& p, int64_t ranks) {
   OpCost cost;
   cost.model = "collective";
-  std::string_view coll = CollectiveKind(op.name());
-  auto attr = op.attrs().find("collective_name");
-  if (attr != op.attrs().end() && attr->second.kind_case() == proto::Value::kStringValue)
-    coll = CollectiveKind(attr->second.string_value());
-  // The message size S as nccl-tests counts it (the whole array for gather/scatter kinds).
-  double in_bytes = 0, out_bytes = 0;
-  for (const proto::Tensor* t : Tensors(w, op.inputs())) in_bytes += Bytes(t);
-  for (const proto::Tensor* t : Tensors(w, op.outputs())) out_bytes += Bytes(t);
-  auto elems = [&](const char* key) -> double {
-    auto it = op.attrs().find(key);
-    return it != op.attrs().end() && it->second.kind_case() == proto::Value::kIntValue ? static_cast<double>(it->second.int_value()) : -1;
-  };
-  const double item = [&] {
-    auto t = Tensors(w, op.inputs());
-    return t.empty() ? 4.0 : static_cast<double>(std::max<int64_t>(t[0]->itemsize(), 1));
-  }();
-  if (elems("in_msg_nelems") >= 0) in_bytes = elems("in_msg_nelems") * item;
-  if (elems("out_msg_nelems") >= 0) out_bytes = elems("out_msg_nelems") * item;
-  double s = in_bytes;
-  if (coll == "all_gather") s = std::max(out_bytes, in_bytes * static_cast<double>(ranks));
-  if (coll == "all_to_all") s = std::max(in_bytes, out_bytes);
+  // What eg read from the trace (eg/collective.h): the type and nccl-tests' size S.
+  const proto::Collective& c = op.collective();
+  const std::string coll = eg::CollectiveTypeName(c.type());
+  const double s = static_cast<double>(eg::CollectiveBytes(c));
   cost.bytes = s;
   double alpha_us = IsGpu(p) ? 10.0 : 20.0;
   double bus = 0;
@@ -445,7 +407,8 @@ OpCost CollectiveCost(const proto::Workload& w, const proto::Op& op, const proto
     const double link = ranks > 8 && p.inter_node_bytes_per_s() > 0 ? p.inter_node_bytes_per_s() : p.gpu_gpu_bytes_per_s();
     bus = link > 0 ? 0.8 * link : 0.5 * p.memory_bandwidth_bytes_per_s();
   }
-  cost.compute_us = alpha_us + (ranks > 1 ? s * CollectiveFactor(coll, ranks) / bus * 1e6 : 0);
+  const double factor = c.type() == proto::Collective::BARRIER ? 0 : eg::BusBandwidthFactor(c.type(), ranks);
+  cost.compute_us = alpha_us + (ranks > 1 ? s * factor / bus * 1e6 : 0);
   return cost;
 }
 

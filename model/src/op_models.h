@@ -23,10 +23,10 @@ struct OpCost {
 // is priced by the bytes of the tensors it touches.
 OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p);
 
-// Collective cost by alpha-beta with the nccl-tests bus factor (docs/model.md). `ranks` is the
-// group size. Sets `bytes` to the message size S.
-OpCost CollectiveCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p,
-                      int64_t ranks);
+// Collective cost by alpha-beta with the nccl-tests bus factor (docs/model.md), for an op that
+// carries a collective (eg::IsCommunication). `ranks` is the group size. Sets `bytes` to the
+// message size S.
+OpCost CollectiveCost(const proto::Op& op, const proto::Platform& p, int64_t ranks);
 
 // Effective bandwidth of memory-bound kind `kind` at `bytes` per call on `p`: interpolated in
 // log(bytes) between the calibrated points of that kind, else of any kind, else a fraction of

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "mimic/base/stats.h"
+#include "mimic/eg/collective.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 #include "op_models.h"
@@ -197,6 +198,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
   // The simulation: one CPU cursor per thread; streams free times; device intervals.
   std::map<int64_t, double> cpu_free;  // by thread
   std::map<int64_t, double> stream_free;
+  std::map<int64_t, double> comm_end;  // collective op id -> when it ends
   std::vector<std::pair<double, double>> compute_iv, comm_iv;
   std::map<int64_t, const proto::Op*> last_on_thread;
   // Per thread: (recorded CPU end, simulated CPU end) of its ops, in issue order.
@@ -212,11 +214,16 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
     o.op_id = op.id();
     o.name = op.name();
     o.op_class = std::string(eg::OpClassName(eg::ClassOf(op.name())));
-    const bool collective = eg::IsCollectiveOp(op);
+    const bool collective = eg::IsCommunication(op);
+    const bool wait = op.has_collective() && op.collective().type() == proto::Collective::WAIT;
     SubtreeCost sc;
     if (collective) {
-      const OpCost cc = CollectiveCost(w, op, p, ranks);
+      // Its group's size, unless the prediction is for another world size.
+      const int64_t group = opts.world_size <= 0 && op.collective().group_size() > 0 ? op.collective().group_size() : ranks;
+      const OpCost cc = CollectiveCost(op, p, group);
       sc.compute_us = cc.compute_us, sc.bytes = cc.bytes, sc.nodes = 1, sc.launches = 1, sc.model = cc.model;
+    } else if (wait || eg::IsCollectiveOp(op)) {
+      sc.nodes = 1, sc.launches = 0, sc.model = wait ? "wait" : "collective (unread)";
     } else {
       Accumulate(w, tree, p, i, sc);
     }
@@ -257,7 +264,26 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
     cpu_overhead_us += gap;
     o.start_us = cursor;
 
-    if (!gpu) {
+    if (wait) {
+      // Waits until the collective it waits for is done, on any platform.
+      auto it = comm_end.find(op.collective().waits_for());
+      if (it != comm_end.end()) cursor = std::max(cursor, it->second);
+      o.overhead_us = oh.dispatch;
+      cursor += o.overhead_us;
+      cpu_overhead_us += o.overhead_us;
+    } else if (!gpu && collective) {
+      // A CPU platform: the backend (Gloo) runs the collective on its own thread, one at a
+      // time, from when the op issues it; a synchronous one holds the issuing thread too.
+      o.overhead_us = oh.dispatch;
+      const double start = std::max(cursor + o.overhead_us, stream_free[kCommStream]);
+      const double end_us = start + o.compute_us;
+      stream_free[kCommStream] = end_us;
+      comm_end[op.id()] = end_us;
+      comm_iv.emplace_back(start, end_us);
+      o.predicted_us = o.compute_us;
+      cursor = op.collective().async() ? cursor + o.overhead_us : end_us;
+      cpu_overhead_us += o.overhead_us;
+    } else if (!gpu) {
       // A CPU platform: the op runs on its thread; each dispatch costs the platform's
       // dispatcher overhead, the leaves their compute.
       o.overhead_us = sc.nodes * oh.dispatch;
@@ -281,6 +307,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
         if (collective) start = std::max(start, stream_free[kDefaultStream]);  // waits for the compute stream
         const double end = start + o.compute_us;
         stream_free[stream] = end;
+        if (collective) comm_end[op.id()] = end;
         (collective ? comm_iv : compute_iv).emplace_back(start, end);
       }
       cursor += cpu_us;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "mimic/eg/collective.h"
 #include "mimic/eg/workload.h"
 #include "mimic/model/compare.h"
 #include "mimic/model/platform.h"
@@ -233,6 +234,7 @@ proto::Workload TwoKernels(bool with_collective) {
   } else {
     op(2, "aten::add", 1, {c, a}, {b});
   }
+  eg::AnnotateCollectives(w);  // as reading a trace does
   return w;
 }
 
