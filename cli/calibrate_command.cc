@@ -1,12 +1,53 @@
 // mimic calibrate [--device D] [--threads T] [--base P] [--name N] [--quick] -o P.json
+// Under torchrun, srun or mpirun it also sweeps the collectives across the launched ranks.
 #include <cstdio>
+#include <optional>
 
 #include "cli.h"
+#include "mimic/base/clock.h"
 #include "mimic/calibrate/calibrate.h"
+#include "mimic/eg/collective.h"
 #include "mimic/model/platform.h"
 #include "mimic/model/shapes.h"
+#include "mimic/replay/comm_sweep.h"
 
 namespace mimic::cli {
+namespace {
+
+// Sweeps the collectives over the launched ranks and fits each one's alpha-beta parameters.
+Result<std::vector<proto::CollectiveParams>> CalibrateCollectives(const replay::DistEnv& env, bool quick) {
+  replay::SweepOptions o;
+  o.types = {proto::Collective::ALL_REDUCE, proto::Collective::ALL_GATHER, proto::Collective::REDUCE_SCATTER,
+             proto::Collective::ALL_TO_ALL, proto::Collective::BROADCAST};
+  // 4 KiB to 16 MiB (x4): latency-bound to bandwidth-bound, multiples of any rank count up to 1024.
+  for (int64_t s = 4096; s <= (quick ? int64_t{1} << 20 : int64_t{16} << 20); s *= 4) o.sizes_bytes.push_back(s);
+  o.iters = quick ? 3 : 10;
+  MIMIC_ASSIGN_OR_RETURN(const std::vector<replay::CollectiveSample> samples, replay::SweepCollectives(env, o));
+  std::vector<proto::CollectiveParams> out;
+  for (proto::Collective::Type type : o.types) {
+    std::vector<replay::CollectiveSample> of_type;
+    for (const replay::CollectiveSample& s : samples)
+      if (s.type == type) of_type.push_back(s);
+    Result<replay::AlphaBeta> fit = replay::FitAlphaBeta(of_type, env.world_size);
+    if (!fit.ok()) {
+      // Too noisy to fit (a shared machine, --quick): the model keeps its assumption for it.
+      std::fprintf(stderr, "mimic: calibrate: %s: not fitted: %s\n", eg::CollectiveTypeName(type),
+                   fit.status().message().c_str());
+      continue;
+    }
+    const replay::AlphaBeta& ab = *fit;
+    std::fprintf(stderr, "mimic: calibrate: %s on %d ranks: alpha %.1f us, busbw %.3f GB/s\n",
+                 eg::CollectiveTypeName(type), env.world_size, ab.alpha_us, ab.bus_bytes_per_s / 1e9);
+    proto::CollectiveParams& p = out.emplace_back();
+    p.set_collective(eg::CollectiveTypeName(type));
+    p.set_alpha_us(ab.alpha_us);
+    p.set_bus_bytes_per_s(ab.bus_bytes_per_s);
+    p.set_ranks(env.world_size);
+  }
+  return out;
+}
+
+}  // namespace
 
 Runner AddCalibrate(CLI::App& app) {
   struct Args {
@@ -33,10 +74,30 @@ Runner AddCalibrate(CLI::App& app) {
       if (!in.ok()) return Fail(in.status());
       args->options.workloads.push_back(model::ShapesOf(in->workload));
     }
+    // Launched on several ranks: every rank takes part in the collective sweep, then rank 0
+    // alone measures the device and writes the platform.
+    Result<std::optional<replay::DistEnv>> dist = replay::DistEnvFromEnvironment();
+    if (!dist.ok()) return Fail(dist.status());
+    std::vector<proto::CollectiveParams> collectives;
+    if (*dist && (*dist)->world_size > 1) {
+      std::fprintf(stderr, "mimic: calibrate: rank %d of %d: collective sweep\n", (*dist)->rank, (*dist)->world_size);
+      Result<std::vector<proto::CollectiveParams>> c = CalibrateCollectives(**dist, args->options.quick);
+      if (!c.ok()) return Fail(c.status());
+      if ((*dist)->rank != 0) return kExitOk;
+      collectives = std::move(*c);
+    }
     Result<proto::Platform> p = calibrate::Calibrate(args->options, [](const std::string& line) {
       std::fprintf(stderr, "mimic: calibrate: %s\n", line.c_str());
     });
     if (!p.ok()) return Fail(p.status());
+    if (!collectives.empty()) {
+      p->clear_collectives();
+      for (proto::CollectiveParams& c : collectives) *p->add_collectives() = std::move(c);
+      (*p->mutable_sources())["collectives"] =
+          "measured by mimic calibrate at " + UtcNowIso8601() + " on " + std::to_string((*dist)->world_size) + " " +
+          (*dist)->launcher + " ranks over Gloo (c10d ProcessGroup): each collective at 4 KiB-16 MiB, median of its " +
+          "timed runs on rank 0, alpha-beta fitted by least squares with nccl-tests' bus factors";
+    }
     Status st = WriteOutput(args->output, model::PlatformToJson(*p) + "\n");
     if (!st.ok()) return Fail(st);
     return kExitOk;

@@ -223,6 +223,39 @@ class MultiRankReplay(unittest.TestCase):
             self.assertEqual((got["rank"], got["world_size"]), (rank, 2))
             self.assertEqual(got["collectives"]["issued"], got["collectives"]["expected"]["issued"])
 
+    def test_calibrate_on_two_ranks_fits_the_collectives(self):
+        platform = os.path.join(self.tmp.name, "two_ranks.json")
+        r = torchrun(2, "calibrate", "--quick", "-o", platform)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(platform) as f:
+            p = json.load(f)
+        fitted = {c["collective"]: c for c in p.get("collectives", [])}
+        # Each fitted collective was measured on the 2 ranks; one too noisy to fit is named.
+        for name in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"):
+            if name in fitted:
+                self.assertEqual(int(fitted[name]["ranks"]), 2)
+                self.assertGreater(fitted[name]["bus_bytes_per_s"], 0)
+                self.assertGreaterEqual(fitted[name].get("alpha_us", 0), 0)  # protobuf JSON omits a 0
+            else:
+                self.assertIn(f"{name}: not fitted", r.stderr)
+        # A sweep on this shared machine can be too noisy to fit one collective, not all of them.
+        used = {"c10d::allreduce_": "all_reduce", "c10d::broadcast_": "broadcast"}
+        self.assertTrue(set(used.values()) & set(fitted), r.stderr)
+        self.assertIn("2 torchrun ranks over Gloo", p["sources"]["collectives"])
+        # The prediction prices the sample's collectives with the fitted figures (on 2 ranks the
+        # bus factor is 1 for both all-reduce, 2(n-1)/n, and broadcast).
+        r = subprocess.run([MIMIC, "predict", os.path.join(SAMPLES, "ddp_mlp_2r/rank-0.et.json.gz"), "--platform",
+                            platform, "--json"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        checked = 0
+        for op in json.loads(r.stdout)["ops"]:
+            c = fitted.get(used.get(op["name"], ""))
+            if c:
+                want = c.get("alpha_us", 0) + op["bytes"] / c["bus_bytes_per_s"] * 1e6
+                self.assertAlmostEqual(op["compute_us"], want, delta=1e-6 * want)
+                checked += 1
+        self.assertGreater(checked, 0)
+
     def test_compute_mode_leaves_the_collectives_out(self):
         r = subprocess.run([MIMIC, "replay", os.path.join(SAMPLES, "ddp_mlp_2r/rank-0.et.json.gz"), "--mode",
                             "compute", "--iters", "1", "--warmup", "0", "--report", "-"],
