@@ -44,9 +44,9 @@ int main(int argc, char** argv) {
   };
   add(AddInspect, "inspect", "Summarize an execution trace (and its Kineto trace)");
   add(AddConvert, "convert", "Normalize a trace into a .mimic workload file");
-  add(AddReplay, "replay", "Replay a trace or workload operator by operator and report timings");
+  add(AddReplay, "replay", "Replay a trace or workload operator by operator and report timings (one rank per process under torchrun/srun/mpirun)");
   add(AddRun, "run", "Replay the embedded default fleet sample and compare it with the original");
-  add(AddSynth, "synth", "Transform a workload: select, filter, change dtype, repeat");
+  add(AddSynth, "synth", "Transform workloads: select, filter, substitute, scale batch, change dtype, compose, repeat, scale world size");
   add(AddPack, "pack", "Write a self-contained, checksummed benchmark bundle");
   add(AddBuildBenchmark, "build-benchmark", "Build a standalone benchmark executable from a bundle");
   add(AddExportChakra, "export-chakra", "Write a trace or workload as a Chakra .et trace (ASTRA-sim input)");
