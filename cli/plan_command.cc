@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "mimic/base/clock.h"
 #include "mimic/base/file.h"
+#include "mimic/base/host.h"
 #include "mimic/base/stats.h"
 #include "mimic/fleet/manifest.h"
 #include "mimic/fleet/plan.h"
@@ -22,11 +23,6 @@
 namespace mimic::cli {
 namespace {
 
-std::string HostName() {
-  char buf[256] = {};
-  gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
 
 // Step times for `mimic plan`: each class's workload is loaded once; a platform whose device is
 // this machine's is measured by replay, any other is predicted.

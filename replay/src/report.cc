@@ -1,14 +1,12 @@
 #include "mimic/replay/report.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 #include <map>
 #include <tuple>
 
 #include "mimic/base/clock.h"
+#include "mimic/base/host.h"
 #include "mimic/base/json_writer.h"
 #include "mimic/base/stats.h"
 #include "mimic/eg/collective.h"
@@ -16,19 +14,6 @@
 namespace mimic::replay {
 namespace {
 
-std::string HostName() {
-  char buf[256] = {};
-  gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
-
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
 
 
 std::optional<double> Ratio(const std::vector<double>& replay, std::optional<double> original) {

@@ -1,12 +1,11 @@
 #include "mimic/synth/bundle.h"
 
-#include <unistd.h>
-
 #include <ctime>
 
 #include "mimic/base/clock.h"
 #include "mimic/base/file.h"
 #include "mimic/base/framed.h"
+#include "mimic/base/host.h"
 #include "mimic/eg/workload.h"
 
 namespace mimic::synth {
@@ -24,9 +23,7 @@ proto::Bundle MakeBundle(proto::Workload workload, uint64_t seed) {
   *b.mutable_workload() = std::move(workload);
   b.set_seed(seed);
   b.set_created_at(UtcNowIso8601());
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  b.set_created_by(std::string("mimic ") + MIMIC_VERSION + " on " + host);
+  b.set_created_by(std::string("mimic ") + MIMIC_VERSION + " on " + HostName());
   return b;
 }
 

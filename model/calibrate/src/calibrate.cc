@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "mimic/base/clock.h"
+#include "mimic/base/host.h"
 #include "mimic/base/stats.h"
 #include "mimic/model/platform.h"
 
@@ -101,13 +102,6 @@ class Probes {
   std::vector<Probe> probes_;
 };
 
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown cpu";
-}
 
 double CpuMhz() {
   std::ifstream in("/proc/cpuinfo");
@@ -117,11 +111,6 @@ double CpuMhz() {
   return 0;
 }
 
-std::string HostName() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
 
 }  // namespace
 
