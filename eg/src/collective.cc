@@ -137,6 +137,23 @@ void ReadDispatcherOp(const proto::Workload& w, const proto::Op& op, proto::Coll
   c.set_out_elems(has_out ? out : in);
 }
 
+// record_param_comms' `dtype` attribute (1.1.0+, c10 ScalarType names), for a collective whose
+// tensors the trace did not record.
+struct ScalarTypeName {
+  std::string_view name;
+  proto::DType dtype;
+  int64_t itemsize;
+};
+constexpr ScalarTypeName kScalarTypes[] = {
+    {"Float", proto::FLOAT32, 4},      {"Double", proto::FLOAT64, 8},  {"Half", proto::FLOAT16, 2},
+    {"BFloat16", proto::BFLOAT16, 2},  {"Long", proto::INT64, 8},      {"Int", proto::INT32, 4},
+    {"Short", proto::INT16, 2},        {"Char", proto::INT8, 1},       {"Byte", proto::UINT8, 1},
+    {"Bool", proto::BOOL, 1},          {"UInt16", proto::UINT16, 2},   {"UInt32", proto::UINT32, 4},
+    {"UInt64", proto::UINT64, 8},      {"ComplexFloat", proto::COMPLEX64, 8},
+    {"ComplexDouble", proto::COMPLEX128, 16}, {"Float8_e4m3fn", proto::FLOAT8_E4M3FN, 1},
+    {"Float8_e5m2", proto::FLOAT8_E5M2, 1},
+};
+
 // record_param_comms: attrs from schema 1.1.0, positional arguments before (and still there):
 //   1.0.2:  (tensors, seq, pg_id, rank, name, in_split, out_split, world_size)
 //   1.0.3+: (tensors, seq, (pg_name, pg_desc), rank, name, in_nelems, out_nelems, dtype,
@@ -190,6 +207,9 @@ void ReadRecordParamComms(const proto::Workload& w, const proto::Op& op, proto::
   if (c.in_split_sizes().empty()) IntListAttr(op, "in_split_size", c.mutable_in_split_sizes());
   if (c.out_split_sizes().empty()) IntListAttr(op, "out_split_size", c.mutable_out_split_sizes());
   c.set_seq(IntAttr(op, "seq", c.seq()));
+  if (const std::string* dtype = StringAttr(op, "dtype"))
+    for (const ScalarTypeName& t : kScalarTypes)
+      if (t.name == *dtype) c.set_dtype(t.dtype), c.set_itemsize(t.itemsize);
 }
 
 Type TypeOf(const proto::Op& op) {
@@ -288,20 +308,20 @@ double BusBandwidthFactor(Type type, int64_t n) {
   }
 }
 
+void AddCollective(CollectiveTotals& t, const proto::Collective& c) {
+  const int64_t bytes = CollectiveBytes(c);
+  ++t.issued;
+  t.bytes += bytes;
+  for (CollectiveCount* n : {&t.by_type[CollectiveTypeName(c.type())], &t.by_group[c.process_group()]}) {
+    ++n->count;
+    n->bytes += bytes;
+  }
+}
+
 CollectiveTotals CountCollectives(const proto::Workload& w, const std::vector<int>& indices) {
   CollectiveTotals t;
-  for (int i : indices) {
-    const proto::Op& op = w.ops(i);
-    if (!IsCommunication(op)) continue;
-    const int64_t bytes = CollectiveBytes(op.collective());
-    ++t.issued;
-    t.bytes += bytes;
-    for (CollectiveCount* c : {&t.by_type[CollectiveTypeName(op.collective().type())],
-                               &t.by_group[op.collective().process_group()]}) {
-      ++c->count;
-      c->bytes += bytes;
-    }
-  }
+  for (int i : indices)
+    if (IsCommunication(w.ops(i))) AddCollective(t, w.ops(i).collective());
   return t;
 }
 
@@ -337,7 +357,6 @@ void AnnotateCollectives(proto::Workload& w) {
   // Backend spans by type, in op order, for collectives whose span is not nested in them
   // (Gloo records its span from its worker thread, under whatever op was current).
   std::map<Type, std::deque<int>> loose_spans;
-  std::vector<bool> span_used(n, false);
   for (int i = 0; i < n; ++i)
     if (IsBackendSpan(w.ops(i)) && !issuer_above(i)) loose_spans[CollectiveTypeOfName(w.ops(i).name())].push_back(i);
 
@@ -394,17 +413,38 @@ void AnnotateCollectives(proto::Workload& w) {
     if (kernels_us > 0) c.set_original_us(kernels_us);
     if (c.original_us() < 0) {
       std::deque<int>& q = loose_spans[type];
-      while (!q.empty() && q.front() < i) q.pop_front();
-      if (!q.empty()) {
-        const proto::Op& span = w.ops(q.front());
-        if (span.has_cpu_span()) c.set_original_us(span.cpu_duration_us());
-        q.pop_front();
+      auto span = std::find_if(q.begin(), q.end(), [i](int k) { return k > i; });
+      if (span != q.end()) {
+        if (w.ops(*span).has_cpu_span()) c.set_original_us(w.ops(*span).cpu_duration_us());
+        q.erase(span);
       }
     }
     if (c.original_us() < 0 && op.has_cpu_span()) c.set_original_us(op.cpu_duration_us());
     *op.mutable_collective() = std::move(c);
     issued.push_back(i);
   }
+  // A backend span that no c10d op or record_param_comms issued (traces that recorded only
+  // nccl:all_reduce) is the communication itself.
+  for (auto& [type, spans] : loose_spans) {
+    if (type == proto::Collective::TYPE_UNKNOWN || type == proto::Collective::WAIT) continue;
+    for (int i : spans) {
+      proto::Op& op = *w.mutable_ops(i);
+      proto::Collective c;
+      c.set_type(type);
+      c.set_seq(-1);
+      c.set_source("backend span");
+      c.set_async(true);
+      if (op.inputs_size() > 0) c.set_in_elems(Elements(w, op.inputs(0), c));
+      c.set_out_elems(c.in_elems());
+      ResolveGroup(w, 0, c);
+      double kernels_us = 0;
+      for (const proto::Kernel& k : op.kernels()) kernels_us += k.duration_us();
+      c.set_original_us(kernels_us > 0 ? kernels_us : op.has_cpu_span() ? op.cpu_duration_us() : -1);
+      *op.mutable_collective() = std::move(c);
+      issued.push_back(i);
+    }
+  }
+  std::sort(issued.begin(), issued.end());
 
   // Waits: by sequence number, by the tensor a functional collective returned, else the latest
   // unpaired asynchronous collective of the same thread.

@@ -112,6 +112,25 @@ const std::string& TypeName(const proto::Workload& w, int32_t type_index) {
   return type_index >= 0 && type_index < w.types_size() ? w.types(type_index) : kNone;
 }
 
+Result<const proto::Segment*> FindSegment(const proto::Workload& w, int64_t iteration, const std::string& label) {
+  if (!label.empty()) {
+    const std::string name = StartsWith(label, "## ") ? label : "## " + label + " ##";
+    for (const proto::Segment& s : w.segments())
+      if (s.kind() == proto::Segment::LABEL && s.name() == name) return &s;
+    return Status::InvalidInput("--label \"" + label + "\": no such label in the trace");
+  }
+  const proto::Segment* first = nullptr;
+  for (const proto::Segment& s : w.segments()) {
+    if (s.kind() != proto::Segment::ITERATION) continue;
+    if (iteration >= 0 && s.step() == iteration) return &s;
+    if (!first) first = &s;
+  }
+  if (iteration >= 0)
+    return Status::InvalidInput("--iteration " + std::to_string(iteration) + ": no ProfilerStep#" +
+                                std::to_string(iteration) + " in the trace");
+  return first;
+}
+
 bool IsWrapperOp(const proto::Op& op) {
   const std::string& n = op.name();
   return StartsWith(n, "ProfilerStep#") || StartsWith(n, "## ") || StartsWith(n, "[pytorch|profiler|") ||
@@ -189,9 +208,15 @@ Result<proto::Workload> ParseWorkloadFile(const std::string& path, std::string_v
     return Status::InvalidInput(path + ":byte " + std::to_string(at) +
                                 ": corrupt workload (protobuf does not parse)");
   MIMIC_RETURN_IF_ERROR(CheckWorkload(path, w));
-  // Format 1.0 predates Op.collective: read the collectives now, as a trace would be.
-  if (w.format().major() == 1 && w.format().minor() < 1) AnnotateCollectives(w);
+  UpgradeWorkload(w);
   return w;
+}
+
+void UpgradeWorkload(proto::Workload& w) {
+  if (w.format().major() == 1 && w.format().minor() < 1) {
+    AnnotateCollectives(w);
+    w.mutable_format()->set_minor(kWorkloadFormatMinor);
+  }
 }
 
 Status CheckWorkload(const std::string& path, const proto::Workload& w) {

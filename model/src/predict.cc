@@ -21,29 +21,6 @@ namespace {
 // else (data loading, logging), not per-op overhead.
 constexpr double kMaxT1Us = 200.0;
 
-Result<int> SelectSegment(const proto::Workload& w, const eg::OpTree& tree, const PredictOptions& o,
-                          std::string* selection) {
-  if (!o.label.empty()) {
-    std::string label = o.label;
-    if (label.rfind("## ", 0) != 0) label = "## " + label + " ##";
-    for (const proto::Segment& s : w.segments())
-      if (s.kind() == proto::Segment::LABEL && s.name() == label) return *selection = s.name(), tree.IndexOf(s.op_id());
-    return Status::InvalidInput("--label \"" + o.label + "\": no such label in the trace");
-  }
-  const proto::Segment* first = nullptr;
-  for (const proto::Segment& s : w.segments()) {
-    if (s.kind() != proto::Segment::ITERATION) continue;
-    if (o.iteration >= 0 && s.step() == o.iteration) return *selection = s.name(), tree.IndexOf(s.op_id());
-    if (!first) first = &s;
-  }
-  if (o.iteration >= 0)
-    return Status::InvalidInput("--iteration " + std::to_string(o.iteration) + ": no ProfilerStep#" +
-                                std::to_string(o.iteration) + " in the trace");
-  if (first) return *selection = first->name(), tree.IndexOf(first->op_id());
-  *selection = "whole trace";
-  return -1;
-}
-
 struct SubtreeCost {
   double compute_us = 0;  // sum of leaf compute
   double flops = 0, bytes = 0;
@@ -183,7 +160,9 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
   Prediction pred;
   pred.platform = p.name();
   const eg::OpTree tree(w);
-  MIMIC_ASSIGN_OR_RETURN(const int segment, SelectSegment(w, tree, opts, &pred.selection));
+  MIMIC_ASSIGN_OR_RETURN(const proto::Segment* seg, eg::FindSegment(w, opts.iteration, opts.label));
+  pred.selection = seg ? seg->name() : "whole trace";
+  const int segment = seg ? tree.IndexOf(seg->op_id()) : -1;
   const std::vector<int> top = eg::ReplayableOps(w, tree, segment, /*include_compiled=*/true);
   if (top.empty()) return Status::Unsupported("nothing to predict: no top-level op with a schema in " + pred.selection);
   const bool gpu = p.device_type() == "cuda";

@@ -54,6 +54,12 @@ std::shared_ptr<::gloo::transport::Device> GlooDevice(const DistEnv& env) {
 
 }  // namespace
 
+bool WritesInPlace(proto::Collective::Type t) {
+  return t == proto::Collective::ALL_REDUCE || t == proto::Collective::BROADCAST ||
+         t == proto::Collective::REDUCE || t == proto::Collective::SEND || t == proto::Collective::RECV ||
+         t == proto::Collective::BARRIER;
+}
+
 struct Communicator::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
   std::map<std::string, Group> groups;  // by recorded name

@@ -28,6 +28,10 @@ struct CollectiveBuffers {
   at::Tensor output;  // out_elems elements; the same tensor as input for in-place collectives
 };
 
+// Collectives whose output is their input buffer (all-reduce, broadcast, reduce, send/recv,
+// barrier).
+bool WritesInPlace(proto::Collective::Type type);
+
 // A collective in flight.
 class PendingWork {
  public:

@@ -38,8 +38,7 @@ Result<std::vector<CollectiveSample>> SweepCollectives(const DistEnv& env, const
       if (scatters) c.set_out_elems(elems / n);
       CollectiveBuffers b;
       b.input = at::ones({c.in_elems()});
-      const bool in_place = type == proto::Collective::ALL_REDUCE || type == proto::Collective::BROADCAST;
-      b.output = in_place ? b.input : at::ones({c.out_elems()});
+      b.output = WritesInPlace(type) ? b.input : at::ones({c.out_elems()});
       const std::string what = std::string(eg::CollectiveTypeName(type)) + " of " + std::to_string(bytes) + " bytes";
       comm->SetProgress("sweep: " + what);
       std::vector<double> times;

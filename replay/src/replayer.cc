@@ -43,7 +43,7 @@ double MsSince(Clock::time_point t0) {
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 struct PlannedOp {
-  int index;                                 // into workload.ops()
+  int index = 0;                             // into workload.ops()
   std::optional<c10::OperatorHandle> handle;  // unset: skipped (or a delay, or a collective)
   double delay_us = -1;                      // >= 0: a mimic::delay standing in for an op
   int run = -1;                              // >= 0: a collective, its CommResult entry
@@ -66,54 +66,12 @@ int SingleTensor(const proto::Value& v) {
   return -1;
 }
 
-// Collectives that write where they read.
-bool InPlace(proto::Collective::Type t) {
-  return t == proto::Collective::ALL_REDUCE || t == proto::Collective::BROADCAST ||
-         t == proto::Collective::REDUCE || t == proto::Collective::SEND || t == proto::Collective::RECV ||
-         t == proto::Collective::BARRIER;
-}
-
-void AddTo(eg::CollectiveTotals& t, const proto::Collective& c) {
-  const int64_t bytes = eg::CollectiveBytes(c);
-  ++t.issued;
-  t.bytes += bytes;
-  for (eg::CollectiveCount* n : {&t.by_type[eg::CollectiveTypeName(c.type())], &t.by_group[c.process_group()]}) {
-    ++n->count;
-    n->bytes += bytes;
-  }
-}
 
 // Busy-waits `us` microseconds: a substituted op's time kept on the replaying thread.
 void Spin(double us) {
   const auto until = Clock::now() + std::chrono::duration<double, std::micro>(us);
   while (Clock::now() < until) {
   }
-}
-
-// Picks the segment to replay; -1 for the whole trace.
-Result<int> SelectSegment(const proto::Workload& w, const eg::OpTree& tree,
-                          const ReplayOptions& options, std::string* selection) {
-  if (!options.label.empty()) {
-    std::string label = options.label;
-    if (label.rfind("## ", 0) != 0) label = "## " + label + " ##";
-    for (const proto::Segment& s : w.segments())
-      if (s.kind() == proto::Segment::LABEL && s.name() == label)
-        return *selection = s.name(), tree.IndexOf(s.op_id());
-    return Status::InvalidInput("--label \"" + options.label + "\": no such label in the trace");
-  }
-  const proto::Segment* first = nullptr;
-  for (const proto::Segment& s : w.segments()) {
-    if (s.kind() != proto::Segment::ITERATION) continue;
-    if (options.iteration >= 0 && s.step() == options.iteration)
-      return *selection = s.name(), tree.IndexOf(s.op_id());
-    if (!first) first = &s;
-  }
-  if (options.iteration >= 0)
-    return Status::InvalidInput("--iteration " + std::to_string(options.iteration) +
-                                ": no ProfilerStep#" + std::to_string(options.iteration) + " in the trace");
-  if (first) return *selection = first->name(), tree.IndexOf(first->op_id());
-  *selection = "whole trace";
-  return -1;
 }
 
 bool SameShape(const at::Tensor& t, const proto::Tensor& rec) {
@@ -132,7 +90,8 @@ class Runner {
 
   Status Plan(const std::vector<int>& selected) {
     for (int index : selected) {
-      PlannedOp p{index, std::nullopt};
+      PlannedOp p;
+      p.index = index;
       const proto::Op& op = w_.ops(index);
       if (eg::IsDelayOp(op)) {
         auto it = op.attrs().find("delay_us");
@@ -298,8 +257,8 @@ class Runner {
         at::Tensor t = store_.Get(entry);
         return t.defined() && t.numel() == numel && t.is_contiguous() ? t.view(-1) : at::Tensor();
       };
-      CollectiveBuffers b{flat(in, c.in_elems()), InPlace(c.type()) ? at::Tensor() : flat(out, c.out_elems())};
-      if (InPlace(c.type())) b.output = b.input;
+      CollectiveBuffers b{flat(in, c.in_elems()), WritesInPlace(c.type()) ? at::Tensor() : flat(out, c.out_elems())};
+      if (WritesInPlace(c.type())) b.output = b.input;
       if (b.input.defined() && b.output.defined()) return b;
     }
     if (!p.buffers.input.defined()) {
@@ -307,7 +266,7 @@ class Runner {
       if (!ToScalarType(c.dtype(), &dtype)) dtype = c10::kFloat;
       const auto opts = at::TensorOptions().dtype(dtype).device(device_.torch_device());
       p.buffers.input = at::ones({std::max<int64_t>(c.in_elems(), 0)}, opts);
-      p.buffers.output = InPlace(c.type()) ? p.buffers.input : at::ones({std::max<int64_t>(c.out_elems(), 0)}, opts);
+      p.buffers.output = WritesInPlace(c.type()) ? p.buffers.input : at::ones({std::max<int64_t>(c.out_elems(), 0)}, opts);
     }
     return p.buffers;
   }
@@ -362,7 +321,7 @@ class Runner {
       op_ms_[done.plan_index] += us / 1000.0;
       result_.comm.collectives[p.run].replay_us.push_back(us);
     }
-    AddTo(iteration_issued_, w_.ops(p.index).collective());
+    eg::AddCollective(iteration_issued_, w_.ops(p.index).collective());
     return Status::Ok();
   }
 
@@ -469,7 +428,9 @@ Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& optio
   result.device = device->Describe();
   const auto setup_t0 = Clock::now();
   const eg::OpTree tree(w);
-  MIMIC_ASSIGN_OR_RETURN(const int segment, SelectSegment(w, tree, options, &result.selection));
+  MIMIC_ASSIGN_OR_RETURN(const proto::Segment* seg, eg::FindSegment(w, options.iteration, options.label));
+  result.selection = seg ? seg->name() : "whole trace";
+  const int segment = seg ? tree.IndexOf(seg->op_id()) : -1;
   std::vector<int> selected = eg::ReplayableOps(w, tree, segment, /*include_compiled=*/true);
   result.mode = options.mode;
   result.comm.expected = eg::CountCollectives(w, selected);

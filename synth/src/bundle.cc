@@ -46,6 +46,7 @@ Result<proto::Bundle> ParseBundle(const std::string& path, std::string_view byte
                                std::to_string(b.format().minor()) + " is newer than this Mimic reads (" +
                                std::to_string(kBundleFormatMajor) + ".x)");
   MIMIC_RETURN_IF_ERROR(eg::CheckWorkload(path, b.workload()));
+  eg::UpgradeWorkload(*b.mutable_workload());
   return b;
 }
 

@@ -32,10 +32,10 @@ struct CommType {
   cpm::CollectiveCommType collective = cpm::ALL_REDUCE;
 };
 
-// The Chakra type of a communication name (eg's reading of it: "c10d::_allgather_base_",
-// "nccl:all_reduce", "all_gather", ...). kNone for waits and everything else.
-CommType CommTypeOfName(std::string_view name) {
-  switch (eg::CollectiveTypeOfName(name)) {
+// The Chakra type of a communication as eg read it (eg/collective.h). kNone for waits and
+// anything else.
+CommType ChakraCommType(proto::Collective::Type type) {
+  switch (type) {
     case proto::Collective::ALL_REDUCE: return {CommKind::kCollective, cpm::ALL_REDUCE};
     case proto::Collective::ALL_GATHER: return {CommKind::kCollective, cpm::ALL_GATHER};
     case proto::Collective::ALL_TO_ALL: return {CommKind::kCollective, cpm::ALL_TO_ALL};
@@ -49,47 +49,6 @@ CommType CommTypeOfName(std::string_view name) {
     case proto::Collective::RECV: return {CommKind::kRecv, cpm::ALL_REDUCE};
     default: return {};
   }
-}
-
-bool IsRecordParamComms(const proto::Op& op) { return op.name() == "record_param_comms"; }
-
-// The communication a collective op performs. record_param_comms names it in its
-// `collective_name` attribute (1.1.0+) or in a string argument ("all_gather", "allreduce",
-// "wait", ...); the wrappers (c10d::allgather_, nccl:all_gather) in their names. Kind kNone for
-// everything else, "wait" included.
-CommType CommTypeOf(const proto::Op& op) {
-  if (!eg::IsCollectiveOp(op)) return {};
-  if (!IsRecordParamComms(op)) return CommTypeOfName(op.name());
-  auto it = op.attrs().find("collective_name");
-  if (it != op.attrs().end() && it->second.kind_case() == proto::Value::kStringValue)
-    return CommTypeOfName(it->second.string_value());
-  for (const proto::Value& v : op.inputs()) {
-    if (v.kind_case() != proto::Value::kStringValue) continue;
-    const CommType t = CommTypeOfName(v.string_value());
-    if (t.kind != CommKind::kNone) return t;
-  }
-  return {};
-}
-
-bool IsComm(const proto::Op& op) { return CommTypeOf(op).kind != CommKind::kNone; }
-
-// Bytes per element of the `dtype` attribute of record_param_comms (c10 ScalarType names).
-struct DtypeSize {
-  std::string_view name;
-  int64_t bytes;
-};
-constexpr DtypeSize kDtypeSizes[] = {
-    {"Float", 4}, {"Double", 8},  {"Half", 2},         {"BFloat16", 2},       {"Long", 8},
-    {"Int", 4},   {"Short", 2},   {"Char", 1},         {"Byte", 1},           {"Bool", 1},
-    {"UInt16", 2}, {"UInt32", 4}, {"UInt64", 8},       {"ComplexFloat", 8},   {"ComplexDouble", 16},
-    {"ComplexHalf", 4}, {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1}, {"Float8_e4m3fnuz", 1},
-    {"Float8_e5m2fnuz", 1},
-};
-
-int64_t DtypeBytes(std::string_view name) {
-  for (const DtypeSize& d : kDtypeSizes)
-    if (d.name == name) return d.bytes;
-  return 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -289,29 +248,12 @@ class Exporter {
     add("kernel_nodes").set_bool_val(options_.kernel_nodes);
   }
 
-  // The ops that become nodes, in start order: the top-level replayable ops, and the top-most
-  // collective of every subtree that no replayable op holds (record_param_comms directly
-  // under an autograd or profiler wrapper, say).
+  // The ops that become nodes, in start order: the top-level ops a replay runs, collectives
+  // included, but not waits: Chakra orders a collective by its dependencies.
   std::vector<int> NodeOps() const {
-    const int n = w_.ops_size();
-    std::vector<char> chosen(n, 0);
-    // Waits are no node: Chakra orders a collective by its dependencies.
-    for (int i : eg::ReplayableOps(w_, tree_, -1, /*include_compiled=*/true))
-      chosen[i] = !(w_.ops(i).has_collective() && w_.ops(i).collective().type() == proto::Collective::WAIT);
-    std::vector<char> is_comm(n, 0);
-    for (int i = 0; i < n; ++i) is_comm[i] = IsComm(w_.ops(i));
     std::vector<int> out;
-    for (int i = 0; i < n; ++i) {
-      if (chosen[i]) {
-        out.push_back(i);
-        continue;
-      }
-      if (!is_comm[i]) continue;
-      bool inside = false;
-      for (int p = tree_.Parent(i), guard = 0; p >= 0 && guard < n && !inside; p = tree_.Parent(p), ++guard)
-        inside = chosen[p] || is_comm[p];
-      if (!inside) out.push_back(i);
-    }
+    for (int i : eg::ReplayableOps(w_, tree_, -1, /*include_compiled=*/true))
+      if (!(w_.ops(i).has_collective() && w_.ops(i).collective().type() == proto::Collective::WAIT)) out.push_back(i);
     return out;
   }
 
@@ -328,73 +270,21 @@ class Exporter {
     return order;
   }
 
-  // The communication a top-level op's `subtree` performs: that of its first communication op,
-  // sized and named from the best-informed op there. nullopt when there is none.
+  // The communication a top-level op's `subtree` performs: eg's reading of its first
+  // communication op. Chakra's comm_size is the message this rank sends. nullopt when none.
   std::optional<CommInfo> FindComm(const std::vector<int>& subtree) const {
-    int first = -1, rpc = -1, backend = -1;
     for (int j : subtree) {
       const proto::Op& op = w_.ops(j);
-      if (!IsComm(op)) continue;
-      if (first < 0) first = j;
-      if (rpc < 0 && IsRecordParamComms(op)) rpc = j;
-      if (backend < 0 && (op.name().starts_with("nccl:") || op.name().starts_with("gloo:"))) backend = j;
+      if (!eg::IsCommunication(op)) continue;
+      const proto::Collective& c = op.collective();
+      CommInfo info;
+      info.type = ChakraCommType(c.type());
+      info.size = SaturatingMul(c.in_elems(), c.itemsize());
+      info.pg_name = c.process_group();
+      if (info.type.kind == CommKind::kSend || info.type.kind == CommKind::kRecv) FindPeer(subtree, info);
+      return info;
     }
-    if (first < 0) return std::nullopt;
-    CommInfo info;
-    info.type = CommTypeOf(w_.ops(first));
-    info.size = CommSize(first, rpc, backend);
-    info.pg_name = GroupName(rpc);
-    if (info.type.kind == CommKind::kSend || info.type.kind == CommKind::kRecv) FindPeer(subtree, info);
-    return info;
-  }
-
-  // Message size in bytes: record_param_comms' in_msg_nelems x dtype size (1.1.0+), else the
-  // tensors it was given, else those of the backend op (nccl:...), else the top op's inputs
-  // other than its output arguments.
-  int64_t CommSize(int first, int rpc, int backend) const {
-    if (rpc >= 0) {
-      const proto::Op& op = w_.ops(rpc);
-      const std::vector<int> tensors = DistinctTensors(w_, op.inputs());
-      auto nelems = op.attrs().find("in_msg_nelems");
-      if (nelems != op.attrs().end() && nelems->second.kind_case() == proto::Value::kIntValue) {
-        auto dtype = op.attrs().find("dtype");
-        int64_t item = dtype == op.attrs().end() ? 0 : DtypeBytes(dtype->second.string_value());
-        if (item == 0 && !tensors.empty()) item = w_.tensors(tensors.front()).itemsize();
-        if (item > 0) return SaturatingMul(nelems->second.int_value(), item);
-      }
-      if (!tensors.empty()) return BytesOf(w_, tensors);
-    }
-    if (backend >= 0) {
-      const std::vector<int> tensors = DistinctTensors(w_, w_.ops(backend).inputs());
-      if (!tensors.empty()) return BytesOf(w_, tensors);
-    }
-    const proto::Op& op = w_.ops(first);
-    const std::vector<std::string> names = ArgNames(SchemaOf(w_, op));
-    std::vector<int> tensors;
-    for (int i = 0; i < op.inputs_size(); ++i)
-      if (i >= static_cast<int>(names.size()) || !names[i].starts_with("output"))
-        CollectTensors(w_, op.inputs(i), tensors);
-    std::sort(tensors.begin(), tensors.end());
-    tensors.erase(std::unique(tensors.begin(), tensors.end()), tensors.end());
-    return BytesOf(w_, tensors);
-  }
-
-  // The process group: record_param_comms' pg_name attribute (1.1.0+) or its (pg_name, pg_desc)
-  // argument (1.0.3+); else the only process group the trace initialized; else "".
-  std::string GroupName(int rpc) const {
-    if (rpc >= 0) {
-      const proto::Op& op = w_.ops(rpc);
-      auto it = op.attrs().find("pg_name");
-      if (it != op.attrs().end() && it->second.kind_case() == proto::Value::kStringValue)
-        return it->second.string_value();
-      for (const proto::Value& v : op.inputs()) {
-        if (v.kind_case() == proto::Value::kList && eg::TypeName(w_, v.type()).starts_with("Tuple[String") &&
-            v.list().items_size() > 0 && v.list().items(0).kind_case() == proto::Value::kStringValue)
-          return v.list().items(0).string_value();
-      }
-    }
-    if (w_.provenance().process_groups_size() == 1) return w_.provenance().process_groups(0).name();
-    return "";
+    return std::nullopt;
   }
 
   // The peer and tag of a send/recv, from the arguments its c10d op names (dstRank or srcRank,

@@ -234,20 +234,8 @@ bool ParseFloatDType(const std::string& name, proto::DType* out) {
 }
 
 Result<proto::Workload> Select(const proto::Workload& w, const SelectSpec& spec) {
-  const proto::Segment* chosen = nullptr;
-  for (const proto::Segment& s : w.segments()) {
-    if (!spec.label.empty()) {
-      const std::string label = spec.label.rfind("## ", 0) == 0 ? spec.label : "## " + spec.label + " ##";
-      if (s.kind() == proto::Segment::LABEL && s.name() == label) chosen = &s;
-    } else if (s.kind() == proto::Segment::ITERATION && (spec.iteration < 0 || s.step() == spec.iteration)) {
-      chosen = &s;
-    }
-    if (chosen) break;
-  }
-  if (!chosen)
-    return Status::InvalidInput(!spec.label.empty() ? "--label \"" + spec.label + "\": no such label"
-                                : spec.iteration >= 0 ? "--iteration " + std::to_string(spec.iteration) + ": no such ProfilerStep"
-                                                      : "the workload has no ProfilerStep iteration to select");
+  MIMIC_ASSIGN_OR_RETURN(const proto::Segment* chosen, eg::FindSegment(w, spec.iteration, spec.label));
+  if (!chosen) return Status::InvalidInput("the workload has no ProfilerStep iteration to select");
   const eg::OpTree tree(w);
   std::vector<char> keep(w.ops_size(), 0);
   MarkSubtree(tree, tree.IndexOf(chosen->op_id()), keep);

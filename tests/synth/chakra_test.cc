@@ -11,6 +11,7 @@
 #include <set>
 
 #include "mimic/base/file.h"
+#include "mimic/eg/collective.h"
 #include "mimic/eg/workload.h"
 #include "testing.h"
 
@@ -377,7 +378,11 @@ class Builder {
     k.set_duration_us(duration);
   }
 
-  proto::Workload& w() { return w_; }
+  // The workload, its collectives read as reading a trace does.
+  proto::Workload& w() {
+    eg::AnnotateCollectives(w_);
+    return w_;
+  }
 
  private:
   proto::Workload w_;

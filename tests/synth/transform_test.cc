@@ -354,7 +354,9 @@ TEST(WorldSize, DataParallelCollectivesKeepPerRankSizesOnTheLargerWorld) {
   EXPECT_EQ(after.issued, before.issued);
   EXPECT_EQ(after.bytes, before.bytes);  // all-reduce and broadcast: the same bytes per rank
   for (const proto::Op& op : scaled->ops())
-    if (eg::IsCommunication(op)) EXPECT_EQ(op.collective().group_size(), 8);
+    if (eg::IsCommunication(op)) {
+      EXPECT_EQ(op.collective().group_size(), 8);
+    }
   ASSERT_EQ(scaled->transformations_size(), 2);
   EXPECT_EQ(scaled->transformations(1).name(), "world_size");
 }

@@ -4,8 +4,8 @@
 //   - record_param_comms, with positional arguments (schema 1.0.2: pg id; 1.0.3+: (pg_name,
 //     pg_desc)) and, from schema 1.1.0, attrs (collective_name, in_msg_nelems, pg_name, ...);
 //   - _c10d_functional::all_reduce, ... and their wait_tensor (traced/compiled programs);
-//   - the backends' own spans, nccl:all_reduce and gloo:all_reduce, which are never counted
-//     themselves but give the time the communication took.
+//   - the backends' own spans, nccl:all_reduce and gloo:all_reduce: the time the communication
+//     took, and the communication itself only where nothing above issued it.
 // Pure functions of the workload; thread-compatible.
 #pragma once
 
@@ -57,6 +57,8 @@ struct CollectiveTotals {
   std::map<std::string, CollectiveCount> by_type;  // by CollectiveTypeName
   std::map<std::string, CollectiveCount> by_group;  // by process group name
 };
+// Counts one issued collective into `totals`.
+void AddCollective(CollectiveTotals& totals, const proto::Collective& c);
 // The communications (IsCommunication) among the ops at `indices` into workload.ops().
 CollectiveTotals CountCollectives(const proto::Workload& workload, const std::vector<int>& indices);
 // ... among all ops.

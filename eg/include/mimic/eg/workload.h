@@ -36,6 +36,10 @@ Status SaveWorkload(const std::string& path, const proto::Workload& workload);
 // Parses the bytes of a `.mimic` file; `path` is only used in messages.
 Result<proto::Workload> ParseWorkloadFile(const std::string& path, std::string_view bytes);
 
+// Brings a workload an older Mimic wrote up to this format: format 1.0 predates Op.collective,
+// so its collectives are read now, as reading a trace does.
+void UpgradeWorkload(proto::Workload& workload);
+
 // Checks a workload that came from outside (a file, a bundle): a format this Mimic reads,
 // parent links that form a forest, and every index inside its table. Errors: InvalidInput or
 // Unsupported naming `path` and the offending node, segment or tensor.
@@ -63,6 +67,13 @@ class OpTree {
 
 // The recorded type string of a value or tensor ("" when none was recorded).
 const std::string& TypeName(const proto::Workload& workload, int32_t type_index);
+
+// The range a command works on (replay, predict, synth's select): the "## label ##" range when
+// `label` is given (with or without the ##), ProfilerStep#`iteration` when iteration >= 0, else
+// the first iteration; nullptr when the workload has no iteration and neither was asked for.
+// Errors: InvalidInput naming --label or --iteration.
+Result<const proto::Segment*> FindSegment(const proto::Workload& workload, int64_t iteration,
+                                          const std::string& label);
 
 // True for ops Mimic never replays itself: profiler and record_function wrappers, thread roots.
 bool IsWrapperOp(const proto::Op& op);
