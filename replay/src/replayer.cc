@@ -48,6 +48,7 @@ struct PlannedOp {
   double delay_us = -1;                      // >= 0: a mimic::delay standing in for an op
   int run = -1;                              // >= 0: a collective, its CommResult entry
   bool wait = false;                         // waits for an asynchronous collective
+  int in_entry = -1, out_entry = -1;         // a collective's own input and output tensors
   CollectiveBuffers buffers;                 // comm mode, and full mode when the op's own don't fit
 };
 
@@ -228,36 +229,36 @@ class Runner {
     }
     p.run = static_cast<int>(result_.comm.collectives.size());
     result_.comm.collectives.push_back({op.id(), op.collective(), {}});
+    // Its own tensors, by argument name (full mode runs it on them).
+    if (op.name() == "record_param_comms") {
+      if (op.inputs_size() > 0) p.in_entry = SingleTensor(op.inputs(0));
+      if (op.outputs_size() > 0) p.out_entry = SingleTensor(op.outputs(0));
+    } else if (op.schema() >= 0) {
+      const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(w_.schemas(op.schema()));
+      for (int k = 0; k < op.inputs_size() && k < static_cast<int>(args.size()); ++k) {
+        const std::string& n = args[k].name;
+        if (n.find("split") != std::string::npos) continue;
+        if (n == "tensors" || n == "tensor" || n == "input" || n == "self" || n.rfind("input", 0) == 0)
+          p.in_entry = SingleTensor(op.inputs(k));
+        else if (n.rfind("output", 0) == 0)
+          p.out_entry = SingleTensor(op.inputs(k));
+      }
+    }
     return Status::Ok();
   }
 
   // The tensors a collective works on: in full mode the op's own (so that the ops after it
   // read what it wrote), else flat buffers of the recorded sizes, made once.
-  Result<CollectiveBuffers> BuffersFor(PlannedOp& p) {
-    const proto::Op& op = w_.ops(p.index);
-    const proto::Collective& c = op.collective();
+  CollectiveBuffers BuffersFor(PlannedOp& p) {
+    const proto::Collective& c = w_.ops(p.index).collective();
     if (options_.mode == ReplayMode::kFull) {
-      int in = -1, out = -1;
-      if (op.name() == "record_param_comms") {
-        if (op.inputs_size() > 0) in = SingleTensor(op.inputs(0));
-        if (op.outputs_size() > 0) out = SingleTensor(op.outputs(0));
-      } else if (op.schema() >= 0) {
-        const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(w_.schemas(op.schema()));
-        for (int k = 0; k < op.inputs_size() && k < static_cast<int>(args.size()); ++k) {
-          const std::string& n = args[k].name;
-          if (n.find("split") != std::string::npos) continue;
-          if (n == "tensors" || n == "tensor" || n == "input" || n == "self" || n.rfind("input", 0) == 0)
-            in = SingleTensor(op.inputs(k));
-          else if (n.rfind("output", 0) == 0)
-            out = SingleTensor(op.inputs(k));
-        }
-      }
       auto flat = [&](int entry, int64_t numel) -> at::Tensor {
         if (entry < 0) return {};
         at::Tensor t = store_.Get(entry);
         return t.defined() && t.numel() == numel && t.is_contiguous() ? t.view(-1) : at::Tensor();
       };
-      CollectiveBuffers b{flat(in, c.in_elems()), WritesInPlace(c.type()) ? at::Tensor() : flat(out, c.out_elems())};
+      CollectiveBuffers b{flat(p.in_entry, c.in_elems()),
+                          WritesInPlace(c.type()) ? at::Tensor() : flat(p.out_entry, c.out_elems())};
       if (WritesInPlace(c.type())) b.output = b.input;
       if (b.input.defined() && b.output.defined()) return b;
     }
@@ -287,13 +288,12 @@ class Runner {
           return Complete(k, measure);
       return Status::Ok();  // its collective was skipped or already waited for
     }
-    Result<CollectiveBuffers> b = BuffersFor(p);
-    if (!b.ok()) return Skip(op, "unsupported_collective", b.status().message());
+    const CollectiveBuffers b = BuffersFor(p);
     comm_->SetProgress(Describe(p));
-    Pending pending{nullptr, i, Clock::now(), {b->output.storage().data()}};
+    Pending pending{nullptr, i, Clock::now(), {b.output.storage().data()}};
     Result<std::shared_ptr<PendingWork>> work = Status::Internal("not issued");
     try {
-      work = comm_->Issue(op.collective(), *b);
+      work = comm_->Issue(op.collective(), b);
     } catch (const std::exception& e) {
       work = Status::Unsupported(FirstLine(e.what()));
     }
