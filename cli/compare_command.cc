@@ -1,5 +1,6 @@
 // mimic compare TRACE [--kineto K] [--platform P] [--device D] --report R.json --html R.html:
 // replays the workload, predicts it, and sets original, replay and prediction side by side.
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -54,6 +55,8 @@ Runner AddCompare(CLI::App& app) {
   app.add_option("--label", args->options.label, "Compare a \"## label ##\" range instead of an iteration");
   app.add_option("--threads", args->options.num_threads, "Intra-op threads of the replay (default: the original run's)");
   app.add_option("--seed", args->options.seed, "Seed of all random tensor contents")->capture_default_str();
+  app.add_flag("--heap-trim,!--no-heap-trim", [args](int64_t n) { args->options.retain_heap = n <= 0; },
+               "Let the C library hand freed host memory back to the kernel during the replay (see replay --help)");
   app.add_option("--report", args->report, "JSON report to write ('-' for stdout)")->required();
   app.add_option("--html", args->html, "Self-contained HTML report to write");
   return [args, &app]() -> int {
@@ -97,6 +100,8 @@ Runner AddCompare(CLI::App& app) {
                  {"platform_calibrated_on", platform->calibrated_on()},
                  {"replay_iterations", std::to_string(r->iteration_ms.size())},
                  {"replay_threads", std::to_string(r->num_threads)},
+                 {"replay_heap", r->heap},
+                 {"replay_page_faults_per_iteration", std::to_string(std::lround(r->page_faults_per_iteration))},
                  {"original_source", w.original().source().empty() ? "Kineto ProfilerStep span (profiled)" : w.original().source()}};
 
     // End to end: the original's own unprofiled steps where the capture manifest has them,

@@ -20,6 +20,7 @@ import gzip
 import json
 import os
 import platform
+import resource
 import statistics
 import tempfile
 import time
@@ -315,9 +316,13 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
     print(f"{workload.name}: {workload.model}")
     for _ in range(warmup_steps):
         workload.step()
+    faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     iteration_ms = [timed(workload.step) for _ in range(timed_steps)]
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt -
+              faults_before) / timed_steps
     median = statistics.median(iteration_ms)
-    print(f"  unprofiled median {median:.2f} ms over {timed_steps} steps")
+    print(f"  unprofiled median {median:.2f} ms over {timed_steps} steps, "
+          f"{faults:.0f} page faults per step")
 
     et_name = f"{workload.name}.et.json.gz"
     kineto_name = f"{workload.name}.kineto.json.gz"
@@ -342,15 +347,16 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
         print(f"  {name}: {size_kb:.0f} KB")
 
     return manifest_entry(workload, workload.name, et_name, kineto_name,
-                          iteration_ms, profiled_ms, steps)
+                          iteration_ms, profiled_ms, steps, faults)
 
 
 def manifest_entry(workload: Workload, name: str, et_name: str,
                    kineto_name: str, iteration_ms: list[float],
                    profiled_ms: dict[int, float],
-                   steps: list[int]) -> dict[str, Any]:
+                   steps: list[int],
+                   page_faults_per_step: float | None = None) -> dict[str, Any]:
     """The manifest entry of one captured trace pair (fleet_samples/README.md)."""
-    return {
+    entry = {
         "name": name,
         "description": workload.description,
         "model": workload.model,
@@ -368,6 +374,11 @@ def manifest_entry(workload: Workload, name: str, et_name: str,
         "profiled_iteration_ms": [round(profiled_ms[s], 3) for s in steps],
         "profiled_steps": steps,
     }
+    if page_faults_per_step is not None:
+        # Minor faults of this process per unprofiled step: fresh host pages the allocator
+        # handed out (a replay reports its own beside them).
+        entry["page_faults_per_step"] = round(page_faults_per_step, 1)
+    return entry
 
 
 def add_step_arguments(parser: argparse.ArgumentParser, timed_steps: int,

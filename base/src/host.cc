@@ -1,7 +1,14 @@
 #include "mimic/base/host.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <climits>
+#include <cstdlib>
 #include <fstream>
 
 namespace mimic {
@@ -18,6 +25,42 @@ std::string CpuModel() {
   while (std::getline(in, line))
     if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
   return "unknown";
+}
+
+double LastLevelCacheBytes() {
+  int best_level = 0;
+  double best = 0;
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level_in(dir + "level"), size_in(dir + "size");
+    int level = 0;
+    std::string size;  // "32768K"
+    if (!(level_in >> level) || !(size_in >> size) || size.empty()) continue;
+    double bytes = std::atof(size.c_str());
+    if (size.back() == 'K') bytes *= 1024;
+    if (size.back() == 'M') bytes *= 1024 * 1024;
+    if (level > best_level && bytes > 0) best_level = level, best = bytes;
+  }
+  if (best > 0) return best;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return static_cast<double>(l3 > 0 ? l3 : l2 > 0 ? l2 : 0);
+}
+
+int64_t MinorPageFaults() {
+  rusage ru{};
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return ru.ru_minflt;
+}
+
+std::string RetainFreedHeap() {
+#if defined(__GLIBC__)
+  // glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit hosts.
+  constexpr int kMmapThreshold = 32 << 20;
+  // Setting either threshold also turns off glibc's dynamic adjustment of both.
+  if (mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1 && mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1)
+    return "retained (glibc: no trim, mmap >= 32 MiB)";
+#endif
+  return "";
 }
 
 }  // namespace mimic

@@ -61,6 +61,10 @@ Result<CaptureManifest> ParseCaptureManifest(const std::string& path, std::strin
         return Status::InvalidInput(where + ".iteration_ms holds a value that is not a positive number");
       c.iteration_ms.push_back(ms);
     }
+    if (double f; e["page_faults_per_step"].get(f) == simdjson::SUCCESS) {
+      if (f < 0) return Status::InvalidInput(where + ".page_faults_per_step is negative");
+      c.page_faults_per_step = f;
+    }
     m.samples.push_back(std::move(c));
   }
   return m;
@@ -76,6 +80,7 @@ void ApplyCaptureSample(const CaptureSample& sample, const std::string& manifest
   proto::OriginalRun& o = *w.mutable_original();
   o.clear_iteration_ms();
   for (double ms : sample.iteration_ms) o.add_iteration_ms(ms);
+  if (sample.page_faults_per_step >= 0) o.set_page_faults_per_iteration(sample.page_faults_per_step);
   o.set_source("capture manifest " + manifest_path + " (" + sample.name + ": " +
                std::to_string(sample.iteration_ms.size()) + " unprofiled steps)");
   o.set_num_threads(sample.num_threads);

@@ -85,6 +85,7 @@ struct Ctx {
   const proto::Platform& p;
   std::string_view name;  // base name
   std::vector<const proto::Tensor*> in, out;
+  double cold_fraction;   // of the input bytes, not in cache
 };
 
 // A GEMM-shaped op: batch x (m x k) . (k x n).
@@ -143,12 +144,16 @@ OpCost AttentionModel(const Ctx& c) {
   return cost;
 }
 
-// Memory-bound ops: bytes read and written over the effective bandwidth at that size.
+// Memory-bound ops: bytes read and written over the effective bandwidth at that size, the
+// cold share of the inputs slowed down as measured. Embedding kinds are measured on their own
+// working sets and keep their figure.
 OpCost BandwidthModel(const Ctx& c, std::string_view kind, double bytes) {
   OpCost cost;
   cost.model = "bandwidth";
   cost.bytes = bytes;
   cost.compute_us = bytes > 0 ? bytes / EffectiveBandwidth(c.p, kind, bytes) * 1e6 : 0;
+  if (c.cold_fraction > 0 && kind != "gather" && kind != "embedding_backward")
+    cost.compute_us *= 1 + c.cold_fraction * (ColdSlowdown(c.p, kind, bytes) - 1);
   return cost;
 }
 
@@ -208,9 +213,19 @@ const std::string_view kRandomOps[] = {"aten::dropout", "aten::native_dropout", 
                                        "aten::feature_dropout", "aten::uniform_", "aten::normal_", "aten::rand",
                                        "aten::randn", "aten::rand_like", "aten::randn_like"};
 
+bool HasKind(const proto::Platform& p, std::string_view kind) {
+  for (const proto::BandwidthPoint& b : p.bandwidth())
+    if (b.kind() == kind) return true;
+  return false;
+}
+
 OpCost ElementwiseModel(const Ctx& c) {
   for (std::string_view r : kRandomOps)
     if (r == c.name) return BandwidthModel(c, "dropout", TouchedBytes(c.in, c.out));
+  // Math the vector units spend longer on than the bytes take to move: a kind of its own where
+  // the platform measured it (sqrt is 4x and tanh 26x relu's time on the CPU host).
+  const std::string_view math = MathKindOf(c.name);
+  if (!math.empty() && HasKind(c.p, math)) return BandwidthModel(c, math, TouchedBytes(c.in, c.out));
   return BandwidthModel(c, c.in.size() >= 2 ? "binary" : "unary", TouchedBytes(c.in, c.out));
 }
 
@@ -265,7 +280,8 @@ OpCost OtherModel(const Ctx& c) {
     cost.launches = false;
     return cost;
   }
-  return BandwidthModel(c, "unary", TouchedBytes(c.in, c.out));
+  const std::string_view math = MathKindOf(c.name);  // in-place twins of the elementwise math
+  return BandwidthModel(c, !math.empty() && HasKind(c.p, math) ? math : "unary", TouchedBytes(c.in, c.out));
 }
 
 struct ClassModel {
@@ -288,6 +304,27 @@ const ClassModel kModels[] = {
 
 }  // namespace
 
+std::string_view MathKindOf(std::string_view op) {
+  struct MathOp {
+    std::string_view op, kind;
+  };
+  // The backwards that evaluate the same function price as it; tanh's and sigmoid's reuse
+  // the forward's output and are plain arithmetic (binary).
+  static constexpr MathOp kMathOps[] = {
+      {"aten::sqrt", "sqrt"},       {"aten::sqrt_", "sqrt"},       {"aten::_foreach_sqrt", "sqrt"},
+      {"aten::_foreach_sqrt_", "sqrt"}, {"aten::rsqrt", "rsqrt"},  {"aten::rsqrt_", "rsqrt"},
+      {"aten::exp", "exp"},         {"aten::exp_", "exp"},         {"aten::_foreach_exp", "exp"},
+      {"aten::log", "log"},         {"aten::log_", "log"},         {"aten::_foreach_log", "log"},
+      {"aten::tanh", "tanh"},       {"aten::tanh_", "tanh"},       {"aten::sigmoid", "sigmoid"},
+      {"aten::sigmoid_", "sigmoid"}, {"aten::gelu", "gelu"},       {"aten::gelu_", "gelu"},
+      {"aten::gelu_backward", "gelu"}, {"aten::silu", "silu"},     {"aten::silu_", "silu"},
+      {"aten::silu_backward", "silu"}};
+  op = op.substr(0, op.find('.', op.find("::") == std::string_view::npos ? 0 : op.find("::") + 2));
+  for (const MathOp& m : kMathOps)
+    if (m.op == op) return m.kind;
+  return {};
+}
+
 std::string_view DtypeKey(proto::DType d) {
   switch (d) {
     case proto::FLOAT64: return "fp64";
@@ -301,15 +338,10 @@ std::string_view DtypeKey(proto::DType d) {
   }
 }
 
-double EffectiveBandwidth(const proto::Platform& p, std::string_view kind, double bytes) {
-  std::vector<std::pair<double, double>> pts;  // (log bytes, log bytes_per_s)
-  for (std::string_view k : {kind, std::string_view("binary"), std::string_view("")}) {
-    for (const proto::BandwidthPoint& b : p.bandwidth())
-      if (k.empty() || b.kind() == k) pts.emplace_back(std::log(b.bytes()), std::log(b.bytes_per_s()));
-    if (!pts.empty()) break;
-  }
-  if (pts.empty()) return p.memory_bandwidth_bytes_per_s() * (IsGpu(p) ? 0.8 : 0.5);
-  std::sort(pts.begin(), pts.end());
+namespace {
+
+// Linear interpolation in log-log between points (log bytes, log bytes/s), clamped at the ends.
+double Interpolate(std::vector<std::pair<double, double>> pts, double bytes) {
   const double x = std::log(std::max(bytes, 1.0));
   if (x <= pts.front().first) return std::exp(pts.front().second);
   if (x >= pts.back().first) return std::exp(pts.back().second);
@@ -321,6 +353,34 @@ double EffectiveBandwidth(const proto::Platform& p, std::string_view kind, doubl
     }
   }
   return std::exp(pts.back().second);
+}
+
+std::vector<std::pair<double, double>> Points(const proto::Platform& p, std::string_view kind, bool cold) {
+  std::vector<std::pair<double, double>> pts;
+  for (const proto::BandwidthPoint& b : p.bandwidth())
+    if (b.cold() == cold && (kind.empty() || b.kind() == kind)) pts.emplace_back(std::log(b.bytes()), std::log(b.bytes_per_s()));
+  return pts;
+}
+
+}  // namespace
+
+double EffectiveBandwidth(const proto::Platform& p, std::string_view kind, double bytes) {
+  std::vector<std::pair<double, double>> pts;
+  for (std::string_view k : {kind, std::string_view("binary"), std::string_view("")})
+    if (pts = Points(p, k, /*cold=*/false); !pts.empty()) break;
+  if (pts.empty()) return p.memory_bandwidth_bytes_per_s() * (IsGpu(p) ? 0.8 : 0.5);
+  return Interpolate(std::move(pts), bytes);
+}
+
+double ColdSlowdown(const proto::Platform& p, std::string_view kind, double bytes) {
+  for (std::string_view k : {kind, std::string_view("binary")}) {
+    std::vector<std::pair<double, double>> cold = Points(p, k, /*cold=*/true);
+    if (cold.empty()) continue;
+    const double smallest = std::min_element(cold.begin(), cold.end())->first;
+    if (std::log(std::max(bytes, 1.0)) < smallest) return 1;
+    return std::max(1.0, Interpolate(Points(p, k, /*cold=*/false), bytes) / Interpolate(std::move(cold), bytes));
+  }
+  return 1;
 }
 
 double ShapeEfficiency(const proto::Platform& p,
@@ -372,8 +432,8 @@ double ShapeEfficiency(const proto::Platform& p,
   return best * (k / (k + 64));
 }
 
-OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p) {
-  Ctx c{w, op, p, BaseName(op.name()), Tensors(w, op.inputs()), Tensors(w, op.outputs())};
+OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p, double cold_fraction) {
+  Ctx c{w, op, p, BaseName(op.name()), Tensors(w, op.inputs()), Tensors(w, op.outputs()), cold_fraction};
   const OpClass cls = eg::ClassOf(op.name());
   OpCost cost;
   for (const ClassModel& m : kModels)

@@ -20,8 +20,10 @@ struct OpCost {
 };
 
 // The cost of `op` as a leaf on `p`. Never fails: an op whose arguments the model cannot read
-// is priced by the bytes of the tensors it touches.
-OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p);
+// is priced by the bytes of the tensors it touches. `cold_fraction` is the share of its input
+// bytes that are not in cache (CacheModel, predict.cc): memory-bound ops pay the platform's
+// measured cold-input slow-down on that share.
+OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p, double cold_fraction = 0);
 
 // Collective cost by alpha-beta with the nccl-tests bus factor (docs/model.md), for an op that
 // carries a collective (eg::IsCommunication). `ranks` is the group size. Sets `bytes` to the
@@ -33,12 +35,22 @@ OpCost CollectiveCost(const proto::Op& op, const proto::Platform& p, int64_t ran
 // the datasheet memory bandwidth.
 double EffectiveBandwidth(const proto::Platform& p, std::string_view kind, double bytes);
 
+// How many times longer kind `kind` takes at `bytes` per call when its inputs come from DRAM
+// (HBM) instead of cache: hot / cold bandwidth of that kind's measured cold points (else of
+// "binary"), interpolated like EffectiveBandwidth. 1 below the smallest cold point, or when
+// the platform has none.
+double ColdSlowdown(const proto::Platform& p, std::string_view kind, double bytes);
+
 // Efficiency (fraction of peak) of a GEMM-shaped computation from the calibrated points
 // (inverse-distance weighting over the nearest shapes in log space), else a wave-quantization
 // estimate for GPUs. `table` is gemm_efficiency or conv_efficiency.
 double ShapeEfficiency(const proto::Platform& p,
                        const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table,
                        double m, double n, double k, std::string_view dtype, std::string_view pass);
+
+// The bandwidth kind `mimic calibrate` measures for a math-heavy elementwise op ("sqrt",
+// "exp", "tanh", "gelu", ...), or "" for ops priced as plain unary/binary traffic.
+std::string_view MathKindOf(std::string_view op);
 
 // "fp32", "bf16", ... for a workload dtype.
 std::string_view DtypeKey(proto::DType d);

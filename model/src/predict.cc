@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <unordered_map>
 
 #include "mimic/base/stats.h"
 #include "mimic/eg/collective.h"
@@ -21,6 +22,55 @@ namespace {
 // else (data loading, logging), not per-op overhead.
 constexpr double kMaxT1Us = 200.0;
 
+// Which inputs an op finds in cache, by reuse distance: `clock_` counts the bytes that priced
+// ops have read and written so far, and an input is cold when more than the cache's capacity
+// (the platform's l2_bytes: GPU L2, CPU last-level cache) went by since any op last touched its
+// storage, or when none has. Predict runs one iteration through it before the priced one, so
+// the weights and inputs an iteration reuses carry their last touch from the one before. The
+// count includes repeated touches (an upper bound on the distinct bytes), so it errs towards
+// cold, as a cache shared with other work does.
+class CacheModel {
+ public:
+  explicit CacheModel(double capacity_bytes) : capacity_(capacity_bytes) {}
+
+  // The share of `op`'s input bytes that are cold; then records `op`'s reads and writes.
+  double Touch(const proto::Workload& w, const proto::Op& op) {
+    if (capacity_ <= 0) return 0;
+    double in = 0, cold = 0, touched = 0;
+    ForEachTensor(w, op.inputs(), [&](int64_t key, double bytes) {
+      auto it = last_.find(key);
+      in += bytes;
+      if (it == last_.end() || clock_ - it->second > capacity_) cold += bytes;
+    });
+    ForEachTensor(w, op.inputs(), [&](int64_t, double bytes) { touched += bytes; });
+    ForEachTensor(w, op.outputs(), [&](int64_t, double bytes) { touched += bytes; });
+    clock_ += touched;
+    ForEachTensor(w, op.inputs(), [&](int64_t key, double) { last_[key] = clock_; });
+    ForEachTensor(w, op.outputs(), [&](int64_t key, double) { last_[key] = clock_; });
+    return in > 0 ? cold / in : 0;
+  }
+
+ private:
+  // Calls fn(storage key, bytes) for each tensor in `values` (lists included); tensors with no
+  // recorded storage are keyed by their table entry.
+  template <typename Fn>
+  static void ForEachTensor(const proto::Workload& w, const google::protobuf::RepeatedPtrField<proto::Value>& values, Fn&& fn) {
+    for (const proto::Value& v : values) {
+      if (v.kind_case() == proto::Value::kList) {
+        ForEachTensor(w, v.list().items(), fn);
+      } else if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0 && v.tensor() < w.tensors_size()) {
+        const proto::Tensor& t = w.tensors(v.tensor());
+        const double bytes = static_cast<double>(std::max<int64_t>(t.numel(), 0)) * static_cast<double>(std::max<int64_t>(t.itemsize(), 1));
+        fn(t.storage_id() != 0 ? t.storage_id() : -1 - static_cast<int64_t>(v.tensor()), bytes);
+      }
+    }
+  }
+
+  double capacity_;
+  double clock_ = 0;
+  std::unordered_map<int64_t, double> last_;  // storage -> clock_ at its last touch
+};
+
 struct SubtreeCost {
   double compute_us = 0;  // sum of leaf compute
   double flops = 0, bytes = 0;
@@ -30,7 +80,7 @@ struct SubtreeCost {
 };
 
 void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::Platform& p, int index,
-                SubtreeCost& acc) {
+                CacheModel& cache, SubtreeCost& acc) {
   const proto::Op& op = w.ops(index);
   acc.nodes += 1;
   if (eg::IsDelayOp(op)) {
@@ -60,7 +110,7 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
         for (int g : tree.Children(c)) stack.push_back(g);
       }
     }
-    const OpCost cost = LeafCost(w, op, p);
+    const OpCost cost = LeafCost(w, op, p, cache.Touch(w, op));
     acc.compute_us += cost.compute_us;
     acc.flops += cost.flops;
     acc.bytes += cost.bytes;
@@ -68,7 +118,7 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
     if (std::string_view(acc.model) == "none" || std::string_view(acc.model) == "view") acc.model = cost.model;
     return;
   }
-  for (int c : tree.Children(index)) Accumulate(w, tree, p, c, acc);
+  for (int c : tree.Children(index)) Accumulate(w, tree, p, c, cache, acc);
 }
 
 double RecordedKernelUs(const proto::Workload& w, const eg::OpTree& tree, int index) {
@@ -174,6 +224,20 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
   for (const proto::ProcessGroup& g : w.provenance().process_groups()) ranks = std::max(ranks, g.size());
   ranks = std::max<int64_t>(ranks, 1);
 
+  // Memory-bound ops pay for cold inputs where the platform measured the slow-down; a first
+  // pass over the iteration leaves the cache model as the previous iteration would.
+  CacheModel cache(p.l2_bytes());
+  if (p.l2_bytes() > 0 && ColdSlowdown(p, "binary", 1e12) > 1) {
+    for (int i : top) {
+      const proto::Op& op = w.ops(i);
+      if (eg::IsCommunication(op) || op.has_collective() || eg::IsCollectiveOp(op)) continue;
+      SubtreeCost scratch;
+      Accumulate(w, tree, p, i, cache, scratch);
+    }
+    pred.notes.push_back("memory-bound ops: inputs not touched within the last " + std::to_string(static_cast<int64_t>(p.l2_bytes() / (1 << 20))) +
+                         " MiB of traffic (l2_bytes) are priced with the platform's measured cold-input slow-down");
+  }
+
   // The simulation: one CPU cursor per thread; streams free times; device intervals.
   std::map<int64_t, double> cpu_free;  // by thread
   std::map<int64_t, double> stream_free;
@@ -204,7 +268,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
     } else if (wait || eg::IsCollectiveOp(op)) {
       sc.nodes = 1, sc.launches = 0, sc.model = wait ? "wait" : "collective (unread)";
     } else {
-      Accumulate(w, tree, p, i, sc);
+      Accumulate(w, tree, p, i, cache, sc);
     }
     o.model = sc.model;
     o.flops = sc.flops;

@@ -21,6 +21,7 @@
 #include "comm.h"
 #include "device.h"
 #include "mimic/base/file.h"
+#include "mimic/base/host.h"
 #include "mimic/eg/collective.h"
 #include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
@@ -42,9 +43,17 @@ double MsSince(Clock::time_point t0) {
 
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+// One op the dispatcher runs: its index into workload.ops() and its operator.
+struct Call {
+  int index;
+  c10::OperatorHandle handle;
+};
+
 struct PlannedOp {
   int index = 0;                             // into workload.ops()
   std::optional<c10::OperatorHandle> handle;  // unset: skipped (or a delay, or a collective)
+  // A composite op runs as the ops the trace recorded under it (Decompose); empty: as itself.
+  std::vector<Call> parts;
   double delay_us = -1;                      // >= 0: a mimic::delay standing in for an op
   int run = -1;                              // >= 0: a collective, its CommResult entry
   bool wait = false;                         // waits for an asynchronous collective
@@ -84,9 +93,9 @@ bool SameShape(const at::Tensor& t, const proto::Tensor& rec) {
 
 class Runner {
  public:
-  Runner(const proto::Workload& w, const ReplayOptions& options, Device& device, ReplayResult& result,
-         Communicator* comm)
-      : w_(w), options_(options), device_(device), result_(result), comm_(comm),
+  Runner(const proto::Workload& w, const eg::OpTree& tree, const ReplayOptions& options, Device& device,
+         ReplayResult& result, Communicator* comm)
+      : w_(w), tree_(tree), options_(options), device_(device), result_(result), comm_(comm),
         store_(w, device.torch_device(), options.seed) {}
 
   Status Plan(const std::vector<int>& selected) {
@@ -116,12 +125,20 @@ class Runner {
       Result<c10::OperatorHandle> handle = ResolveOperator(w_.schemas(op.schema()));
       if (handle.ok()) {
         p.handle = *handle;
+        std::vector<Call> parts;
+        if (Decompose(index, *handle, parts) && (parts.size() != 1 || parts[0].index != index)) p.parts = std::move(parts);
       } else {
         MIMIC_RETURN_IF_ERROR(Skip(op, "unknown_operator", handle.status().message()));
       }
       plan_.push_back(std::move(p));
     }
-    return store_.Prepare(selected);
+    // The tensors to prepare are those of the ops that will run.
+    std::vector<int> executed;
+    for (const PlannedOp& p : plan_) {
+      if (p.parts.empty()) executed.push_back(p.index);
+      for (const Call& c : p.parts) executed.push_back(c.index);
+    }
+    return store_.Prepare(executed);
   }
 
   // Runs one iteration; returns its wall time. Per-op times go to op_ms_ when `measure`. An
@@ -148,36 +165,23 @@ class Runner {
       if (!p.handle) continue;
       const proto::Op& op = w_.ops(p.index);
       const auto op_t0 = Clock::now();
-      Status st;
-      try {
-        st = BuildStack(op, p.handle->schema(), store_, device_.torch_device(), &stack);
-      } catch (const c10::Error& e) {
-        st = Status::Unsupported(FirstLine(e.what_without_backtrace()));
+      std::string skip_reason;
+      Status st = Status::Ok();
+      if (p.parts.empty()) {
+        st = Run(Call{p.index, *p.handle}, first, measure, stack, &skip_reason);
+      } else {
+        // The parts' own outputs are intermediate; the op's recorded outputs are checked.
+        for (const Call& part : p.parts)
+          if (st = Run(part, /*check=*/false, measure, stack, &skip_reason); !st.ok()) break;
+        if (st.ok() && first) CheckOutputs(op);
       }
       if (!st.ok()) {
-        MIMIC_RETURN_IF_ERROR(Skip(op, "unsupported_argument", st.message()));
-        p.handle.reset();
-        continue;
-      }
-      if (options_.cancel && options_.cancel->load(std::memory_order_relaxed))
-        return Status::Internal(options_.cancel_reason);
-      if (!pending_.empty()) MIMIC_RETURN_IF_ERROR(WaitForInputs(stack, measure));
-      try {
-        p.handle->callBoxed(&stack);
-      } catch (const c10::OutOfMemoryError& e) {
-        return Status::Internal("out of memory in op " + std::to_string(op.id()) + " (" + op.name() +
-                                "): " + FirstLine(e.what_without_backtrace()));
-      } catch (const c10::Error& e) {
-        MIMIC_RETURN_IF_ERROR(Skip(op, "exception", FirstLine(e.what_without_backtrace())));
-        p.handle.reset();
-        continue;
-      } catch (const std::exception& e) {
-        MIMIC_RETURN_IF_ERROR(Skip(op, "exception", FirstLine(e.what())));
+        if (skip_reason.empty()) return st;  // the replay must stop
+        MIMIC_RETURN_IF_ERROR(Skip(op, skip_reason, st.message()));
         p.handle.reset();
         continue;
       }
       if (measure) op_ms_[i] += MsSince(op_t0);
-      RegisterOutputs(op, stack, first);
     }
     while (!pending_.empty()) MIMIC_RETURN_IF_ERROR(Complete(0, measure));
     device_.Synchronize();
@@ -214,6 +218,68 @@ class Runner {
   void ResetOpTimes() { op_ms_.assign(plan_.size(), 0.0); }
 
  private:
+  // The ops to run for op `index` with operator `h`: the op itself, or, for a composite
+  // (CompositeImplicitAutograd: it has no kernel of its own and decomposes into other ops), the
+  // ops the trace recorded under it, themselves decomposed. Its decomposition can depend on
+  // autograd state the replay does not have: max_pool2d, on an input that needs no gradient,
+  // runs a kernel without indices, 2x faster on CPU than the max_pool2d_with_indices a training
+  // step runs. False when a recorded child cannot run on its own (no schema, an unknown
+  // operator, a collective); the op then runs as itself.
+  bool Decompose(int index, const c10::OperatorHandle& h, std::vector<Call>& out) {
+    const std::vector<int>& children = tree_.Children(index);
+    if (children.empty() || !h.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
+      out.push_back({index, h});
+      return true;
+    }
+    for (int c : children) {
+      const proto::Op& child = w_.ops(c);
+      if (child.schema() < 0 || child.has_collective() || eg::IsCollectiveOp(child) || eg::IsDelayOp(child)) return false;
+      Result<c10::OperatorHandle> ch = ResolveOperator(w_.schemas(child.schema()));
+      if (!ch.ok() || !Decompose(c, *ch, out)) return false;
+    }
+    return true;
+  }
+
+  // Runs one op through the dispatcher on this iteration's tensors and registers its outputs.
+  // An error with *skip_reason set means the op cannot be replayed; with it empty, that the
+  // replay must stop (cancelled, out of memory).
+  Status Run(const Call& call, bool check, bool measure, torch::jit::Stack& stack, std::string* skip_reason) {
+    const proto::Op& op = w_.ops(call.index);
+    Status st;
+    try {
+      st = BuildStack(op, call.handle.schema(), store_, device_.torch_device(), &stack);
+    } catch (const c10::Error& e) {
+      st = Status::Unsupported(FirstLine(e.what_without_backtrace()));
+    }
+    if (!st.ok()) {
+      *skip_reason = "unsupported_argument";
+      return st;
+    }
+    if (options_.cancel && options_.cancel->load(std::memory_order_relaxed)) return Status::Internal(options_.cancel_reason);
+    if (!pending_.empty()) MIMIC_RETURN_IF_ERROR(WaitForInputs(stack, measure));
+    try {
+      call.handle.callBoxed(&stack);
+    } catch (const c10::OutOfMemoryError& e) {
+      return Status::Internal("out of memory in op " + std::to_string(op.id()) + " (" + op.name() +
+                              "): " + FirstLine(e.what_without_backtrace()));
+    } catch (const c10::Error& e) {
+      *skip_reason = "exception";
+      return Status::Unsupported(FirstLine(e.what_without_backtrace()));
+    } catch (const std::exception& e) {
+      *skip_reason = "exception";
+      return Status::Unsupported(FirstLine(e.what()));
+    }
+    RegisterOutputs(op, stack, check);
+    return Status::Ok();
+  }
+
+  // Compares the tensors now registered for `op`'s recorded outputs with their records.
+  void CheckOutputs(const proto::Op& op) {
+    for (const proto::Value& v : op.outputs())
+      if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0)
+        if (const at::Tensor t = store_.Get(v.tensor()); t.defined()) Check(t, v.tensor());
+  }
+
   // A communication op: issued through the communicator when there is one (a multi-rank
   // replay), skipped otherwise.
   Status PlanCollective(const proto::Op& op, PlannedOp& p) {
@@ -389,6 +455,7 @@ class Runner {
   }
 
   const proto::Workload& w_;
+  const eg::OpTree& tree_;
   const ReplayOptions& options_;
   Device& device_;
   ReplayResult& result_;
@@ -424,6 +491,8 @@ Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& optio
   if (options.num_threads > 0) at::set_num_threads(options.num_threads);
 
   ReplayResult result;
+  result.heap = options.retain_heap ? RetainFreedHeap() : "";
+  if (result.heap.empty()) result.heap = "default";
   result.num_threads = at::get_num_threads();
   result.device = device->Describe();
   const auto setup_t0 = Clock::now();
@@ -467,7 +536,8 @@ Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& optio
   std::vector<std::unique_ptr<Runner>> runners;
   for (size_t k = 0; k < partials.size(); ++k) {
     // Collectives of concurrent tenants would be issued in a different order on each rank.
-    runners.push_back(std::make_unique<Runner>(w, options, *device, partials[k], tenants.size() > 1 ? nullptr : comm.get()));
+    runners.push_back(
+        std::make_unique<Runner>(w, tree, options, *device, partials[k], tenants.size() > 1 ? nullptr : comm.get()));
     const std::vector<int> ops =
         tenants.empty() ? selected : eg::ReplayableOps(w, tree, tenants[k], /*include_compiled=*/true);
     MIMIC_RETURN_IF_ERROR(runners.back()->Plan(ops));
@@ -477,8 +547,10 @@ Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& optio
 
   const int total = options.warmup + options.iters;
   std::vector<Result<double>> outcome(runners.size(), 0.0);
+  int64_t faults_at_first_measured = 0;
   for (int it = 0; it < total; ++it) {
     const bool measure = it >= options.warmup;
+    if (it == options.warmup) faults_at_first_measured = MinorPageFaults();
     const auto t0 = Clock::now();
     if (runners.size() == 1) {
       outcome[0] = runners[0]->Iterate(/*first=*/it == 0, measure);
@@ -510,6 +582,8 @@ Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& optio
     if (!result.stop_reason.empty()) comm->Abandon();
   }
   const int measured = static_cast<int>(result.iteration_ms.size());
+  if (measured > 0)
+    result.page_faults_per_iteration = static_cast<double>(MinorPageFaults() - faults_at_first_measured) / measured;
   std::map<std::string, OpNameStats> by_name;
   for (size_t k = 0; k < runners.size(); ++k) {
     runners[k]->Finish(measured);

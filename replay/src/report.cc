@@ -139,6 +139,9 @@ class JsonReporter final : public Reporter {
     j.Key("original").BeginObject();
     j.Key("source").String(w.original().source());
     j.Key("num_threads").Int(w.original().num_threads());
+    j.Key("page_faults_per_iteration")
+        .Optional(w.original().has_page_faults_per_iteration() ? std::optional<double>(w.original().page_faults_per_iteration())
+                                                               : std::nullopt);
     j.Key("samples").BeginArray();
     for (double v : w.original().iteration_ms()) j.Double(v);
     j.EndArray();
@@ -187,6 +190,10 @@ class JsonReporter final : public Reporter {
     j.Key("preallocated_bytes").Int(r.preallocated_bytes);
     j.Key("preallocated_storages").Int(r.storages_preallocated);
     j.Key("inputs_sha256").String(r.inputs_sha256);
+    j.Key("heap").String(r.heap);
+    j.Key("page_faults_per_iteration");
+    if (r.page_faults_per_iteration >= 0) j.Double(r.page_faults_per_iteration);
+    else j.Null();
     j.EndObject();
     j.Key("setup_ms").Double(r.setup_ms);
 

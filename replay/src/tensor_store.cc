@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <unordered_set>
@@ -84,17 +85,37 @@ bool TensorStore::MayAliasProducer(int t, proto::DType producer_dtype) const {
   return ToScalarType(tensor.dtype(), &st) && !c10::isIntegralType(st, /*includeBool=*/false);
 }
 
+namespace {
+
+// Operators defined on non-negative inputs only. Fed the symmetric fill, they would compute
+// NaNs, which some CPUs produce far more slowly (sqrt of negatives: 9x on this project's AMD
+// host); their inputs in a real job (Adam's exp_avg_sq, variances) are non-negative.
+bool NeedsNonNegativeInput(std::string_view name) {
+  name = name.substr(0, name.find('.'));
+  for (std::string_view n : {"aten::sqrt", "aten::sqrt_", "aten::rsqrt", "aten::rsqrt_", "aten::log", "aten::log_",
+                             "aten::log2", "aten::log2_", "aten::log10", "aten::log10_", "aten::_foreach_sqrt",
+                             "aten::_foreach_sqrt_", "aten::_foreach_log", "aten::_foreach_log_"})
+    if (name == n) return true;
+  return false;
+}
+
+}  // namespace
+
 Status TensorStore::Prepare(const std::vector<int>& ops) {
   // Walk the ops in order, as the replay will: an input that no earlier op produced (neither
   // its table entry nor its storage) is a leaf and needs a prepared buffer.
   std::unordered_set<int> produced;
   std::unordered_map<int64_t, proto::DType> produced_storages;  // storage id -> producer's dtype
-  std::unordered_map<int64_t, int64_t> bytes_of_storage;
+  std::unordered_map<int64_t, int64_t> bytes_of_storage;  // by BufferKey
+  std::unordered_map<int64_t, proto::DType> leaf_dtype_of_storage;
+  int64_t next_private_key = -1;  // trace storage ids are >= 0
   std::vector<int> leaves;
   std::unordered_set<int> leaf_set;
   for (int index : ops) {
     const proto::Op& op = w_.ops(index);
     ranges_.Consume(op);
+    if (NeedsNonNegativeInput(op.name()) && op.inputs_size() > 0)
+      ForEachInputTensor(op.inputs(0), [&](int t) { non_negative_storages_.insert(w_.tensors(t).storage_id()); });
     for (const proto::Value& v : op.inputs()) {
       ForEachInputTensor(v, [&](int t) {
         const proto::Tensor& tensor = w_.tensors(t);
@@ -103,7 +124,12 @@ Status TensorStore::Prepare(const std::vector<int>& ops) {
           if (MayAliasProducer(t, it->second)) return;
           own_buffer_.insert(t);
         }
-        int64_t& bytes = bytes_of_storage[tensor.storage_id()];
+        // Trace storage ids are reused once memory is freed: a leaf of another dtype on an id a
+        // leaf already holds is another allocation (Adam's int64 step increment on the id of a
+        // float scalar read earlier), with a buffer of its own.
+        auto [claim, first_claim] = leaf_dtype_of_storage.emplace(tensor.storage_id(), tensor.dtype());
+        if (!first_claim && claim->second != tensor.dtype() && !buffer_key_.count(t)) buffer_key_[t] = next_private_key--;
+        int64_t& bytes = bytes_of_storage[BufferKey(t)];
         bytes = std::max(bytes, BytesNeeded(tensor));
         if (leaf_set.insert(t).second) leaves.push_back(t);
       });
@@ -148,7 +174,7 @@ Status TensorStore::Prepare(const std::vector<int>& ops) {
     const int64_t extent = Extent(tensor);
     if (extent == 0) continue;
     at::Tensor flat = at::empty({0}, at::TensorOptions().dtype(st).device(device_));
-    flat.set_(buffers_.at(tensor.storage_id()), tensor.offset(), {extent}, {1});
+    flat.set_(buffers_.at(BufferKey(t)), tensor.offset(), {extent}, {1});
     Fill(flat, t);
   }
   if (device_.is_cpu()) {
@@ -171,7 +197,23 @@ void TensorStore::Fill(const at::Tensor& flat, int t) {
   const c10::ScalarType st = flat.scalar_type();
   at::NoGradGuard no_grad;
   if (IsFloating(st)) {
-    flat.uniform_(-1.0, 1.0, gen_);  // symmetric, like initialized weights and activations
+    const proto::Tensor& rec = w_.tensors(t);
+    if (rec.shape_size() == 0) {
+      // A 0-dim float is nearly always a Python number the framework wrapped: an optimizer's
+      // beta, learning rate, bias correction or epsilon, positive in practice. A symmetric
+      // fill would flip signs and divide by numbers near zero, and Adam would take the sqrt of
+      // negative moments: NaNs, which this project's CPU host computes 9x more slowly.
+      flat.uniform_(0.5, 1.0, gen_);
+      return;
+    }
+    // Symmetric, at the scale PyTorch initializes weights with (1/sqrt(fan_in), fan_in the
+    // product of all but the first dimension; 1 for vectors); [0, bound) where an op needs
+    // non-negative input. At unit scale a replayed MLP's activations grow 10x per layer and its
+    // recorded SGD steps blow the weights up to inf within 7 iterations.
+    double fan_in = 1;
+    for (int d = 1; d < rec.shape_size(); ++d) fan_in *= static_cast<double>(std::max<int64_t>(rec.shape(d), 1));
+    const double bound = 1.0 / std::sqrt(fan_in);
+    flat.uniform_(non_negative_storages_.count(rec.storage_id()) ? 0.0 : -bound, bound, gen_);
     return;
   }
   if (st == c10::kBool) {
@@ -207,9 +249,9 @@ at::Tensor TensorStore::Get(int t) {
   if (auto it = produced_.find(t); it != produced_.end()) return it->second;
   const proto::Tensor& tensor = w_.tensors(t);
   if (auto it = produced_storage_.find(tensor.storage_id()); it != produced_storage_.end() &&
-      !own_buffer_.count(t) && static_cast<int64_t>(it->second.nbytes()) >= BytesNeeded(tensor))
+      !own_buffer_.count(t) && !buffer_key_.count(t) && static_cast<int64_t>(it->second.nbytes()) >= BytesNeeded(tensor))
     return ViewOf(it->second, t);
-  if (auto it = buffers_.find(tensor.storage_id()); it != buffers_.end()) return ViewOf(it->second, t);
+  if (auto it = buffers_.find(BufferKey(t)); it != buffers_.end()) return ViewOf(it->second, t);
   // The producer of this tensor was skipped: give the consumer a fresh tensor of the recorded
   // metadata, made once and reused by every iteration.
   if (auto it = fresh_.find(t); it != fresh_.end()) return it->second;

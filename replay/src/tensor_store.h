@@ -51,12 +51,19 @@ class TensorStore final : public ops::TensorSource {
   // means another allocation; and index tensors always get their own buffer with valid values.
   bool MayAliasProducer(int t, proto::DType producer_dtype) const;
   at::Tensor ViewOf(const c10::Storage& storage, int t);
+  // The prepared buffer of table entry `t`: its trace storage id, or a private key (< 0).
+  int64_t BufferKey(int t) const {
+    auto it = buffer_key_.find(t);
+    return it != buffer_key_.end() ? it->second : w_.tensors(t).storage_id();
+  }
   void Fill(const at::Tensor& view_of_extent, int t);
   const proto::Workload& w_;
   c10::Device device_;
   at::Generator gen_;
   IntRangePlanner ranges_;
-  std::unordered_map<int64_t, c10::Storage> buffers_;    // storage_id -> prepared buffer
+  std::unordered_map<int64_t, c10::Storage> buffers_;    // BufferKey -> prepared buffer
+  std::unordered_map<int, int64_t> buffer_key_;          // leaves that do not share their storage id
+  std::unordered_set<int64_t> non_negative_storages_;    // read by sqrt, log, ...: filled in [0, 1)
   std::unordered_map<int, at::Tensor> produced_;         // table entry -> this iteration's value
   std::unordered_map<int64_t, c10::Storage> produced_storage_;
   std::unordered_map<int, at::Tensor> fresh_;            // fallbacks, kept across iterations

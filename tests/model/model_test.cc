@@ -202,6 +202,53 @@ TEST(Predict, BandwidthBoundOpsScaleWithTheBandwidth) {
   EXPECT_GT(checked, 0);
 }
 
+// Four relus on a CPU with a 1 MiB cache: relu(a) -> b, relu(b) -> c, relu(big) -> big2
+// (4 MiB of traffic), relu(b) -> d. The second reads b just written; the fourth reads it again
+// after more than the cache went by; the first reads a, last touched an iteration ago.
+TEST(Predict, InputsLastTouchedMoreThanTheCacheAgoPayTheColdSlowdown) {
+  proto::Workload w;
+  w.add_types("");
+  w.add_schemas("aten::relu(Tensor self) -> Tensor");
+  auto tensor = [&](int64_t id, int64_t numel) {
+    proto::Tensor* t = w.add_tensors();
+    t->set_tensor_id(id), t->set_storage_id(id), t->set_itemsize(4), t->set_dtype(proto::FLOAT32);
+    t->set_device("cpu"), t->add_shape(numel), t->set_numel(numel);
+    return w.tensors_size() - 1;
+  };
+  const int64_t small = 64 << 10, large = 512 << 10;  // elements: 256 KiB and 2 MiB
+  const int a = tensor(1, small), b = tensor(2, small), c = tensor(3, small), d = tensor(4, small);
+  const int big = tensor(5, large), big2 = tensor(6, large);
+  int64_t id = 0;
+  for (auto [in, out] : {std::pair{a, b}, {b, c}, {big, big2}, {b, d}}) {
+    proto::Op* o = w.add_ops();
+    o->set_id(++id), o->set_name("aten::relu"), o->set_schema(0), o->set_thread(1);
+    o->add_inputs()->set_tensor(in);
+    o->add_outputs()->set_tensor(out);
+  }
+  proto::Platform p = Builtin("cpu_host");
+  p.clear_bandwidth();
+  p.set_l2_bytes(1 << 20);
+  for (double bytes : {1e3, 1e5, 1e7, 1e9}) {
+    proto::BandwidthPoint* hot = p.add_bandwidth();
+    hot->set_kind("unary"), hot->set_bytes(bytes), hot->set_bytes_per_s(100e9);
+    if (bytes < 1e5) continue;  // cold points start at 100 kB
+    proto::BandwidthPoint* cold = p.add_bandwidth();
+    cold->set_kind("unary"), cold->set_bytes(bytes), cold->set_bytes_per_s(40e9), cold->set_cold(true);
+  }
+  auto r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->ops.size(), 4u);
+  const double hot_us = 2.0 * 4 * small / 100e9 * 1e6;
+  EXPECT_NEAR(r->ops[1].compute_us, hot_us, 1e-9);        // b: just written
+  EXPECT_NEAR(r->ops[3].compute_us, 2.5 * hot_us, 1e-9);  // b again, 4 MiB later
+  EXPECT_NEAR(r->ops[0].compute_us, 2.5 * hot_us, 1e-9);  // a: last read an iteration ago
+  // Without a cache size every input counts as hot.
+  p.set_l2_bytes(0);
+  auto none = Predict(w, p, Options(false));
+  ASSERT_THAT(none, IsOk());
+  EXPECT_NEAR(none->ops[3].compute_us, hot_us, 1e-9);
+}
+
 // A two-op GPU workload built by hand: a big GEMM then a small add on the same stream.
 proto::Workload TwoKernels(bool with_collective) {
   proto::Workload w;

@@ -1,7 +1,10 @@
 // CPU replay of the fleet samples and of public CUDA traces remapped to the CPU.
 #include "mimic/replay/replayer.h"
 
+#include <ATen/ops/min.h>
+
 #include "mimic/eg/workload.h"
+#include "tensor_store.h"  // replay/src: the replay's own tensor store
 #include "testing.h"
 
 namespace mimic::replay {
@@ -118,6 +121,41 @@ TEST(Replay, SameSeedSameInputs) {
   EXPECT_NE(a->inputs_sha256, c->inputs_sha256);
   EXPECT_EQ(a->preallocated_bytes, c->preallocated_bytes);
   EXPECT_EQ(a->replayed_ops, a->total_ops);
+}
+
+}  // namespace
+}  // namespace mimic::replay
+
+namespace mimic::replay {
+namespace {
+
+// Adam's exp_avg_sq reaches aten::sqrt: the replay fills it in [0, 1), not with the symmetric
+// fill that makes sqrt compute NaNs (9x slower on this project's CPU host).
+TEST(TensorStore, InputsOfSqrtAreFilledNonNegative) {
+  auto w = eg::LoadWorkload(mimic::testing::SourceDir() + "/fleet_samples/transformer.et.json.gz");
+  ASSERT_THAT(w, IsOk());
+  const eg::OpTree tree(*w);
+  auto seg = eg::FindSegment(*w, -1, "");
+  ASSERT_THAT(seg, IsOk());
+  const std::vector<int> ops = eg::ReplayableOps(*w, tree, tree.IndexOf((*seg)->op_id()), true);
+  TensorStore store(*w, c10::Device(c10::kCPU), 1);
+  const Status prepared = store.Prepare(ops);
+  ASSERT_TRUE(prepared.ok()) << prepared.message();
+  int sqrt_inputs = 0, symmetric = 0;
+  for (int i : ops) {
+    const proto::Op& op = w->ops(i);
+    if (op.inputs_size() == 0 || op.inputs(0).kind_case() != proto::Value::kTensor) continue;
+    const at::Tensor x = store.Get(op.inputs(0).tensor());
+    if (!x.is_floating_point() || x.numel() < 16) continue;
+    if (op.name() == "aten::sqrt") {
+      EXPECT_GE(x.min().item<float>(), 0.0f) << "op " << op.id();
+      ++sqrt_inputs;
+    } else if (op.name() == "aten::linear" && x.min().item<float>() < 0) {
+      ++symmetric;  // activations keep the symmetric fill
+    }
+  }
+  EXPECT_GT(sqrt_inputs, 10);
+  EXPECT_GT(symmetric, 0);
 }
 
 }  // namespace

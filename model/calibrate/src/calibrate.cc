@@ -15,6 +15,15 @@
 #include <ATen/ops/embedding_bag.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/exp.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/log.h>
+#include <ATen/ops/rand.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/sigmoid.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/sqrt.h>
+#include <ATen/ops/tanh.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/layer_norm.h>
 #include <ATen/ops/max_pool2d_with_indices.h>
@@ -102,6 +111,37 @@ class Probes {
   std::vector<Probe> probes_;
 };
 
+
+// Copies of a probe's inputs to cycle through, so that each call reads inputs no call has
+// touched since more than twice the last-level cache went by: they come from DRAM (HBM), as a
+// workload's activations and weights do when much else ran since their last use.
+struct ColdInputs {
+  std::vector<at::Tensor> a, b;
+  size_t next = 0;
+  ColdInputs(at::IntArrayRef shape, const at::TensorOptions& opt, double llc_bytes) {
+    double elems = 1;
+    for (int64_t d : shape) elems *= static_cast<double>(d);
+    const double pair = 2.0 * 4.0 * elems;
+    const int copies = static_cast<int>(std::clamp(std::ceil(2 * llc_bytes / pair) + 1, 2.0, 1024.0));
+    // Positive, so that the math kinds (sqrt, log) compute numbers, not NaNs.
+    for (int i = 0; i < copies; ++i) a.push_back(at::rand(shape, opt).add_(0.5)), b.push_back(at::rand(shape, opt).add_(0.5));
+  }
+  size_t Next() { return next = (next + 1) % a.size(); }
+};
+
+// Elementwise math whose cost the arithmetic sets, each a bandwidth kind of its own (the
+// model's MathKindOf maps op names to these).
+using UnaryFn = at::Tensor (*)(const at::Tensor&);
+const std::pair<const char*, UnaryFn> kMathKinds[] = {
+    {"sqrt", [](const at::Tensor& x) { return at::sqrt(x); }},
+    {"rsqrt", [](const at::Tensor& x) { return at::rsqrt(x); }},
+    {"exp", [](const at::Tensor& x) { return at::exp(x); }},
+    {"log", [](const at::Tensor& x) { return at::log(x); }},
+    {"tanh", [](const at::Tensor& x) { return at::tanh(x); }},
+    {"sigmoid", [](const at::Tensor& x) { return at::sigmoid(x); }},
+    {"gelu", [](const at::Tensor& x) { return at::gelu(x); }},
+    {"silu", [](const at::Tensor& x) { return at::silu(x); }},
+};
 
 double CpuMhz() {
   std::ifstream in("/proc/cpuinfo");
@@ -303,10 +343,16 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       double bytes;       // moved per call
       double key_bytes;   // the size the model looks the bandwidth up by
       int probe;
+      bool cold = false;  // inputs from DRAM (ColdInputs), not cache
     };
     std::vector<Traffic> traffic;
     const std::vector<int64_t> elems = o.quick ? std::vector<int64_t>{1 << 10, 1 << 18}
                                                : std::vector<int64_t>{1 << 8, 1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24};
+    // The cache whose misses make inputs cold (CPU: the last-level cache; GPU: the base
+    // platform's L2). Cold points start at 256 KiB inputs: below, the fixed cost of an op
+    // hides the misses, and a thousand copies would not leave the last-level cache.
+    const double llc = gpu ? p.l2_bytes() : LastLevelCacheBytes();
+    constexpr int64_t kMinColdElems = 1 << 16;
     for (int64_t n : elems) {
       const int64_t cols = std::min<int64_t>(n, 256);
       at::Tensor a = at::randn({n / cols, cols}, f32), b = at::randn({n / cols, cols}, f32);
@@ -323,6 +369,26 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       add("softmax", 2 * bytes, [a] { (void)at::softmax(a, -1); });
       add("norm", 2 * bytes, [a, lw, lb, cols] { (void)at::layer_norm(a, {cols}, lw, lb); });
       add("dropout", 2 * bytes, [a] { (void)at::dropout(a, 0.1, true); });
+      at::Tensor positive = at::rand({n / cols, cols}, f32).add_(0.5);
+      for (const auto& [kind, fn] : kMathKinds) add(kind, 2 * bytes, [positive, fn = fn] { (void)fn(positive); });
+      if (llc > 0 && n >= kMinColdElems) {
+        // The same kinds with cold inputs (one pool of copies per size, shared by the kinds).
+        auto pool = std::make_shared<ColdInputs>(a.sizes(), f32, llc);
+        auto cold = [&](const char* kind, double moved, std::function<void()> fn) {
+          traffic.push_back({kind, moved, moved, probes.Add(std::move(fn)), /*cold=*/true});
+        };
+        cold("copy", 2 * bytes, [dst, pool]() mutable { dst.copy_(pool->a[pool->Next()]); });
+        cold("unary", 2 * bytes, [pool] { (void)at::relu(pool->a[pool->Next()]); });
+        cold("binary", 3 * bytes, [pool] {
+          const size_t i = pool->Next();
+          (void)at::add(pool->a[i], pool->b[i]);
+        });
+        cold("reduction", bytes + bytes / cols, [pool] { (void)at::sum(pool->a[pool->Next()], {-1}); });
+        cold("softmax", 2 * bytes, [pool] { (void)at::softmax(pool->a[pool->Next()], -1); });
+        cold("norm", 2 * bytes, [pool, lw, lb, cols] { (void)at::layer_norm(pool->a[pool->Next()], {cols}, lw, lb); });
+        cold("dropout", 2 * bytes, [pool] { (void)at::dropout(pool->a[pool->Next()], 0.1, true); });
+        for (const auto& [kind, fn] : kMathKinds) cold(kind, 2 * bytes, [pool, fn = fn] { (void)fn(pool->a[pool->Next()]); });
+      }
       // 2x2 max pooling and training-mode batch norm over N x 16 x H x H feature maps, as
       // CNNs run them; bytes as the model counts them (the tensors in and out).
       if (n >= 1024) {
@@ -343,6 +409,21 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         add("batch_norm_backward", 3 * xb, [gy, x, w, rm, rv, bn] {
           (void)at::native_batch_norm_backward(gy, x, w, rm, rv, std::get<1>(bn), std::get<2>(bn), true, 1e-5, {true, true, true});
         });
+        if (llc > 0 && n >= kMinColdElems) {
+          auto maps = std::make_shared<ColdInputs>(x.sizes(), f32, llc);
+          auto cold = [&](const char* kind, double moved, std::function<void()> fn) {
+            traffic.push_back({kind, moved, moved, probes.Add(std::move(fn)), /*cold=*/true});
+          };
+          cold("pool", xb + xb / 4, [maps] { (void)at::max_pool2d_with_indices(maps->a[maps->Next()], {2, 2}, {2, 2}); });
+          cold("batch_norm", 2 * xb, [maps, w, bias, rm, rv] {
+            (void)at::native_batch_norm(maps->a[maps->Next()], w, bias, rm, rv, true, 0.1, 1e-5);
+          });
+          cold("batch_norm_backward", 3 * xb, [maps, w, rm, rv, bn] {
+            const size_t i = maps->Next();
+            (void)at::native_batch_norm_backward(maps->b[i], maps->a[i], w, rm, rv, std::get<1>(bn), std::get<2>(bn), true,
+                                                 1e-5, {true, true, true});
+          });
+        }
       }
     }
     // The workloads' embedding bags: forward by working set ("gather"), backward by the
@@ -433,15 +514,18 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       bp->set_kind(t.kind);
       bp->set_bytes(t.key_bytes);
       bp->set_bytes_per_s(t.bytes / (net_us(probes.Us(t.probe)) * 1e-6));
-      if (t.kind == "copy") dram = bp->bytes_per_s();  // the largest size comes last
+      bp->set_cold(t.cold);
+      if (t.kind == "copy" && !t.cold) dram = bp->bytes_per_s();  // the largest size comes last
     }
     if (o.base.empty()) {
       p.set_memory_bandwidth_bytes_per_s(dram);
       (*p.mutable_sources())["memory_bandwidth_bytes_per_s"] = measured + ": copy_ of the largest size swept";
     }
-    (*p.mutable_sources())["bandwidth"] = measured + ": copy_, relu, add, sum, softmax, layer_norm, dropout, 2x2 max pooling and batch norm (forward and backward), embedding_bag by size" +
+    (*p.mutable_sources())["bandwidth"] = measured + ": copy_, relu, add, sum, softmax, layer_norm, dropout, sqrt, rsqrt, exp, log, tanh, sigmoid, gelu, silu, 2x2 max pooling and batch norm (forward and backward), embedding_bag by size" +
                                           (o.workloads.empty() ? "" : ", the workloads' embedding bags and their backward") + ", " + how +
-                                          ", dispatch subtracted";
+                                          ", dispatch subtracted; cold points (" +
+                                          (llc > 0 ? "inputs cycled through copies of 2x the " + std::to_string(static_cast<int64_t>(llc)) + "-byte last-level cache"
+                                                   : "none: the cache size is unknown") + ")";
     if (!attention.empty())
       (*p.mutable_sources())["attention_efficiency"] = measured + ": scaled_dot_product_attention at the workloads' shapes, " + how;
   } catch (const c10::Error& e) {
@@ -450,11 +534,10 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   if (!gpu) {
     p.set_sm_count(p.threads());
     p.set_boost_clock_mhz(CpuMhz());
-    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (l3 > 0) p.set_l2_bytes(static_cast<double>(l3));
+    if (const double llc = LastLevelCacheBytes(); llc > 0) p.set_l2_bytes(llc);
     (*p.mutable_sources())["sm_count"] = "CPU: intra-op threads used (" + where + ")";
     (*p.mutable_sources())["boost_clock_mhz"] = "CPU: /proc/cpuinfo 'cpu MHz'";
-    (*p.mutable_sources())["l2_bytes"] = "CPU: last-level cache, sysconf(_SC_LEVEL3_CACHE_SIZE)";
+    (*p.mutable_sources())["l2_bytes"] = "CPU: the last-level cache cpu0 sees (sysfs cpu0/cache, else sysconf)";
     (*p.mutable_sources())["collectives"] = "not measured: calibrate measures collectives only where ranks are present";
   }
   MIMIC_RETURN_IF_ERROR(model::CheckPlatform("calibrated platform", p));

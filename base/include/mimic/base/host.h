@@ -1,6 +1,7 @@
 // What machine this is, for reports and provenance. Thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace mimic {
@@ -9,5 +10,25 @@ namespace mimic {
 std::string HostName();
 // The "model name" of /proc/cpuinfo, or "unknown".
 std::string CpuModel();
+
+// Bytes of the largest cache one core of this host sees (sysfs cpu0's highest cache level,
+// else sysconf), 0 if unknown. Unlike sysconf on AMD hosts, sysfs gives the slice of an L3
+// that this core's complex shares, not the socket's total.
+double LastLevelCacheBytes();
+
+// Minor page faults of this process so far (getrusage): each is a fresh page the kernel
+// mapped and zeroed on first touch.
+int64_t MinorPageFaults();
+
+// Keeps freed host memory in the process's heap instead of handing it back to the kernel.
+// glibc trims the top of its heap once more than 128 KiB-64 MiB is free there, and serves
+// larger blocks with mmap, so a loop that frees and reallocates the same tensors page-faults
+// every page of them again, each iteration, by an amount that depends on the heap's layout
+// (docs/benchmarks.md, section 2). A long-running training process rarely trims (its heap top
+// is pinned by other objects); this makes a replay or a probe behave the same way,
+// deterministically: no trimming, mmap only for blocks of 32 MiB and more (glibc's own upper
+// bound). Process-wide and lasting; returns what was set ("" where the C library is not
+// glibc and nothing was changed).
+std::string RetainFreedHeap();
 
 }  // namespace mimic

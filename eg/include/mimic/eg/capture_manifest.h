@@ -25,6 +25,7 @@ struct CaptureSample {
   int64_t rank = -1;        // multi-rank captures (scripts/capture_ddp_samples.py)
   int64_t world_size = 0;
   std::vector<double> iteration_ms;
+  double page_faults_per_step = -1;  // of the unprofiled steps; -1 if not recorded
 };
 
 struct CaptureManifest {

@@ -42,6 +42,9 @@ struct ReplayOptions {
   // Bounds the rendezvous and every collective: a rank that died or hung makes the others
   // stop within it, naming the rank and the collective.
   int64_t comm_timeout_ms = 300000;
+  // Keep freed host memory in the heap (RetainFreedHeap, base/host.h) so host tensors do not
+  // page-fault afresh each iteration; false leaves the C library's default (trimming).
+  bool retain_heap = true;
 };
 
 // One collective of the replayed selection, as issued on this rank.
@@ -93,6 +96,8 @@ struct ReplayResult {
   int64_t storages_preallocated = 0;
   std::string inputs_sha256;     // of the prepared inputs' contents (CPU): checks the seed's effect
   double setup_ms = 0;
+  std::string heap;                       // RetainFreedHeap's answer, or "default"
+  double page_faults_per_iteration = -1;  // minor faults of the process, per measured iteration
   // Empty when every iteration ran; else why the replay stopped early (an interruption, an
   // out-of-memory, an op that failed under --strict). iteration_ms holds the completed ones.
   std::string stop_reason;
