@@ -8,6 +8,7 @@
 #   MIMIC        the mimic binary (default: build/default/cli/mimic)
 #   WORK         folder for the captures, reports and logs (default: a new mktemp -d; kept)
 #   WARMUP, ITERS  replay warm-up and measured iterations (default: 3 and 20)
+#   REPLAY_FLAGS   more `mimic replay` flags, e.g. --heap-trim (default: none)
 #
 # Writes nothing outside $WORK; fleet_samples/ is only read (never written).
 set -euo pipefail
@@ -34,7 +35,7 @@ for name in "${SAMPLES[@]}"; do
   # mimic picks up $WORK/manifest.json beside the trace as the original's measurement.
   cut -d' ' -f1 /proc/loadavg >"$WORK/$name.loadavg"  # 1-minute load: other work on the host
   "$MIMIC" replay "$WORK/$name.et.json.gz" --kineto "$WORK/$name.kineto.json.gz" \
-    --warmup "$WARMUP" --iters "$ITERS" --report "$WORK/$name.report.json" \
+    --warmup "$WARMUP" --iters "$ITERS" ${REPLAY_FLAGS:-} --report "$WORK/$name.report.json" \
     >"$WORK/$name.replay.txt" 2>"$WORK/$name.replay.log" ||
     { cat "$WORK/$name.replay.log" >&2; exit 1; }
 done
@@ -73,9 +74,11 @@ for name in names:
     cov = r["coverage"]
     ops = r["ops"]
     top = "; ".join("%s %.2f ms (x%d)" % (o["name"], o["replay_ms"], o["calls"]) for o in ops[:3])
-    rows.append("| %s | %.2f | %.2f / %.2f | %.2f | %.2f / %.2f | %s | %s | %d/%d | %s |" % (
+    faults = lambda v: "-" if v is None else "%.0f" % v
+    rows.append("| %s | %.2f | %.2f / %.2f | %.2f | %.2f / %.2f | %s | %s | %s / %s | %d/%d | %s |" % (
         name, pct(orig, 50), pct(orig, 10), pct(orig, 90), pct(rep, 50), pct(rep, 10), pct(rep, 90),
         "%.3f" % ratio if ratio is not None else "-", "yes" if within else "**no**",
+        faults(r["original"].get("page_faults_per_iteration")), faults(r["memory"].get("page_faults_per_iteration")),
         cov["replayed"], cov["total"], top))
     # Where the time goes: per-op replay times (mean per measured iteration, ops that ran) next
     # to the same ops' Kineto CPU spans (measured under the profiler) and the step times.
@@ -95,8 +98,8 @@ for name in names:
 print("Host: %s; torch %s; replay threads as recorded; warm-up %s, %s measured iterations." % (
     ctx["cpu"], ctx["torch_version"], os.environ.get("WARMUP", "3"), os.environ.get("ITERS", "20")))
 print()
-print("| sample | original median ms | original p10 / p90 | replay median ms | replay p10 / p90 | ratio | within ±10% | coverage replayed/total | top 3 ops by replay time (ms per iteration, calls) |")
-print("|---|---:|---:|---:|---:|---:|---|---:|---|")
+print("| sample | original median ms | original p10 / p90 | replay median ms | replay p10 / p90 | ratio | within ±10% | page faults per step, original / replay | coverage replayed/total | top 3 ops by replay time (ms per iteration, calls) |")
+print("|---|---:|---:|---:|---:|---:|---|---:|---:|---|")
 print("\n".join(rows))
 print()
 print("Per-op view (the replayed step; per-op replay times are means per measured iteration, "

@@ -202,6 +202,8 @@ OpCost ReductionNormModel(const Ctx& c) {
   // their own where calibrated (EffectiveBandwidth falls back to "binary" otherwise).
   std::string_view kind = "reduction";
   if (c.name.find("softmax") != std::string_view::npos) kind = "softmax";
+  // Adaptive average pooling to a small output (a global average) is a mean over each map.
+  else if (c.name.find("adaptive_avg_pool") != std::string_view::npos && c.name.find("backward") == std::string_view::npos) kind = "reduction";
   else if (c.name.find("pool") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "pool_backward" : "pool";
   else if (c.name.find("batch_norm") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "batch_norm_backward" : "batch_norm";
   else if (c.name.find("norm") != std::string_view::npos) kind = "norm";
@@ -342,6 +344,7 @@ namespace {
 
 // Linear interpolation in log-log between points (log bytes, log bytes/s), clamped at the ends.
 double Interpolate(std::vector<std::pair<double, double>> pts, double bytes) {
+  std::sort(pts.begin(), pts.end());  // calibrate adds the workloads' own points in their order
   const double x = std::log(std::max(bytes, 1.0));
   if (x <= pts.front().first) return std::exp(pts.front().second);
   if (x >= pts.back().first) return std::exp(pts.back().second);
