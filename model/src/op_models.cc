@@ -88,6 +88,18 @@ struct Ctx {
   double cold_fraction;   // of the input bytes, not in cache
 };
 
+// Extra time a compute-bound op spends bringing its cold operands from DRAM (HBM): its
+// efficiencies were measured with operands in cache, so the cold share of its input bytes
+// pays the difference between cold and hot copy bandwidth at that size.
+double ColdOperandsUs(const Ctx& c) {
+  if (c.cold_fraction <= 0) return 0;
+  double in = 0;
+  for (const proto::Tensor* t : c.in) in += Bytes(t);
+  if (in <= 0) return 0;
+  const double slowdown = ColdSlowdown(c.p, "copy", in);
+  return c.cold_fraction * in / EffectiveBandwidth(c.p, "copy", in) * (slowdown - 1) * 1e6;
+}
+
 // A GEMM-shaped op: batch x (m x k) . (k x n).
 OpCost GemmModel(const Ctx& c) {
   OpCost cost;
@@ -99,7 +111,8 @@ OpCost GemmModel(const Ctx& c) {
   cost.flops = 2 * batch * m * n * k;
   cost.bytes = TouchedBytes(c.in, c.out);
   const double eff = ShapeEfficiency(c.p, c.p.gemm_efficiency(), batch * m, n, k, g.dtype, "");
-  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, g.dtype, UsesTensorCores(g.dtype)), eff);
+  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, g.dtype, UsesTensorCores(g.dtype)), eff) +
+                    ColdOperandsUs(c);
   return cost;
 }
 
@@ -115,7 +128,8 @@ OpCost ConvModel(const Ctx& c) {
   cost.flops = 2 * g.m * g.n * g.k * passes;
   cost.bytes = TouchedBytes(c.in, c.out);
   const double eff = ShapeEfficiency(c.p, c.p.conv_efficiency(), g.m, g.n, g.k, cs.dtype, cs.backward ? "backward" : "forward");
-  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, cs.dtype, UsesTensorCores(cs.dtype)), eff);
+  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, cs.dtype, UsesTensorCores(cs.dtype)), eff) +
+                    ColdOperandsUs(c);
   return cost;
 }
 
@@ -140,7 +154,8 @@ OpCost AttentionModel(const Ctx& c) {
   const double eff = c.p.attention_efficiency_size() > 0
                          ? ShapeEfficiency(c.p, c.p.attention_efficiency(), bh * l, s, e, dtype, "")
                          : ShapeEfficiency(c.p, c.p.gemm_efficiency(), bh * l, s, e, dtype, "");
-  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, dtype, UsesTensorCores(dtype)), eff);
+  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, dtype, UsesTensorCores(dtype)), eff) +
+                    ColdOperandsUs(c);
   return cost;
 }
 
