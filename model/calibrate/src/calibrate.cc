@@ -194,6 +194,9 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     p.set_description(gpu ? "Local CUDA device, measured by mimic calibrate" : "This CPU host, measured by mimic calibrate: " + where);
 
   at::NoGradGuard no_grad;
+  // As replay does (docs/cli.md): the probes' outputs are freed and allocated again every call,
+  // and must not page-fault in afresh when glibc trims its heap.
+  const std::string heap = RetainFreedHeap();
   Probes probes(o, device);
   const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat).device(device);
   try {
@@ -505,7 +508,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       *p.add_attention_efficiency() = pt.point;
     }
     const std::string how = o.statistic + " of " + std::to_string(o.trials) + " round-robin trials";
-    (*p.mutable_sources())["gemm_efficiency"] = measured + ": aten::mm, " + how + ", dispatch subtracted";
+    (*p.mutable_sources())["gemm_efficiency"] = measured + ": aten::mm, " + how + ", dispatch subtracted" +
+                                                (heap.empty() ? "" : ", heap " + heap);
     (*p.mutable_sources())["conv_efficiency"] =
         measured + ": aten::convolution / convolution_backward 3x3, m = N*H*W, n = C_out, k = C_in*9, " + how;
     double dram = 0;
