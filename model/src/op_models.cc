@@ -37,17 +37,6 @@ void CollectTensors(const proto::Workload& w, const proto::Value& v, std::vector
   }
 }
 
-std::vector<const proto::Tensor*> Tensors(const proto::Workload& w,
-                                          const google::protobuf::RepeatedPtrField<proto::Value>& values) {
-  std::vector<const proto::Tensor*> out;
-  for (const proto::Value& v : values) CollectTensors(w, v, out);
-  return out;
-}
-
-double Bytes(const proto::Tensor* t) {
-  return t ? static_cast<double>(std::max<int64_t>(t->numel(), 0)) * static_cast<double>(std::max<int64_t>(t->itemsize(), 1)) : 0;
-}
-
 double Prod(const proto::Tensor* t, int from, int to) {
   double p = 1;
   for (int i = std::max(from, 0); i < std::min(to, t->shape_size()); ++i) p *= static_cast<double>(t->shape(i));
@@ -320,6 +309,17 @@ const ClassModel kModels[] = {
 
 
 }  // namespace
+
+std::vector<const proto::Tensor*> Tensors(const proto::Workload& w,
+                                          const google::protobuf::RepeatedPtrField<proto::Value>& values) {
+  std::vector<const proto::Tensor*> out;
+  for (const proto::Value& v : values) CollectTensors(w, v, out);
+  return out;
+}
+
+double Bytes(const proto::Tensor* t) {
+  return t ? static_cast<double>(std::max<int64_t>(t->numel(), 0)) * static_cast<double>(std::max<int64_t>(t->itemsize(), 1)) : 0;
+}
 
 std::string_view MathKindOf(std::string_view op) {
   struct MathOp {

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mimic/model/shapes.h"
 #include "proto/platform.pb.h"
@@ -18,6 +19,11 @@ struct OpCost {
   double compute_us = 0;       // kernel (device) or CPU compute time, overheads excluded
   bool launches = true;        // false for views and metadata ops: no kernel, no compute
 };
+
+// The tensors among `values` (lists included), and the bytes of one (0 for null).
+std::vector<const proto::Tensor*> Tensors(const proto::Workload& w,
+                                          const google::protobuf::RepeatedPtrField<proto::Value>& values);
+double Bytes(const proto::Tensor* t);
 
 // The cost of `op` as a leaf on `p`. Never fails: an op whose arguments the model cannot read
 // is priced by the bytes of the tensors it touches. `cold_fraction` is the share of its input

@@ -36,39 +36,36 @@ class CacheModel {
   // The share of `op`'s input bytes that are cold; then records `op`'s reads and writes.
   double Touch(const proto::Workload& w, const proto::Op& op) {
     if (capacity_ <= 0) return 0;
-    double in = 0, cold = 0, touched = 0;
-    ForEachTensor(w, op.inputs(), [&](int64_t key, double bytes) {
-      auto it = last_.find(key);
-      in += bytes;
-      if (it == last_.end() || clock_ - it->second > capacity_) cold += bytes;
-    });
-    ForEachTensor(w, op.inputs(), [&](int64_t, double bytes) { touched += bytes; });
-    ForEachTensor(w, op.outputs(), [&](int64_t, double bytes) { touched += bytes; });
-    clock_ += touched;
-    ForEachTensor(w, op.inputs(), [&](int64_t key, double) { last_[key] = clock_; });
-    ForEachTensor(w, op.outputs(), [&](int64_t key, double) { last_[key] = clock_; });
-    return in > 0 ? cold / in : 0;
+    const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs()), out = Tensors(w, op.outputs());
+    double in_bytes = 0, cold = 0, out_bytes = 0;
+    for (const proto::Tensor* t : in) {
+      const double* last = LastTouch(*t);
+      in_bytes += Bytes(t);
+      if (!last || clock_ - *last > capacity_) cold += Bytes(t);
+    }
+    for (const proto::Tensor* t : out) out_bytes += Bytes(t);
+    clock_ += in_bytes + out_bytes;
+    for (const proto::Tensor* t : in) Record(*t);
+    for (const proto::Tensor* t : out) Record(*t);
+    return in_bytes > 0 ? cold / in_bytes : 0;
   }
 
  private:
-  // Calls fn(storage key, bytes) for each tensor in `values` (lists included); tensors with no
-  // recorded storage are keyed by their table entry.
-  template <typename Fn>
-  static void ForEachTensor(const proto::Workload& w, const google::protobuf::RepeatedPtrField<proto::Value>& values, Fn&& fn) {
-    for (const proto::Value& v : values) {
-      if (v.kind_case() == proto::Value::kList) {
-        ForEachTensor(w, v.list().items(), fn);
-      } else if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0 && v.tensor() < w.tensors_size()) {
-        const proto::Tensor& t = w.tensors(v.tensor());
-        const double bytes = static_cast<double>(std::max<int64_t>(t.numel(), 0)) * static_cast<double>(std::max<int64_t>(t.itemsize(), 1));
-        fn(t.storage_id() != 0 ? t.storage_id() : -1 - static_cast<int64_t>(v.tensor()), bytes);
-      }
+  // Tensors are tracked by storage; one with no recorded storage by its table entry.
+  const double* LastTouch(const proto::Tensor& t) const {
+    if (t.storage_id() != 0) {
+      auto it = by_storage_.find(t.storage_id());
+      return it == by_storage_.end() ? nullptr : &it->second;
     }
+    auto it = by_entry_.find(&t);
+    return it == by_entry_.end() ? nullptr : &it->second;
   }
+  void Record(const proto::Tensor& t) { (t.storage_id() != 0 ? by_storage_[t.storage_id()] : by_entry_[&t]) = clock_; }
 
   double capacity_;
   double clock_ = 0;
-  std::unordered_map<int64_t, double> last_;  // storage -> clock_ at its last touch
+  std::unordered_map<int64_t, double> by_storage_;              // storage -> clock_ at its last touch
+  std::unordered_map<const proto::Tensor*, double> by_entry_;  // tensors without a storage id
 };
 
 struct SubtreeCost {
@@ -78,6 +75,27 @@ struct SubtreeCost {
   int launches = 0;       // leaves that launch a kernel
   const char* model = "none";
 };
+
+// Whether op `index` is priced whole by its class model: a leaf, or a composite of a known
+// class (its children are how this backend happens to implement it). Ops of class other, and
+// attention, which dispatches to a fused kernel (itself of class attention, priced whole) or,
+// with dropout or on some backends, to the math path of bmm, softmax and dropout, are the sum
+// of the children the trace recorded.
+bool PricedWhole(const proto::Workload& w, const eg::OpTree& tree, int index) {
+  const eg::OpClass cls = eg::ClassOf(w.ops(index).name());
+  return tree.Children(index).empty() || (cls != eg::OpClass::kOther && cls != eg::OpClass::kAttention);
+}
+
+// The ops under (and including) `index` that Accumulate prices, in its order, through `cache`
+// alone: the first pass over an iteration.
+void Touch(const proto::Workload& w, const eg::OpTree& tree, int index, CacheModel& cache) {
+  if (eg::IsDelayOp(w.ops(index))) return;
+  if (PricedWhole(w, tree, index)) {
+    cache.Touch(w, w.ops(index));
+    return;
+  }
+  for (int c : tree.Children(index)) Touch(w, tree, c, cache);
+}
 
 void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::Platform& p, int index,
                 CacheModel& cache, SubtreeCost& acc) {
@@ -92,14 +110,7 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
     acc.model = "delay";
     return;
   }
-  const eg::OpClass cls = eg::ClassOf(op.name());
-  // Attention dispatches to a fused kernel (itself of class attention, priced whole) or, with
-  // dropout or on some backends, to the math path of bmm, softmax and dropout: the recorded
-  // children say which ran.
-  const bool recurse = cls == eg::OpClass::kOther || cls == eg::OpClass::kAttention;
-  if (tree.Children(index).empty() || !recurse) {
-    // A leaf, or a composite of a known class: the class model prices the whole op (its
-    // children are how this backend happens to implement it).
+  if (PricedWhole(w, tree, index)) {
     if (!tree.Children(index).empty()) {
       // Count the children's dispatches, not their compute.
       std::vector<int> stack(tree.Children(index).begin(), tree.Children(index).end());
@@ -228,12 +239,8 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
   // pass over the iteration leaves the cache model as the previous iteration would.
   CacheModel cache(p.l2_bytes());
   if (p.l2_bytes() > 0 && ColdSlowdown(p, "binary", 1e12) > 1) {
-    for (int i : top) {
-      const proto::Op& op = w.ops(i);
-      if (eg::IsCommunication(op) || op.has_collective() || eg::IsCollectiveOp(op)) continue;
-      SubtreeCost scratch;
-      Accumulate(w, tree, p, i, cache, scratch);
-    }
+    for (int i : top)
+      if (!eg::IsCommunication(w.ops(i)) && !w.ops(i).has_collective() && !eg::IsCollectiveOp(w.ops(i))) Touch(w, tree, i, cache);
     pred.notes.push_back("memory-bound ops: inputs not touched within the last " + std::to_string(static_cast<int64_t>(p.l2_bytes() / (1 << 20))) +
                          " MiB of traffic (l2_bytes) are priced with the platform's measured cold-input slow-down");
   }

@@ -193,6 +193,9 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   if (p.description().empty())
     p.set_description(gpu ? "Local CUDA device, measured by mimic calibrate" : "This CPU host, measured by mimic calibrate: " + where);
 
+  // The cache whose misses make inputs cold (CPU: the last-level cache; GPU: the base
+  // platform's L2).
+  const double llc = gpu ? p.l2_bytes() : LastLevelCacheBytes();
   at::NoGradGuard no_grad;
   // As replay does (docs/cli.md): the probes' outputs are freed and allocated again every call,
   // and must not page-fault in afresh when glibc trims its heap.
@@ -351,47 +354,36 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     std::vector<Traffic> traffic;
     const std::vector<int64_t> elems = o.quick ? std::vector<int64_t>{1 << 10, 1 << 18}
                                                : std::vector<int64_t>{1 << 8, 1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24};
-    // The cache whose misses make inputs cold (CPU: the last-level cache; GPU: the base
-    // platform's L2). Cold points start at 256 KiB inputs: below, the fixed cost of an op
-    // hides the misses, and a thousand copies would not leave the last-level cache.
-    const double llc = gpu ? p.l2_bytes() : LastLevelCacheBytes();
+    // Cold points start at 256 KiB inputs: below, the fixed cost of an op hides the misses,
+    // and a thousand copies would not leave the last-level cache.
     constexpr int64_t kMinColdElems = 1 << 16;
+    using BinaryOp = std::function<void(const at::Tensor&, const at::Tensor&)>;
+    auto add = [&](const char* kind, double moved, std::function<void()> fn, bool cold) {
+      traffic.push_back({kind, moved, moved, probes.Add(std::move(fn)), cold});
+    };
     for (int64_t n : elems) {
       const int64_t cols = std::min<int64_t>(n, 256);
       at::Tensor a = at::randn({n / cols, cols}, f32), b = at::randn({n / cols, cols}, f32);
       at::Tensor dst = at::empty_like(a);
       at::Tensor lw = at::randn({cols}, f32), lb = at::randn({cols}, f32);
       const double bytes = 4.0 * n;
-      auto add = [&](const char* kind, double moved, std::function<void()> fn) {
-        traffic.push_back({kind, moved, moved, probes.Add(std::move(fn))});
+      // Each kind on the same inputs every call (cache-hot), and where cold points are due on
+      // the next copy of a pool of inputs (one pool per size, shared by the kinds).
+      auto pool = llc > 0 && n >= kMinColdElems ? std::make_shared<ColdInputs>(a.sizes(), f32, llc) : nullptr;
+      at::Tensor positive = at::rand({n / cols, cols}, f32).add_(0.5);  // math kinds: sqrt, log
+      auto kind = [&](const char* name, double moved, BinaryOp op, const at::Tensor& hot_a) {
+        add(name, moved, [op, hot_a, b] { op(hot_a, b); }, /*cold=*/false);
+        if (pool) add(name, moved, [op, pool] { const size_t i = pool->Next(); op(pool->a[i], pool->b[i]); }, /*cold=*/true);
       };
-      add("copy", 2 * bytes, [dst, a]() mutable { dst.copy_(a); });
-      add("unary", 2 * bytes, [a] { (void)at::relu(a); });
-      add("binary", 3 * bytes, [a, b] { (void)at::add(a, b); });
-      add("reduction", bytes + bytes / cols, [a] { (void)at::sum(a, {-1}); });
-      add("softmax", 2 * bytes, [a] { (void)at::softmax(a, -1); });
-      add("norm", 2 * bytes, [a, lw, lb, cols] { (void)at::layer_norm(a, {cols}, lw, lb); });
-      add("dropout", 2 * bytes, [a] { (void)at::dropout(a, 0.1, true); });
-      at::Tensor positive = at::rand({n / cols, cols}, f32).add_(0.5);
-      for (const auto& [kind, fn] : kMathKinds) add(kind, 2 * bytes, [positive, fn = fn] { (void)fn(positive); });
-      if (llc > 0 && n >= kMinColdElems) {
-        // The same kinds with cold inputs (one pool of copies per size, shared by the kinds).
-        auto pool = std::make_shared<ColdInputs>(a.sizes(), f32, llc);
-        auto cold = [&](const char* kind, double moved, std::function<void()> fn) {
-          traffic.push_back({kind, moved, moved, probes.Add(std::move(fn)), /*cold=*/true});
-        };
-        cold("copy", 2 * bytes, [dst, pool]() mutable { dst.copy_(pool->a[pool->Next()]); });
-        cold("unary", 2 * bytes, [pool] { (void)at::relu(pool->a[pool->Next()]); });
-        cold("binary", 3 * bytes, [pool] {
-          const size_t i = pool->Next();
-          (void)at::add(pool->a[i], pool->b[i]);
-        });
-        cold("reduction", bytes + bytes / cols, [pool] { (void)at::sum(pool->a[pool->Next()], {-1}); });
-        cold("softmax", 2 * bytes, [pool] { (void)at::softmax(pool->a[pool->Next()], -1); });
-        cold("norm", 2 * bytes, [pool, lw, lb, cols] { (void)at::layer_norm(pool->a[pool->Next()], {cols}, lw, lb); });
-        cold("dropout", 2 * bytes, [pool] { (void)at::dropout(pool->a[pool->Next()], 0.1, true); });
-        for (const auto& [kind, fn] : kMathKinds) cold(kind, 2 * bytes, [pool, fn = fn] { (void)fn(pool->a[pool->Next()]); });
-      }
+      kind("copy", 2 * bytes, [dst](const at::Tensor& x, const at::Tensor&) mutable { dst.copy_(x); }, a);
+      kind("unary", 2 * bytes, [](const at::Tensor& x, const at::Tensor&) { (void)at::relu(x); }, a);
+      kind("binary", 3 * bytes, [](const at::Tensor& x, const at::Tensor& y) { (void)at::add(x, y); }, a);
+      kind("reduction", bytes + bytes / cols, [](const at::Tensor& x, const at::Tensor&) { (void)at::sum(x, {-1}); }, a);
+      kind("softmax", 2 * bytes, [](const at::Tensor& x, const at::Tensor&) { (void)at::softmax(x, -1); }, a);
+      kind("norm", 2 * bytes, [lw, lb, cols](const at::Tensor& x, const at::Tensor&) { (void)at::layer_norm(x, {cols}, lw, lb); }, a);
+      kind("dropout", 2 * bytes, [](const at::Tensor& x, const at::Tensor&) { (void)at::dropout(x, 0.1, true); }, a);
+      for (const auto& [name, fn] : kMathKinds)
+        kind(name, 2 * bytes, [fn = fn](const at::Tensor& x, const at::Tensor&) { (void)fn(x); }, positive);
       // 2x2 max pooling and training-mode batch norm over N x 16 x H x H feature maps, as
       // CNNs run them; bytes as the model counts them (the tensors in and out).
       if (n >= 1024) {
@@ -401,32 +393,25 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         auto pooled = at::max_pool2d_with_indices(x, {2, 2}, {2, 2});
         at::Tensor gp = at::randn_like(std::get<0>(pooled));
         at::Tensor idx = std::get<1>(pooled);
-        add("pool", xb + xb / 4, [x] { (void)at::max_pool2d_with_indices(x, {2, 2}, {2, 2}); });
         add("pool_backward", xb / 4 + 2 * xb / 4 + 2 * xb, [gp, x, idx] {
           (void)at::max_pool2d_with_indices_backward(gp, x, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, idx);
-        });
+        }, /*cold=*/false);
         at::Tensor w = at::ones({16}, f32), bias = at::zeros({16}, f32), rm = at::zeros({16}, f32), rv = at::ones({16}, f32);
         auto bn = at::native_batch_norm(x, w, bias, rm, rv, true, 0.1, 1e-5);
         at::Tensor gy = at::randn_like(x);
-        add("batch_norm", 2 * xb, [x, w, bias, rm, rv] { (void)at::native_batch_norm(x, w, bias, rm, rv, true, 0.1, 1e-5); });
-        add("batch_norm_backward", 3 * xb, [gy, x, w, rm, rv, bn] {
-          (void)at::native_batch_norm_backward(gy, x, w, rm, rv, std::get<1>(bn), std::get<2>(bn), true, 1e-5, {true, true, true});
+        // Hot on (x, gy); cold on a pool of feature maps (a: the input, b: the gradient).
+        auto maps = llc > 0 && n >= kMinColdElems ? std::make_shared<ColdInputs>(x.sizes(), f32, llc) : nullptr;
+        auto map_kind = [&](const char* name, double moved, BinaryOp op) {
+          add(name, moved, [op, x, gy] { op(x, gy); }, /*cold=*/false);
+          if (maps) add(name, moved, [op, maps] { const size_t i = maps->Next(); op(maps->a[i], maps->b[i]); }, /*cold=*/true);
+        };
+        map_kind("pool", xb + xb / 4, [](const at::Tensor& in, const at::Tensor&) { (void)at::max_pool2d_with_indices(in, {2, 2}, {2, 2}); });
+        map_kind("batch_norm", 2 * xb, [w, bias, rm, rv](const at::Tensor& in, const at::Tensor&) {
+          (void)at::native_batch_norm(in, w, bias, rm, rv, true, 0.1, 1e-5);
         });
-        if (llc > 0 && n >= kMinColdElems) {
-          auto maps = std::make_shared<ColdInputs>(x.sizes(), f32, llc);
-          auto cold = [&](const char* kind, double moved, std::function<void()> fn) {
-            traffic.push_back({kind, moved, moved, probes.Add(std::move(fn)), /*cold=*/true});
-          };
-          cold("pool", xb + xb / 4, [maps] { (void)at::max_pool2d_with_indices(maps->a[maps->Next()], {2, 2}, {2, 2}); });
-          cold("batch_norm", 2 * xb, [maps, w, bias, rm, rv] {
-            (void)at::native_batch_norm(maps->a[maps->Next()], w, bias, rm, rv, true, 0.1, 1e-5);
-          });
-          cold("batch_norm_backward", 3 * xb, [maps, w, rm, rv, bn] {
-            const size_t i = maps->Next();
-            (void)at::native_batch_norm_backward(maps->b[i], maps->a[i], w, rm, rv, std::get<1>(bn), std::get<2>(bn), true,
-                                                 1e-5, {true, true, true});
-          });
-        }
+        map_kind("batch_norm_backward", 3 * xb, [w, rm, rv, bn](const at::Tensor& in, const at::Tensor& grad) {
+          (void)at::native_batch_norm_backward(grad, in, w, rm, rv, std::get<1>(bn), std::get<2>(bn), true, 1e-5, {true, true, true});
+        });
       }
     }
     // The workloads' embedding bags: forward by working set ("gather"), backward by the
@@ -538,7 +523,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   if (!gpu) {
     p.set_sm_count(p.threads());
     p.set_boost_clock_mhz(CpuMhz());
-    if (const double llc = LastLevelCacheBytes(); llc > 0) p.set_l2_bytes(llc);
+    if (llc > 0) p.set_l2_bytes(llc);
     (*p.mutable_sources())["sm_count"] = "CPU: intra-op threads used (" + where + ")";
     (*p.mutable_sources())["boost_clock_mhz"] = "CPU: /proc/cpuinfo 'cpu MHz'";
     (*p.mutable_sources())["l2_bytes"] = "CPU: the last-level cache cpu0 sees (sysfs cpu0/cache, else sysconf)";
