@@ -48,6 +48,9 @@ void AddReplayOptions(CLI::App& app, replay::ReplayOptions& o, std::string& repo
   app.add_flag("--heap-trim,!--no-heap-trim", [&o](int64_t n) { o.retain_heap = n <= 0; },
                "Let the C library hand freed host memory back to the kernel, as glibc does by default; host tensors "
                "then page-fault afresh each iteration (default: the heap is kept, as a long-running training process's is)");
+  app.add_flag("!--no-decompose", o.decompose,
+               "Run composite ops (those with no kernel of their own, like max_pool2d or linear) as themselves, "
+               "not as the ops the trace recorded under them");
   app.add_flag("--strict", o.strict, "Fail on the first op that cannot be replayed instead of skipping it");
   app.add_option("--report", report_path,
                  "Write the JSON report here ('-' for stdout); in a multi-rank replay {rank} in the path is "

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "mimic/eg/collective.h"
@@ -183,78 +184,77 @@ Result<std::shared_ptr<PendingWork>> Communicator::Issue(const proto::Collective
   if (!g.pg)
     return Status::Unsupported("rank " + std::to_string(env_.rank) + " is not a member of process group " + name);
   const int64_t size = static_cast<int64_t>(g.ranks.size());
-  std::vector<at::Tensor> in{b.input};
-  std::vector<at::Tensor> out{b.output};
+  at::Tensor input = b.input, output = b.output;  // the c10d *_base calls take non-const references
+  std::vector<at::Tensor> in{input};
+  std::vector<at::Tensor> out{output};
+  // An all-gather's output (a reduce-scatter's input) holds one `small` per rank.
+  auto uneven = [&](const char* name, const at::Tensor& big, const at::Tensor& small) -> std::optional<Status> {
+    if (big.numel() == small.numel() * size) return std::nullopt;
+    return Status::Unsupported(std::string("uneven ") + name + " (" + std::to_string(input.numel()) + " in, " +
+                               std::to_string(output.numel()) + " out on " + std::to_string(size) + " ranks)");
+  };
   c10::intrusive_ptr<c10d::Work> work;
-  switch (c.type()) {
-    case proto::Collective::ALL_REDUCE:
-      work = g.pg->allreduce(in);
-      break;
-    case proto::Collective::BROADCAST: {
-      c10d::BroadcastOptions o;
-      o.rootRank = c.root();
-      work = g.pg->broadcast(in, o);
-      break;
+  try {
+    switch (c.type()) {
+      case proto::Collective::ALL_REDUCE:
+        work = g.pg->allreduce(in);
+        break;
+      case proto::Collective::BROADCAST: {
+        c10d::BroadcastOptions o;
+        o.rootRank = c.root();
+        work = g.pg->broadcast(in, o);
+        break;
+      }
+      case proto::Collective::REDUCE: {
+        c10d::ReduceOptions o;
+        o.rootRank = c.root();
+        work = g.pg->reduce(in, o);
+        break;
+      }
+      case proto::Collective::ALL_GATHER:
+        if (auto bad = uneven("all_gather", output, input)) return *bad;
+        work = g.pg->_allgather_base(output, input);
+        break;
+      case proto::Collective::REDUCE_SCATTER:
+        if (auto bad = uneven("reduce_scatter", input, output)) return *bad;
+        work = g.pg->_reduce_scatter_base(output, input);
+        break;
+      case proto::Collective::ALL_TO_ALL: {
+        std::vector<int64_t> out_splits(c.out_split_sizes().begin(), c.out_split_sizes().end());
+        std::vector<int64_t> in_splits(c.in_split_sizes().begin(), c.in_split_sizes().end());
+        work = g.pg->alltoall_base(output, input, out_splits, in_splits);
+        break;
+      }
+      case proto::Collective::GATHER: {
+        c10d::GatherOptions o;
+        o.rootRank = c.root();
+        std::vector<std::vector<at::Tensor>> outs(1);
+        if (g.group_rank == c.root()) outs[0] = b.output.chunk(size);
+        work = g.pg->gather(outs, in, o);
+        break;
+      }
+      case proto::Collective::SCATTER: {
+        c10d::ScatterOptions o;
+        o.rootRank = c.root();
+        std::vector<std::vector<at::Tensor>> ins(1);
+        if (g.group_rank == c.root()) ins[0] = b.input.chunk(size);
+        work = g.pg->scatter(out, ins, o);
+        break;
+      }
+      case proto::Collective::BARRIER:
+        work = g.pg->barrier();
+        break;
+      case proto::Collective::SEND:
+        work = g.pg->send(in, static_cast<int>(c.root()), 0);
+        break;
+      case proto::Collective::RECV:
+        work = g.pg->recv(out, static_cast<int>(c.root()), 0);
+        break;
+      default:
+        return Status::Unsupported(std::string("collective type ") + eg::CollectiveTypeName(c.type()));
     }
-    case proto::Collective::REDUCE: {
-      c10d::ReduceOptions o;
-      o.rootRank = c.root();
-      work = g.pg->reduce(in, o);
-      break;
-    }
-    case proto::Collective::ALL_GATHER: {
-      if (b.output.numel() != b.input.numel() * size)
-        return Status::Unsupported("uneven all_gather (" + std::to_string(b.input.numel()) + " in, " +
-                                   std::to_string(b.output.numel()) + " out on " + std::to_string(size) + " ranks)");
-      at::Tensor o = b.output;
-      at::Tensor i = b.input;
-      work = g.pg->_allgather_base(o, i);
-      break;
-    }
-    case proto::Collective::REDUCE_SCATTER: {
-      if (b.input.numel() != b.output.numel() * size)
-        return Status::Unsupported("uneven reduce_scatter (" + std::to_string(b.input.numel()) + " in, " +
-                                   std::to_string(b.output.numel()) + " out on " + std::to_string(size) + " ranks)");
-      at::Tensor o = b.output;
-      at::Tensor i = b.input;
-      work = g.pg->_reduce_scatter_base(o, i);
-      break;
-    }
-    case proto::Collective::ALL_TO_ALL: {
-      std::vector<int64_t> out_splits(c.out_split_sizes().begin(), c.out_split_sizes().end());
-      std::vector<int64_t> in_splits(c.in_split_sizes().begin(), c.in_split_sizes().end());
-      at::Tensor o = b.output;
-      at::Tensor i = b.input;
-      work = g.pg->alltoall_base(o, i, out_splits, in_splits);
-      break;
-    }
-    case proto::Collective::GATHER: {
-      c10d::GatherOptions o;
-      o.rootRank = c.root();
-      std::vector<std::vector<at::Tensor>> outs(1);
-      if (g.group_rank == c.root()) outs[0] = b.output.chunk(size);
-      work = g.pg->gather(outs, in, o);
-      break;
-    }
-    case proto::Collective::SCATTER: {
-      c10d::ScatterOptions o;
-      o.rootRank = c.root();
-      std::vector<std::vector<at::Tensor>> ins(1);
-      if (g.group_rank == c.root()) ins[0] = b.input.chunk(size);
-      work = g.pg->scatter(out, ins, o);
-      break;
-    }
-    case proto::Collective::BARRIER:
-      work = g.pg->barrier();
-      break;
-    case proto::Collective::SEND:
-      work = g.pg->send(in, static_cast<int>(c.root()), 0);
-      break;
-    case proto::Collective::RECV:
-      work = g.pg->recv(out, static_cast<int>(c.root()), 0);
-      break;
-    default:
-      return Status::Unsupported(std::string("collective type ") + eg::CollectiveTypeName(c.type()));
+  } catch (const std::exception& e) {  // the backend refuses what it cannot run
+    return Status::Unsupported(FirstLine(e.what()));
   }
   return std::shared_ptr<PendingWork>(std::make_shared<GlooWork>(std::move(work)));
 }

@@ -52,8 +52,8 @@ class Communicator {
   int world_size() const { return env_.world_size; }
   std::chrono::milliseconds timeout() const { return timeout_; }
 
-  // Issues `c` on `buffers`. Unsupported for a group this rank is not a member of or a
-  // collective the backend lacks.
+  // Issues `c` on `buffers`. Unsupported for a group this rank is not a member of, or a
+  // collective the backend lacks or refuses (its exception's first line).
   Result<std::shared_ptr<PendingWork>> Issue(const proto::Collective& c, const CollectiveBuffers& buffers);
   // Waits for `work` at most the timeout. On failure: an error naming this rank, `what` (the
   // collective), the backend's message and the ranks whose heartbeat stopped.

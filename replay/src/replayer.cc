@@ -126,7 +126,7 @@ class Runner {
       if (handle.ok()) {
         p.handle = *handle;
         std::vector<Call> parts;
-        if (Decompose(index, *handle, parts) && (parts.size() != 1 || parts[0].index != index)) p.parts = std::move(parts);
+        if (options_.decompose && Decompose(index, *handle, parts) && (parts.size() != 1 || parts[0].index != index)) p.parts = std::move(parts);
       } else {
         MIMIC_RETURN_IF_ERROR(Skip(op, "unknown_operator", handle.status().message()));
       }
@@ -357,12 +357,7 @@ class Runner {
     const CollectiveBuffers b = BuffersFor(p);
     comm_->SetProgress(Describe(p));
     Pending pending{nullptr, i, Clock::now(), {b.output.storage().data()}};
-    Result<std::shared_ptr<PendingWork>> work = Status::Internal("not issued");
-    try {
-      work = comm_->Issue(op.collective(), b);
-    } catch (const std::exception& e) {
-      work = Status::Unsupported(FirstLine(e.what()));
-    }
+    Result<std::shared_ptr<PendingWork>> work = comm_->Issue(op.collective(), b);
     if (!work.ok()) {
       MIMIC_RETURN_IF_ERROR(Skip(op, "unsupported_collective", work.status().message()));
       p.run = -1;

@@ -114,8 +114,6 @@ Status TensorStore::Prepare(const std::vector<int>& ops) {
   for (int index : ops) {
     const proto::Op& op = w_.ops(index);
     ranges_.Consume(op);
-    if (NeedsNonNegativeInput(op.name()) && op.inputs_size() > 0)
-      ForEachInputTensor(op.inputs(0), [&](int t) { non_negative_storages_.insert(w_.tensors(t).storage_id()); });
     for (const proto::Value& v : op.inputs()) {
       ForEachInputTensor(v, [&](int t) {
         const proto::Tensor& tensor = w_.tensors(t);
@@ -134,6 +132,9 @@ Status TensorStore::Prepare(const std::vector<int>& ops) {
         if (leaf_set.insert(t).second) leaves.push_back(t);
       });
     }
+    // After the loop above, which gives a leaf on a reused storage id its own buffer key.
+    if (NeedsNonNegativeInput(op.name()) && op.inputs_size() > 0)
+      ForEachInputTensor(op.inputs(0), [&](int t) { non_negative_buffers_.insert(BufferKey(t)); });
     for (const proto::Value& v : op.outputs()) {
       ForEachInputTensor(v, [&](int t) {
         produced.insert(t);
@@ -213,7 +214,7 @@ void TensorStore::Fill(const at::Tensor& flat, int t) {
     double fan_in = 1;
     for (int d = 1; d < rec.shape_size(); ++d) fan_in *= static_cast<double>(std::max<int64_t>(rec.shape(d), 1));
     const double bound = 1.0 / std::sqrt(fan_in);
-    flat.uniform_(non_negative_storages_.count(rec.storage_id()) ? 0.0 : -bound, bound, gen_);
+    flat.uniform_(non_negative_buffers_.count(BufferKey(t)) ? 0.0 : -bound, bound, gen_);
     return;
   }
   if (st == c10::kBool) {

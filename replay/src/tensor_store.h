@@ -63,7 +63,7 @@ class TensorStore final : public ops::TensorSource {
   IntRangePlanner ranges_;
   std::unordered_map<int64_t, c10::Storage> buffers_;    // BufferKey -> prepared buffer
   std::unordered_map<int, int64_t> buffer_key_;          // leaves that do not share their storage id
-  std::unordered_set<int64_t> non_negative_storages_;    // read by sqrt, log, ...: filled in [0, 1)
+  std::unordered_set<int64_t> non_negative_buffers_;     // BufferKeys read by sqrt, log, ...: filled in [0, bound)
   std::unordered_map<int, at::Tensor> produced_;         // table entry -> this iteration's value
   std::unordered_map<int64_t, c10::Storage> produced_storage_;
   std::unordered_map<int, at::Tensor> fresh_;            // fallbacks, kept across iterations

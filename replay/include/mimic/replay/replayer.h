@@ -45,6 +45,9 @@ struct ReplayOptions {
   // Keep freed host memory in the heap (RetainFreedHeap, base/host.h) so host tensors do not
   // page-fault afresh each iteration; false leaves the C library's default (trimming).
   bool retain_heap = true;
+  // Run a composite op (no kernel of its own) as the ops the trace recorded under it; false
+  // runs it as itself, as LibTorch decomposes it without autograd.
+  bool decompose = true;
 };
 
 // One collective of the replayed selection, as issued on this rank.
