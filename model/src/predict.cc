@@ -76,6 +76,13 @@ struct SubtreeCost {
   const char* model = "none";
 };
 
+// Whether a top-level op is priced by the op-class table (Accumulate): not a communication
+// (CollectiveCost prices those), a wait, or a collective op eg could not read.
+bool PricedByClassModels(const proto::Op& op) {
+  const bool wait = op.has_collective() && op.collective().type() == proto::Collective::WAIT;
+  return !eg::IsCommunication(op) && !wait && !eg::IsCollectiveOp(op);
+}
+
 // Whether op `index` is priced whole by its class model: a leaf, or a composite of a known
 // class (its children are how this backend happens to implement it). Ops of class other, and
 // attention, which dispatches to a fused kernel (itself of class attention, priced whole) or,
@@ -237,10 +244,11 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
 
   // Memory-bound ops pay for cold inputs where the platform measured the slow-down; a first
   // pass over the iteration leaves the cache model as the previous iteration would.
-  CacheModel cache(p.l2_bytes());
-  if (p.l2_bytes() > 0 && ColdSlowdown(p, "binary", 1e12) > 1) {
+  const bool cold_points = std::any_of(p.bandwidth().begin(), p.bandwidth().end(), [](const proto::BandwidthPoint& b) { return b.cold(); });
+  CacheModel cache(cold_points ? p.l2_bytes() : 0);  // capacity 0: every input hot
+  if (cold_points && p.l2_bytes() > 0) {
     for (int i : top)
-      if (!eg::IsCommunication(w.ops(i)) && !w.ops(i).has_collective() && !eg::IsCollectiveOp(w.ops(i))) Touch(w, tree, i, cache);
+      if (PricedByClassModels(w.ops(i))) Touch(w, tree, i, cache);
     pred.notes.push_back("memory-bound ops: inputs not touched within the last " + std::to_string(static_cast<int64_t>(p.l2_bytes() / (1 << 20))) +
                          " MiB of traffic (l2_bytes) are priced with the platform's measured cold-input slow-down");
   }
@@ -272,7 +280,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
       const int64_t group = opts.world_size <= 0 && op.collective().group_size() > 0 ? op.collective().group_size() : ranks;
       const OpCost cc = CollectiveCost(op, p, group);
       sc.compute_us = cc.compute_us, sc.bytes = cc.bytes, sc.nodes = 1, sc.launches = 1, sc.model = cc.model;
-    } else if (wait || eg::IsCollectiveOp(op)) {
+    } else if (!PricedByClassModels(op)) {
       sc.nodes = 1, sc.launches = 0, sc.model = wait ? "wait" : "collective (unread)";
     } else {
       Accumulate(w, tree, p, i, cache, sc);

@@ -253,6 +253,14 @@ TEST(Predict, InputsLastTouchedMoreThanTheCacheAgoPayTheColdSlowdown) {
   EXPECT_NEAR(none->ops[3].compute_us, hot_us, 1e-9);
 }
 
+// The shipped CPU platform has cold points, so the prediction walks an iteration ahead (its
+// note says so) and weights touched in that iteration are not all cold.
+TEST(Predict, ShippedCpuPlatformPricesColdInputsAfterAWarmUpIteration) {
+  auto r = Predict(LoadSample("mlp"), Builtin("cpu_host"));
+  ASSERT_THAT(r, IsOk());
+  EXPECT_THAT(r->notes, ::testing::Contains(::testing::HasSubstr("measured cold-input slow-down")));
+}
+
 // A two-op GPU workload built by hand: a big GEMM then a small add on the same stream.
 proto::Workload TwoKernels(bool with_collective) {
   proto::Workload w;

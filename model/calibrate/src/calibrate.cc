@@ -465,33 +465,26 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
 
     // Peaks: a datasheet base keeps its figures; otherwise the best throughput measured.
     double best = 0;
-    for (const Point& pt : gemm)
-      if (pt.point.dtype() == "fp32") best = std::max(best, pt.flops / (net_us(probes.Us(pt.probe)) * 1e-6));
-    for (const Point& pt : conv) best = std::max(best, pt.flops / (net_us(probes.Us(pt.probe)) * 1e-6));
+    for (const std::vector<Point>* points : {&gemm, &conv})
+      for (const Point& pt : *points)
+        if (pt.point.dtype() == "fp32") best = std::max(best, pt.flops / (net_us(probes.Us(pt.probe)) * 1e-6));
     if (o.base.empty() || model::PeakFlops(p, "fp32", false) <= 0) {
       (*p.mutable_peak_flops())["fp32"].set_no_tensor_core(best);
       (*p.mutable_sources())["peak_flops"] = measured + ": the best fp32 GEMM/conv throughput of the sweep (not a datasheet peak)";
     }
-    for (Point& pt : gemm) {
-      const double us = probes.Us(pt.probe);
-      pt.point.set_time_us(us);
-      const double peak = model::PeakFlops(p, pt.point.dtype(), pt.point.dtype() != "fp32");
-      pt.point.set_efficiency(std::clamp(pt.flops / (net_us(us) * 1e-6) / peak, 1e-4, 1.0));
-      *p.add_gemm_efficiency() = pt.point;
-    }
-    for (Point& pt : conv) {
-      const double us = probes.Us(pt.probe);
-      pt.point.set_time_us(us);
-      pt.point.set_efficiency(std::clamp(pt.flops / (net_us(us) * 1e-6) / model::PeakFlops(p, "fp32", false), 1e-4, 1.0));
-      *p.add_conv_efficiency() = pt.point;
-    }
-    for (Point& pt : attention) {
-      const double us = probes.Us(pt.probe);
-      pt.point.set_time_us(us);
-      const double peak = model::PeakFlops(p, pt.point.dtype(), pt.point.dtype() != "fp32");
-      pt.point.set_efficiency(std::clamp(pt.flops / (net_us(us) * 1e-6) / peak, 1e-4, 1.0));
-      *p.add_attention_efficiency() = pt.point;
-    }
+    // Efficiency against the peak the model prices that dtype with (tensor cores below fp32).
+    auto record = [&](std::vector<Point>& points, google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>* table) {
+      for (Point& pt : points) {
+        const double us = probes.Us(pt.probe);
+        pt.point.set_time_us(us);
+        const double peak = model::PeakFlops(p, pt.point.dtype(), pt.point.dtype() != "fp32");
+        pt.point.set_efficiency(std::clamp(pt.flops / (net_us(us) * 1e-6) / peak, 1e-4, 1.0));
+        *table->Add() = pt.point;
+      }
+    };
+    record(gemm, p.mutable_gemm_efficiency());
+    record(conv, p.mutable_conv_efficiency());
+    record(attention, p.mutable_attention_efficiency());
     const std::string how = o.statistic + " of " + std::to_string(o.trials) + " round-robin trials";
     (*p.mutable_sources())["gemm_efficiency"] = measured + ": aten::mm, " + how + ", dispatch subtracted" +
                                                 (heap.empty() ? "" : ", heap " + heap);
