@@ -31,6 +31,9 @@ struct LoadedInput {
 };
 Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto_path);
 
+// Intra-op threads: the original run's when the options leave them to the default (0).
+void UseOriginalThreads(const proto::Workload& w, replay::ReplayOptions& options);
+
 // Options shared by `replay` and `run`, registered on `app` into `options`.
 void AddReplayOptions(CLI::App& app, replay::ReplayOptions& options, std::string& report_path);
 

@@ -67,7 +67,7 @@ Runner AddCompare(CLI::App& app) {
     replay::ReplayOptions ro = args->options;
     if (in->has_seed && !args->seed_given) ro.seed = in->seed;
     if (ro.device.empty()) ro.device = replay::BestDevice();
-    if (ro.num_threads == 0 && w.original().num_threads() > 0) ro.num_threads = static_cast<int>(w.original().num_threads());
+    UseOriginalThreads(w, ro);
     const std::string platform_name = !args->platform.empty() ? args->platform : (ro.device == "cpu" ? "cpu_host" : "h200");
     Result<proto::Platform> platform = model::FindPlatform(platform_name);
     if (!platform.ok()) return Fail(platform.status());

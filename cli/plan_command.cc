@@ -39,7 +39,7 @@ class CliEnvironment final : public fleet::PlanEnvironment {
     if (local) {
       replay::ReplayOptions o = replay_options_;
       o.device = "cpu";
-      if (o.num_threads == 0 && w->original().num_threads() > 0) o.num_threads = static_cast<int>(w->original().num_threads());
+      UseOriginalThreads(*w, o);
       const std::string stage = "measuring " + name + " on " + platform + " (replay)";
       auto on_iteration = [&](int done, int total, double) {
         if (progress_) progress_(stage, static_cast<double>(done) / total);
@@ -207,21 +207,18 @@ Runner AddPlan(CLI::App& app) {
     auto report_progress = [&progress](const std::string& stage, double f) { progress(stage, f); };
     CliEnvironment env(m->manifest, args->replay, report_progress);
     fleet::PlanOptions options;
-    for (const std::string& t : args->targets)  // a target named twice is planned once
-      if (std::find(options.targets.begin(), options.targets.end(), t) == options.targets.end()) options.targets.push_back(t);
+    options.targets = args->targets;
     options.progress = report_progress;
     Result<fleet::PlanResult> plan = fleet::Plan(*m, env, options);
     if (!plan.ok()) return Fail(plan.status());
-    Result<std::string> sha = Sha256OfFile(args->manifest);
-    if (!sha.ok()) return Fail(sha.status());
-    const fleet::ReportContext ctx{MIMIC_VERSION, UtcNowIso8601(), HostName(), *sha};
+    const fleet::ReportContext ctx{MIMIC_VERSION, UtcNowIso8601(), HostName(), m->sha256};
     PrintSummary(*plan);
     if (!args->report.empty()) {
       Status st = WriteOutput(args->report, fleet::PlanJson(ctx, *plan));
       if (!st.ok()) return Fail(st);
     }
     if (!args->html.empty()) {
-      Status st = WriteFileAtomic(args->html, fleet::PlanHtml(ctx, *plan));
+      Status st = WriteOutput(args->html, fleet::PlanHtml(ctx, *plan));
       if (!st.ok()) return Fail(st);
     }
     return static_cast<int>(kExitOk);

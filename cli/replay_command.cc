@@ -86,11 +86,15 @@ std::string RankReportPath(const std::string& path, const replay::ReplayOptions&
   return path.substr(0, dot) + ".rank" + rank + path.substr(dot);
 }
 
+void UseOriginalThreads(const proto::Workload& w, replay::ReplayOptions& options) {
+  if (options.num_threads == 0 && w.original().num_threads() > 0)
+    options.num_threads = static_cast<int>(w.original().num_threads());
+}
+
 int ReplayAndReport(const proto::Workload& w, const std::string& input,
                     const replay::ReplayOptions& given, const std::string& report_path) {
   replay::ReplayOptions options = given;
-  if (options.num_threads == 0 && w.original().num_threads() > 0)
-    options.num_threads = static_cast<int>(w.original().num_threads());
+  UseOriginalThreads(w, options);
   const bool tty = isatty(fileno(stderr));
   const std::string who = options.dist ? "rank " + std::to_string(options.dist->rank) + ": " : "";
   auto progress = [tty, who](int done, int total, double ms) {

@@ -139,9 +139,9 @@ Result<std::vector<Job>> ParseJobLog(const proto::FleetManifest& manifest, const
     const std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
     ++line_no;
-    const std::string where = path + ":" + std::to_string(line_no);
+    auto where = [&] { return path + ":" + std::to_string(line_no); };  // errors only
     if (Trim(line).empty()) continue;
-    if (!SplitCsv(line, fields)) return Status::InvalidInput(where + ": unterminated quote");
+    if (!SplitCsv(line, fields)) return Status::InvalidInput(where() + ": unterminated quote");
     if (col_gpus < 0 && col_submit < 0 && col_id < 0) {  // the header
       for (int i = 0; i < static_cast<int>(fields.size()); ++i) {
         const std::string h = Lower(fields[i]);
@@ -158,9 +158,9 @@ Result<std::vector<Job>> ParseJobLog(const proto::FleetManifest& manifest, const
         if (col && *col < 0) *col = i;
       }
       for (const auto& [name, col] : {std::pair{"job_id", col_id}, {"gpu_num", col_gpus}, {"submit_time", col_submit}})
-        if (col < 0) return Status::InvalidInput(where + ": header has no " + name + " column");
+        if (col < 0) return Status::InvalidInput(where() + ": header has no " + name + " column");
       if (col_duration < 0 && col_iterations < 0)
-        return Status::InvalidInput(where + ": header has neither a duration nor an iterations column");
+        return Status::InvalidInput(where() + ": header has neither a duration nor an iterations column");
       continue;
     }
     auto field = [&](int col) -> std::string_view {
@@ -170,30 +170,30 @@ Result<std::vector<Job>> ParseJobLog(const proto::FleetManifest& manifest, const
     Job job;
     double gpus;
     if (!ParseDouble(field(col_gpus), &gpus) || gpus < 0 || gpus != std::floor(gpus) || gpus > 1e6)
-      return Status::InvalidInput(where + ": gpu_num: not a GPU count: '" + std::string(field(col_gpus)) + "'");
+      return Status::InvalidInput(where() + ": gpu_num: not a GPU count: '" + std::string(field(col_gpus)) + "'");
     if (gpus == 0) {
       ++local.cpu_only_rows;
       continue;
     }
     job.gpus = static_cast<int64_t>(gpus);
     if (!ParseDouble(field(col_submit), &job.submit_s) && !ParseDateTime(field(col_submit), &job.submit_s))
-      return Status::InvalidInput(where + ": submit_time: not seconds or a YYYY-MM-DD HH:MM:SS time: '" +
+      return Status::InvalidInput(where() + ": submit_time: not seconds or a YYYY-MM-DD HH:MM:SS time: '" +
                                   std::string(field(col_submit)) + "'");
     job.submit_s *= unit;
     if (!field(col_iterations).empty()) {
       if (!ParseDouble(field(col_iterations), &job.iterations) || job.iterations < 0)
-        return Status::InvalidInput(where + ": iterations: not a count >= 0: '" + std::string(field(col_iterations)) + "'");
+        return Status::InvalidInput(where() + ": iterations: not a count >= 0: '" + std::string(field(col_iterations)) + "'");
     } else if (!ParseDouble(field(col_duration), &job.duration_s) || job.duration_s < 0) {
-      return Status::InvalidInput(where + ": duration: not seconds >= 0: '" + std::string(field(col_duration)) + "'");
+      return Status::InvalidInput(where() + ": duration: not seconds >= 0: '" + std::string(field(col_duration)) + "'");
     } else {
       job.duration_s *= unit;
     }
     if (!ParseState(field(col_state), &job.state))
-      return Status::InvalidInput(where + ": state: unknown job state '" + std::string(field(col_state)) + "'");
+      return Status::InvalidInput(where() + ": state: unknown job state '" + std::string(field(col_state)) + "'");
     job.cls = -1;
     if (!field(col_class).empty()) {
       job.cls = class_of(std::string(field(col_class)));
-      if (job.cls < 0) return Status::InvalidInput(where + ": class: unknown class '" + std::string(field(col_class)) + "'");
+      if (job.cls < 0) return Status::InvalidInput(where() + ": class: unknown class '" + std::string(field(col_class)) + "'");
     }
     if (job.cls < 0) {
       auto it = log.class_by_vc().find(std::string(field(col_vc)));
@@ -205,7 +205,7 @@ Result<std::vector<Job>> ParseJobLog(const proto::FleetManifest& manifest, const
     }
     if (job.cls < 0) job.cls = default_class;
     if (job.cls < 0)
-      return Status::InvalidInput(where + ": job " + std::string(field(col_id)) + " maps to no class (vc '" +
+      return Status::InvalidInput(where() + ": job " + std::string(field(col_id)) + " maps to no class (vc '" +
                                   std::string(field(col_vc)) + "', user '" + std::string(field(col_user)) +
                                   "'; set arrivals.job_log.default_class)");
     jobs.push_back(job);

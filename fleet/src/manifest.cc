@@ -245,13 +245,9 @@ Result<LoadedManifest> ParseManifest(const std::string& path, std::string_view t
 Result<LoadedManifest> LoadManifest(const std::string& path) {
   MIMIC_ASSIGN_OR_RETURN(FileContents file, ReadFile(path));
   const size_t slash = path.find_last_of('/');
-  return ParseManifest(path, file.bytes.view(), slash == std::string::npos ? "." : path.substr(0, slash));
-}
-
-int FindClass(const proto::FleetManifest& manifest, std::string_view name) {
-  for (int i = 0; i < manifest.classes_size(); ++i)
-    if (manifest.classes(i).name() == name) return i;
-  return -1;
+  MIMIC_ASSIGN_OR_RETURN(LoadedManifest m, ParseManifest(path, file.bytes.view(), slash == std::string::npos ? "." : path.substr(0, slash)));
+  m.sha256 = file.sha256;
+  return m;
 }
 
 int64_t InventoryGpus(const proto::FleetManifest& manifest) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "mimic/base/stats.h"
 
 namespace mimic::fleet {
 namespace {
@@ -13,13 +14,9 @@ bool Allows(const proto::WorkloadClass& k, const std::string& type) {
          std::find(k.allowed_gpu_types().begin(), k.allowed_gpu_types().end(), type) != k.allowed_gpu_types().end();
 }
 
-// Percentile of already sorted values (linear interpolation, as base/stats.h).
+// Percentile of already sorted values; 0 for none.
 double SortedPercentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  const double rank = p / 100.0 * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(rank);
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
+  return sorted.empty() ? 0 : PercentileOfSorted(sorted, p);
 }
 
 double Mean(const std::vector<double>& v) {
@@ -46,7 +43,10 @@ Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, cons
   const proto::FleetManifest& m = loaded.manifest;
   const std::string& path = loaded.path;
   if (options.targets.empty()) return Status::InvalidInput("plan: give at least one --target platform");
+  std::vector<std::string> targets;  // a target named twice is planned once
   for (const std::string& t : options.targets)
+    if (std::find(targets.begin(), targets.end(), t) == targets.end()) targets.push_back(t);
+  for (const std::string& t : targets)
     for (int i = 0; i < m.classes_size(); ++i)
       if (!Allows(m.classes(i), t))
         return Status::InvalidInput(path + ": classes[" + std::to_string(i) + "].allowed_gpu_types: class '" +
@@ -76,14 +76,14 @@ Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, cons
 
   // Step times: today's platform and every target, each (class, platform) once.
   out.classes.resize(num_classes);
-  const size_t total_steps = static_cast<size_t>(num_classes) * (1 + options.targets.size());
+  const size_t total_steps = static_cast<size_t>(num_classes) * (1 + targets.size());
   size_t done_steps = 0;
   for (int i = 0; i < num_classes; ++i) {
     ClassPlan& c = out.classes[i];
     c.name = m.classes(i).name();
     c.platform = m.classes(i).platform();
     std::vector<std::string> platforms = {c.platform};
-    platforms.insert(platforms.end(), options.targets.begin(), options.targets.end());
+    platforms.insert(platforms.end(), targets.begin(), targets.end());
     for (const std::string& p : platforms) {
       if (options.progress) options.progress("step times", static_cast<double>(done_steps) / total_steps);
       ++done_steps;
@@ -138,7 +138,7 @@ Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, cons
   }
 
   std::vector<Scenario> scenarios = {today};
-  for (const std::string& t : options.targets) {
+  for (const std::string& t : targets) {
     Scenario s;
     s.name = t;
     s.is_target = true;

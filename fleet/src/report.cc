@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "mimic/base/json_writer.h"
+#include "mimic/base/stats.h"
 
 namespace mimic::fleet {
 namespace {
@@ -13,12 +14,7 @@ namespace {
 std::vector<double> Quantiles(const std::vector<double>& sorted) {
   std::vector<double> q;
   if (sorted.empty()) return q;
-  for (int p = 1; p <= 100; ++p) {
-    const double rank = p / 100.0 * static_cast<double>(sorted.size() - 1);
-    const size_t lo = static_cast<size_t>(rank);
-    const size_t hi = std::min(lo + 1, sorted.size() - 1);
-    q.push_back(sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo)));
-  }
+  for (int p = 1; p <= 100; ++p) q.push_back(PercentileOfSorted(sorted, p));
   return q;
 }
 

@@ -151,6 +151,7 @@ Result<SimResult> Simulate(const std::vector<Pool>& pools, const std::vector<Sim
   };
 
   int64_t next = 0;
+  std::vector<Queue::iterator> cursor(num_queues);  // per queue: the next job to consider
   while (next < n || !running.empty()) {
     const double t_arrival = next < n ? jobs[next].submit_s : std::numeric_limits<double>::infinity();
     const double t_end = running.empty() ? std::numeric_limits<double>::infinity() : running.top().first;
@@ -162,14 +163,11 @@ Result<SimResult> Simulate(const std::vector<Pool>& pools, const std::vector<Sim
       allocated -= jobs[i].gpus;
       tenant_allocated[queue_of(i)] -= jobs[i].gpus;
       std::vector<std::pair<int64_t, int64_t>>().swap(alloc[i]);
-      ++result.events;
     }
     while (next < n && jobs[next].submit_s <= now) {
       if (placeable[next]) queues[queue_of(next)].emplace(key(next), next);
       ++next;
-      ++result.events;
     }
-    std::vector<Queue::iterator> cursor(num_queues);
     for (size_t q = 0; q < num_queues; ++q) cursor[q] = queues[q].begin();
     int scanned = 0;
     while (scanned < kBackfillWindow) {

@@ -107,11 +107,14 @@ class PlanTest(unittest.TestCase):
                     t, g = sim["allocation"]["t_s"], sim["allocation"]["gpus"]
                     area_h = sum(g) * (sim["makespan_s"] / len(t)) / 3600
                     self.assertAlmostEqual(area_h, s["gpu_hours"], delta=1e-6 * s["gpu_hours"])
-                    q = sim["jct_quantiles_s"]
-                    self.assertEqual(len(q), 100)
-                    self.assertEqual(q, sorted(q))
-                    self.assertLessEqual(sim["mean_queue_s"], sim["mean_jct_s"])
-                    self.assertLessEqual(sim["p50_jct_s"], sim["p99_jct_s"])
+                    self.assertEqual(len(sim["jct_quantiles_s"]), 100)
+                    # JCT = queueing + run time, and a job's run time is its class's iterations
+                    # at that platform's step time: the mean from the classes' own figures.
+                    def platform(c):
+                        return c["platform"] if s["kind"] == "today" else s["name"]
+                    mean_run_s = sum(c["jobs"] * c["mean_iterations"] * c["step_ms"][platform(c)]["ms"] / 1000
+                                     for c in report["classes"]) / jobs
+                    self.assertAlmostEqual(sim["mean_jct_s"] - sim["mean_queue_s"], mean_run_s, delta=1e-6 * mean_run_s)
                     self.assertLessEqual(sim["peak_allocated_gpus"], report["inventory_gpus"])
                     self.assertLessEqual(sim["utilization"], 1.0)
 

@@ -14,6 +14,7 @@ struct LoadedManifest {
   proto::FleetManifest manifest;  // paths (traces, Kineto traces, job log) made absolute or
                                   // relative to the current directory, as the files were found
   std::string path;               // as given
+  std::string sha256;             // of the file as stored (LoadManifest; empty from ParseManifest)
 };
 
 // Reads and checks the manifest at `path`. JSON when its first non-blank byte is '{', protobuf
@@ -25,9 +26,6 @@ Result<LoadedManifest> LoadManifest(const std::string& path);
 // The same from text already in memory; relative paths are resolved against `dir`.
 Result<LoadedManifest> ParseManifest(const std::string& path, std::string_view text,
                                      const std::string& dir);
-
-// Index of the class named `name` in manifest order, or -1.
-int FindClass(const proto::FleetManifest& manifest, std::string_view name);
 
 // Total GPUs of the inventory.
 int64_t InventoryGpus(const proto::FleetManifest& manifest);

@@ -44,7 +44,7 @@ class FixedEnvironment : public PlanEnvironment {
 };
 
 struct PlanOptions {
-  std::vector<std::string> targets;  // platform names, at least one
+  std::vector<std::string> targets;  // platform names, at least one; one named twice is planned once
   // Progress of long stages: (stage description, fraction done in [0, 1]).
   std::function<void(const std::string&, double)> progress;
 };

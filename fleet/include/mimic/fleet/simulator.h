@@ -58,7 +58,6 @@ struct SimResult {
   std::vector<double> timeline_gpus;
   double mean_allocated_gpus = 0;     // over [0, makespan]
   int64_t peak_allocated_gpus = 0;
-  int64_t events = 0;                 // arrivals + completions processed
 };
 
 // Runs the simulation. Errors: InvalidInput for no pools, more than 32 pools, or a job with
