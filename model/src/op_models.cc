@@ -89,44 +89,42 @@ double ColdOperandsUs(const Ctx& c) {
   return c.cold_fraction * in / EffectiveBandwidth(c.p, "copy", in) * (slowdown - 1) * 1e6;
 }
 
+// A compute-bound op of `flops` whose efficiency `table` holds by GEMM shape (m, n, k): the
+// roofline at that efficiency, plus its cold operands.
+OpCost ComputeBound(const Ctx& c, const char* model, double flops,
+                    const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table, double m, double n, double k,
+                    std::string_view dtype, std::string_view pass) {
+  OpCost cost;
+  cost.model = model;
+  cost.flops = flops;
+  cost.bytes = TouchedBytes(c.in, c.out);
+  const double eff = ShapeEfficiency(c.p, table, m, n, k, dtype, pass);
+  cost.compute_us = RooflineUs(c.p, flops, cost.bytes, PeakFlops(c.p, dtype, UsesTensorCores(dtype)), eff) + ColdOperandsUs(c);
+  return cost;
+}
+
 // A GEMM-shaped op: batch x (m x k) . (k x n).
 OpCost GemmModel(const Ctx& c) {
-  OpCost cost;
-  cost.model = "gemm";
   GemmShape g;
-  if (!GemmShapeOf(c.w, c.op, &g)) return cost;
+  if (!GemmShapeOf(c.w, c.op, &g)) return OpCost{"gemm"};
   const double batch = static_cast<double>(g.batch), m = static_cast<double>(g.m), n = static_cast<double>(g.n),
                k = static_cast<double>(g.k);
-  cost.flops = 2 * batch * m * n * k;
-  cost.bytes = TouchedBytes(c.in, c.out);
-  const double eff = ShapeEfficiency(c.p, c.p.gemm_efficiency(), batch * m, n, k, g.dtype, "");
-  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, g.dtype, UsesTensorCores(g.dtype)), eff) +
-                    ColdOperandsUs(c);
-  return cost;
+  return ComputeBound(c, "gemm", 2 * batch * m * n * k, c.p.gemm_efficiency(), batch * m, n, k, g.dtype, "");
 }
 
 // Convolutions as implicit GEMMs: m = N x output pixels, n = output channels, k = input
 // channels per group x kernel pixels. The backward does one such GEMM per gradient it computes.
 OpCost ConvModel(const Ctx& c) {
-  OpCost cost;
-  cost.model = "conv";
   ConvShape cs;
-  if (!ConvShapeOf(c.w, c.op, &cs)) return cost;
-  const double passes = cs.passes;
+  if (!ConvShapeOf(c.w, c.op, &cs)) return OpCost{"conv"};
   const ImplicitGemm g = ImplicitGemmOf(cs);
-  cost.flops = 2 * g.m * g.n * g.k * passes;
-  cost.bytes = TouchedBytes(c.in, c.out);
-  const double eff = ShapeEfficiency(c.p, c.p.conv_efficiency(), g.m, g.n, g.k, cs.dtype, cs.backward ? "backward" : "forward");
-  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, cs.dtype, UsesTensorCores(cs.dtype)), eff) +
-                    ColdOperandsUs(c);
-  return cost;
+  return ComputeBound(c, "conv", 2 * g.m * g.n * g.k * cs.passes, c.p.conv_efficiency(), g.m, g.n, g.k, cs.dtype,
+                      cs.backward ? "backward" : "forward");
 }
 
 // Fused attention: Q.K^T and P.V, 4 x B x H x L x S x E FLOPs (the backward about 2.5x).
 OpCost AttentionModel(const Ctx& c) {
-  OpCost cost;
-  cost.model = "attention";
-  if (c.in.size() < 3) return cost;
+  if (c.in.size() < 3) return OpCost{"attention"};
   const proto::Tensor* q = c.in[0];
   const proto::Tensor* k = c.in[1];
   const bool backward = c.name.find("backward") != std::string_view::npos;
@@ -135,17 +133,11 @@ OpCost AttentionModel(const Ctx& c) {
   const double bh = Prod(qq, 0, qq->shape_size() - 2);
   const double l = static_cast<double>(Dim(qq, -2)), s = static_cast<double>(Dim(kk, -2));
   const double e = static_cast<double>(Dim(qq, -1));
-  const std::string_view dtype = DtypeKey(qq->dtype());
-  cost.flops = 4 * bh * l * s * e * (backward ? 2.5 : 1.0);
-  cost.bytes = TouchedBytes(c.in, c.out);
   // The fused kernel's own table where calibrated (its backward at the forward's efficiency),
   // else the GEMM table.
-  const double eff = c.p.attention_efficiency_size() > 0
-                         ? ShapeEfficiency(c.p, c.p.attention_efficiency(), bh * l, s, e, dtype, "")
-                         : ShapeEfficiency(c.p, c.p.gemm_efficiency(), bh * l, s, e, dtype, "");
-  cost.compute_us = RooflineUs(c.p, cost.flops, cost.bytes, PeakFlops(c.p, dtype, UsesTensorCores(dtype)), eff) +
-                    ColdOperandsUs(c);
-  return cost;
+  const auto& table = c.p.attention_efficiency_size() > 0 ? c.p.attention_efficiency() : c.p.gemm_efficiency();
+  return ComputeBound(c, "attention", 4 * bh * l * s * e * (backward ? 2.5 : 1.0), table, bh * l, s, e,
+                      DtypeKey(qq->dtype()), "");
 }
 
 // Memory-bound ops: bytes read and written over the effective bandwidth at that size, the
