@@ -247,7 +247,12 @@ struct Converter {
                          [](auto& l, const c10::IValue& iv) {
                            l.push_back(iv.isNone() ? std::optional<at::Tensor>() : iv.toTensor());
                          });
-        break;
+        if (!IsBuildable(elem)) break;
+        [[fallthrough]];  // Scalar?[] and the like: a generic list of values and Nones
+      case c10::TypeKind::ListType:  // int[][], str[][]: lists of lists
+        if (elem->kind() == c10::TypeKind::ListType && !IsBuildable(elem)) break;
+        return Collect(c10::impl::GenericList(elem), items, elem, name,
+                       [](auto& l, const c10::IValue& iv) { l.push_back(iv); });
       case c10::TypeKind::IntType:
       case c10::TypeKind::SymIntType:
         return Collect(std::vector<int64_t>(), items, elem, name,
@@ -305,8 +310,10 @@ Result<CompiledArgs> CompileArgs(const proto::Op& op, const proto::Workload& w,
     conv.arg = static_cast<int32_t>(i);
     const size_t slots_before = out.tensors.size();
     if (i < static_cast<size_t>(op.inputs_size())) {
+      // The real type: the schema's own spelling (ScalarType, Layout, MemoryFormat, SymInt),
+      // where type() says int.
       MIMIC_ASSIGN_OR_RETURN(c10::IValue iv, conv.Convert(op.inputs(static_cast<int>(i)),
-                                                          args[i].type(), args[i].name()));
+                                                          args[i].real_type(), args[i].name()));
       if ((iv.isTensorList() || iv.isOptionalTensorList()) && out.tensors.size() > slots_before)
         out.list_args.push_back(conv.arg);
       out.stack.push_back(std::move(iv));
@@ -338,8 +345,10 @@ bool IsBuildable(const c10::TypePtr& type) {
       const c10::TypePtr& elem = type->castRaw<c10::ListType>()->getElementType();
       switch (elem->kind()) {
         case c10::TypeKind::OptionalType:
-          return elem->castRaw<c10::OptionalType>()->getElementType()->kind() ==
-                 c10::TypeKind::TensorType;
+        case c10::TypeKind::ListType:  // Tensor?[], Scalar?[], int[][], str[][] (not Tensor[][])
+          return IsBuildable(elem) && !(elem->kind() == c10::TypeKind::ListType &&
+                                        elem->castRaw<c10::ListType>()->getElementType()->kind() ==
+                                            c10::TypeKind::TensorType);
         case c10::TypeKind::TensorType:
         case c10::TypeKind::IntType:
         case c10::TypeKind::SymIntType:

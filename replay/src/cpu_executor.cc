@@ -1,6 +1,6 @@
-// The CPU executor: lane 0 runs on the thread that drives the replay, every other lane on a
-// thread of its own, so that a plan with several streams runs, orders and overlaps its work on
-// the CPU as it would on a GPU. Events are counters that a lane bumps once per iteration;
+// The CPU executor: one lane runs on the thread that drives the replay; with several, each lane
+// runs on a thread of its own while the driving thread only submits, so that a plan with
+// several streams runs, orders and overlaps its work on the CPU as a GPU would. Events are counters that a lane bumps once per iteration;
 // tensor memory is counted by an allocator that wraps LibTorch's CPU allocation.
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
@@ -103,7 +103,8 @@ class CpuExecutor final : public Executor {
     times_.assign(std::max(timed, 0), WorkTime{});
     lanes_.clear();
     for (int k = 0; k < std::max(lanes, 1); ++k) lanes_.push_back(std::make_unique<Lane>());
-    for (size_t k = 1; k < lanes_.size(); ++k)
+    first_threaded_ = lanes_.size() == 1 ? 1 : 0;
+    for (size_t k = first_threaded_; k < lanes_.size(); ++k)
       lanes_[k]->thread = std::thread([this, k] { LaneLoop(*lanes_[k], static_cast<int>(k)); });
     return Status::Ok();
   }
@@ -119,7 +120,7 @@ class CpuExecutor final : public Executor {
 
   void Submit(int lane, std::span<const int32_t> waits, const Work& work, int32_t done,
               int32_t timed) override {
-    if (lane == 0) return Run(waits, work, done, timed, 0);
+    if (lane < static_cast<int>(first_threaded_)) return Run(waits, work, done, timed, std::max(lane, 0));
     Lane& l = *lanes_[lane];
     {
       std::lock_guard<std::mutex> lock(l.mu);
@@ -136,7 +137,7 @@ class CpuExecutor final : public Executor {
 
   // CPU kernels finish before the dispatcher returns: only the lanes' threads can be behind.
   void Synchronize() override {
-    for (size_t k = 1; k < lanes_.size(); ++k) {
+    for (size_t k = first_threaded_; k < lanes_.size(); ++k) {
       Lane& l = *lanes_[k];
       std::unique_lock<std::mutex> lock(l.mu);
       l.idle.wait(lock, [&l] { return l.completed == l.submitted; });
@@ -226,6 +227,7 @@ class CpuExecutor final : public Executor {
 
   CountingAllocator& allocator_;
   std::vector<std::unique_ptr<Lane>> lanes_;
+  size_t first_threaded_ = 1;  // lanes below run on the driving thread
   std::vector<std::atomic<int64_t>> events_;
   std::vector<WorkTime> times_;
   int64_t iteration_ = 0;

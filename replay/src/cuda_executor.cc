@@ -67,7 +67,7 @@ class CudaExecutor final : public Executor {
 
   void Submit(int lane, std::span<const int32_t> waits, const Work& work, int32_t done,
               int32_t timed) override {
-    const c10::cuda::CUDAStream& stream = streams_[lane];
+    const c10::cuda::CUDAStream& stream = streams_[std::max(lane, 0)];
     c10::cuda::CUDAStreamGuard current(stream);
     for (int32_t e : waits) events_[e].block(stream);
     const bool time_it = per_op_ && timed >= 0;
@@ -75,7 +75,7 @@ class CudaExecutor final : public Executor {
     work.fn(work.ctx, work.step);
     if (time_it) {
       op_end_[timed].record(stream);
-      ran_[timed] = static_cast<char>(1 + lane);
+      ran_[timed] = static_cast<char>(1 + std::max(lane, 0));
     }
     if (done >= 0) events_[done].record(stream);
   }

@@ -9,6 +9,7 @@
 
 #include "mimic/eg/collective.h"
 #include "mimic/eg/schema_args.h"
+#include "mimic/replay/executor.h"
 
 namespace mimic::replay {
 namespace {
@@ -29,6 +30,10 @@ void ForEachTensor(const proto::Value& v, const std::function<void(int)>& fn) {
 }
 
 bool IsCollective(const proto::Op& op) { return op.has_collective() || eg::IsCollectiveOp(op); }
+
+// A table entry or buffer used on more than one lane (ScheduleReleases, ScheduleLeaves).
+constexpr int kSeveralLanes = -100;
+constexpr int kNoLane = -200;
 
 class Planner {
  public:
@@ -218,6 +223,10 @@ class Planner {
       for (int i = top.first_step; i < top.first_step + top.num_steps; ++i) plan_.steps[i].lane = it->second;
     }
     plan_.lanes = static_cast<int>(plan_.lane_streams.size());
+    // Communication is driven from the host thread; with several lanes that is a lane of its own.
+    if (plan_.lanes > 1)
+      for (Step& s : plan_.steps)
+        if (s.kind == Step::Kind::kCollective || s.kind == Step::Kind::kWait) s.lane = kHostLane;
   }
 
   // The storages a step reads and writes (trace storage ids).
@@ -255,9 +264,11 @@ class Planner {
     std::vector<int64_t> reads, writes;
     for (int i = 0; i < static_cast<int>(plan_.steps.size()); ++i) {
       Step& s = plan_.steps[i];
-      std::vector<int> latest(plan_.lanes, -1);  // per lane, the latest step to wait for
+      std::vector<int> latest(plan_.lanes + 1, -1);  // per lane (the host's last), the latest step to wait for
       auto need = [&](int j) {
-        if (j >= 0 && plan_.steps[j].lane != s.lane) latest[plan_.steps[j].lane] = std::max(latest[plan_.steps[j].lane], j);
+        if (j < 0 || plan_.steps[j].lane == s.lane) return;
+        const int lane = plan_.steps[j].lane == kHostLane ? plan_.lanes : plan_.steps[j].lane;
+        latest[lane] = std::max(latest[lane], j);
       };
       Accesses(s, reads, writes);
       for (int64_t st : reads) need(access[st].writer);
@@ -300,11 +311,11 @@ class Planner {
   // An intermediate tensor dies after the last step that uses it, when every step that uses
   // it runs on one lane (else at the end of the iteration, when the lanes have joined).
   void ScheduleReleases() {
-    std::unordered_map<int, std::pair<int, int>> last_use;  // entry -> (step, lane; -1: several)
+    std::unordered_map<int, std::pair<int, int>> last_use;  // entry -> (step, lane or kSeveralLanes)
     auto use = [&](int entry, int i) {
       auto [it, first] = last_use.emplace(entry, std::make_pair(i, plan_.steps[i].lane));
       if (!first) {
-        if (it->second.second != plan_.steps[i].lane) it->second.second = -1;
+        if (it->second.second != plan_.steps[i].lane) it->second.second = kSeveralLanes;
         it->second.first = i;
       }
     };
@@ -324,7 +335,7 @@ class Planner {
           ForEachTensor(v, [&](int t) { use(t, i); });
     }
     for (const auto& [entry, at] : last_use)
-      if (at.second >= 0) plan_.steps[at.first].releases.push_back(entry);
+      if (at.second != kSeveralLanes) plan_.steps[at.first].releases.push_back(entry);
     for (Step& s : plan_.steps) std::sort(s.releases.begin(), s.releases.end());
     ScheduleLeaves(last_use);
   }
@@ -334,7 +345,7 @@ class Planner {
   // Then the peak each way, from the recorded sizes.
   void ScheduleLeaves(const std::unordered_map<int, std::pair<int, int>>& last_use) {
     struct Life {
-      int first = INT_MAX, last = -1, lane = -2;
+      int first = INT_MAX, last = -1, lane = kNoLane;
       int64_t bytes = 0;
     };
     std::unordered_map<int64_t, Life> leaves, intermediates;
@@ -345,12 +356,12 @@ class Planner {
         Life& l = leaves[store_.BufferKey(src.entry)];
         l.first = std::min(l.first, i);
         l.last = std::max(l.last, i);
-        l.lane = l.lane == -2 || l.lane == s.lane ? s.lane : -1;
+        l.lane = l.lane == kNoLane || l.lane == s.lane ? s.lane : kSeveralLanes;
       }
     }
     for (auto& [key, l] : leaves) {
       l.bytes = store_.buffer_bytes().at(key);
-      if (l.lane < 0) l.first = 0, l.last = INT_MAX - 1;
+      if (l.lane == kSeveralLanes) l.first = 0, l.last = INT_MAX - 1;
       if (!in_.options.lazy_alloc) continue;
       plan_.steps[l.first].acquire.push_back(key);
       if (l.last < INT_MAX - 1) plan_.steps[l.last].drop.push_back(key);
@@ -365,7 +376,9 @@ class Planner {
           Life& l = intermediates[rec.storage_id()];
           l.first = std::min(l.first, i);
           auto it = last_use.find(t);
-          const int last = it == last_use.end() ? i : it->second.second < 0 ? INT_MAX - 1 : it->second.first;
+          const int last = it == last_use.end()                   ? i
+                           : it->second.second == kSeveralLanes ? INT_MAX - 1
+                                                                : it->second.first;
           l.last = std::max(l.last, last);
           l.bytes = std::max(l.bytes, (rec.offset() + rec.numel()) * std::max<int64_t>(rec.itemsize(), 1));
         });

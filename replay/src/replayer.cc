@@ -7,6 +7,7 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/record_function.h>
 #include <ATen/ops/ones.h>
 #include <c10/util/Exception.h>
 
@@ -41,11 +42,13 @@ double MsSince(Clock::time_point t0) {
 
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-// LibTorch reports a failed CPU allocation as a plain c10::Error ("DefaultCPUAllocator: not
-// enough memory"), a GPU one as c10::OutOfMemoryError; either stops the replay.
+// LibTorch reports a failed CPU allocation as a plain c10::Error ("DefaultCPUAllocator: can't
+// allocate memory: ... Error code 12 (Cannot allocate memory)"), a GPU one as
+// c10::OutOfMemoryError; either stops the replay.
 bool IsOutOfMemory(const std::string& what) {
-  return what.find("out of memory") != std::string::npos || what.find("not enough memory") != std::string::npos ||
-         what.find("OutOfMemory") != std::string::npos;
+  for (const char* sign : {"out of memory", "can't allocate memory", "not enough memory", "Cannot allocate memory"})
+    if (what.find(sign) != std::string::npos) return true;
+  return false;
 }
 
 std::string MiB(int64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
@@ -104,6 +107,7 @@ class Runner {
     disabled_.assign(plan_.tops.size(), 0);
     checks_.assign(plan_.steps.size(), {});
     stacks_.resize(plan_.lanes);
+    composites_.resize(plan_.lanes);
     ResetOpTimes();
     for (const PlannedSkip& s : plan_.skipped) {
       const proto::Op& op = w_.ops(plan_.tops[s.top].op_index);
@@ -232,10 +236,31 @@ class Runner {
         RunCollective(i);
         break;
       case Step::Kind::kOp:
-        RunOp(i);
+        if (options_.profile_path.empty()) {
+          RunOp(i);
+        } else {
+          ProfileComposite(i, /*begin=*/true);
+          RunOp(i);
+          ProfileComposite(i, /*begin=*/false);
+        }
         break;
     }
     for (int64_t key : s.drop) store_.Drop(key);
+  }
+
+  // Under --profile, a composite run as its recorded parts is one cpu_op of its own name
+  // around them, as in the original's profile.
+  void ProfileComposite(int32_t i, bool begin) {
+    const Step& s = plan_.steps[i];
+    const TopOp& top = plan_.tops[s.top];
+    if (s.op_index == top.op_index) return;  // the op runs as itself
+    std::unique_ptr<at::RecordFunction>& open = composites_[s.lane];
+    if (begin && i == top.first_step) {
+      open = std::make_unique<at::RecordFunction>(at::RecordScope::FUNCTION);
+      if (open->isActive()) open->before(w_.ops(top.op_index).name().c_str());
+    } else if (!begin && s.check) {
+      open.reset();
+    }
   }
 
   void RunOp(int32_t i) {
@@ -349,9 +374,14 @@ class Runner {
       if (times[i].start_ms < 0) continue;
       any = true;
       op_ms_[plan_.steps[i].top] += times[i].duration_ms;
-      lane_ms_[plan_.steps[i].lane] += times[i].duration_ms;
+      if (plan_.steps[i].lane >= 0) lane_ms_[plan_.steps[i].lane] += times[i].duration_ms;
     }
     per_op_timed_ = any || plan_.steps.empty();
+    result_.timeline.clear();
+    for (size_t i = 0; i < plan_.steps.size() && i < times.size(); ++i)
+      if (times[i].start_ms >= 0)
+        result_.timeline.push_back({w_.ops(plan_.steps[i].op_index).id(), plan_.steps[i].lane, times[i].start_ms,
+                                    times[i].duration_ms});
   }
 
   // --- Collectives: always on lane 0, the driving thread.
@@ -446,6 +476,7 @@ class Runner {
   TensorStore store_;
   mimic::replay::Plan plan_;
   std::vector<torch::jit::Stack> stacks_;  // per lane
+  std::vector<std::unique_ptr<at::RecordFunction>> composites_;  // per lane, under --profile
   std::vector<char> disabled_;             // per top op
   std::vector<Check> checks_;              // per step, first iteration
   std::vector<double> op_ms_, lane_ms_;
@@ -477,6 +508,7 @@ void Merge(const ReplayResult& p, bool several, bool comm, ReplayResult& result,
   result.comm.collectives.insert(result.comm.collectives.end(), p.comm.collectives.begin(), p.comm.collectives.end());
   if (comm) result.comm.issued = p.comm.issued;
   result.lanes.insert(result.lanes.end(), p.lanes.begin(), p.lanes.end());
+  result.timeline.insert(result.timeline.end(), p.timeline.begin(), p.timeline.end());
   result.cross_lane_waits += p.cross_lane_waits;
   result.per_op_timed = p.per_op_timed;
   if (result.stop_reason.empty()) result.stop_reason = p.stop_reason;

@@ -4,6 +4,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/min.h>
 
+#include <set>
+
 #include "mimic/eg/workload.h"
 #include "tensor_store.h"  // replay/src: the replay's own tensor store
 #include "testing.h"
@@ -164,6 +166,33 @@ TEST(TensorStore, InputsOfSqrtAreFilledNonNegative) {
   }
   EXPECT_GT(sqrt_inputs, 10);
   EXPECT_GT(symmetric, 0);
+}
+
+}  // namespace
+}  // namespace mimic::replay
+
+namespace mimic::replay {
+namespace {
+
+// PyTorch 2.x optimizers with foreach=True (the default on CUDA): Adam, AdamW and Adagrad step
+// with aten::_foreach_* ops taking Tensor[] and Scalar[] arguments; every one replays.
+TEST(Replay, ForeachOptimizersReplayEveryOp) {
+  const std::string dir = mimic::testing::SourceDir() + "/tests/data/";
+  auto w = eg::LoadWorkload(dir + "foreach_optimizers.et.json.gz",
+                            {.kineto_path = dir + "foreach_optimizers.kineto.json.gz"});
+  ASSERT_THAT(w, IsOk());
+  ReplayOptions options = OneIterationOnCpu();
+  auto r = Replay(*w, options);
+  ASSERT_THAT(r, IsOk());
+  for (const SkippedOp& s : r->skipped) ADD_FAILURE() << s.name << ": " << s.reason << ": " << s.detail;
+  EXPECT_EQ(r->replayed_ops, r->total_ops);
+  EXPECT_EQ(r->outputs_mismatched, 0);
+  std::set<std::string> foreach;
+  for (const OpNameStats& s : r->per_op)
+    if (s.name.rfind("aten::_foreach_", 0) == 0) foreach.insert(s.name);
+  for (const char* name : {"aten::_foreach_div_", "aten::_foreach_addcdiv_", "aten::_foreach_addcmul_",
+                           "aten::_foreach_sqrt", "aten::_foreach_lerp_"})
+    EXPECT_TRUE(foreach.count(name)) << name;
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 // replay's plan, tensors and bookkeeping are the same on every device.
 //
 // Thread-safety: one thread drives an executor (Configure, BeginIteration, Submit,
-// EndIteration). The work it submits may run on threads of the executor's own (the CPU runs
-// each lane but lane 0 on a thread of its own); everything else is not thread-safe.
+// EndIteration). The work it submits may run on threads of the executor's own (with several
+// lanes the CPU runs each on a thread of its own); everything else is not thread-safe.
 #pragma once
 
 #include <ATen/core/Generator.h>
@@ -30,6 +30,10 @@ class Store;
 }  // namespace c10d
 
 namespace mimic::replay {
+
+// The lane of work that must run on the driving thread itself (communication: its backend is
+// driven from there), ordered with the other lanes by events like any lane.
+inline constexpr int kHostLane = -1;
 
 // Work for a lane: fn(ctx, step). A function pointer and its context, so that submitting an op
 // allocates nothing.
@@ -54,7 +58,8 @@ class Executor {
   virtual c10::Device device() const = 0;    // recorded devices are remapped to it
   virtual std::string Describe() const = 0;  // "cpu (2 threads)", "cuda:0 (NVIDIA H100 ...)"
 
-  // Sets up `lanes` lanes (lane 0 runs work that has no stream of its own), `events` events
+  // Sets up `lanes` lanes (lane 0 runs work that has no stream of its own; kHostLane runs on
+  // the driving thread, and on a GPU issues on lane 0's stream), `events` events
   // and `timed` timing slots. With `per_op_device_time`, timed work is timed on the device
   // itself (CUDA events around it; without it, only iterations are). REQUIRES: before the
   // first BeginIteration. Errors: Internal when the device refuses (no streams left, say).

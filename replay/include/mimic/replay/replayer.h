@@ -102,6 +102,14 @@ struct LaneStats {
   double busy_ms = -1;           // per measured iteration: the time its ops took
 };
 
+// When one op ran in the last measured iteration, on the executor's clock.
+struct OpTiming {
+  int64_t op_id = 0;   // the op run (a recorded part, for a composite run as its parts)
+  int lane = 0;        // kHostLane (-1) for communication on a multi-lane plan
+  double start_ms = 0; // from the iteration's start
+  double duration_ms = 0;
+};
+
 struct ReplayResult {
   std::string device;
   std::string selection;         // what was replayed, e.g. "ProfilerStep#3"
@@ -128,6 +136,7 @@ struct ReplayResult {
   int64_t estimated_peak_bytes = 0;       // prepared + the recorded sizes alive at once
   DeviceMetrics device_metrics;           // sampled during measured iterations (NVML on GPUs)
   bool per_op_timed = true;               // per-op replay_ms are measured (else -1)
+  std::vector<OpTiming> timeline;         // the last measured iteration, when ops are timed
   std::string profile_path;               // the Kineto profile written, if asked
   // Empty when every iteration ran; else why the replay stopped early (an interruption, an
   // out-of-memory, an op that failed under --strict). iteration_ms holds the completed ones.
