@@ -268,7 +268,8 @@ void TensorStore::Fill(const at::Tensor& flat, int t) {
   const IntFill fill = ranges_.FillFor(t);
   if (fill.kind == IntFill::Kind::kOffsets) {
     const int64_t n = flat.numel();
-    at::Tensor offsets = std::get<0>(at::randint(0, fill.offsets_total + 1, {n}, gen_, at::kLong).sort());
+    at::Tensor offsets = std::get<0>(
+        at::randint(0, fill.offsets_total + 1, {n}, gen_, at::TensorOptions().dtype(at::kLong).device(device_)).sort());
     offsets[0] = 0;
     flat.copy_(offsets);
     return;
