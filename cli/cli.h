@@ -57,6 +57,7 @@ Runner AddCalibrate(CLI::App& app);
 Runner AddPredict(CLI::App& app);
 Runner AddCompare(CLI::App& app);
 Runner AddPlan(CLI::App& app);
+Runner AddDevices(CLI::App& app);
 
 // Runs as the standalone benchmark `bundle` was built into (mimic build-benchmark): its own
 // --help and the replay options. Returns the exit code.

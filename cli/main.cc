@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   add(AddCalibrate, "calibrate", "Measure this machine's platform figures (GEMM, conv, bandwidth, overheads) into a platform JSON");
   add(AddPredict, "predict", "Predict a workload's time on a platform, per op, per op class and end to end");
   add(AddCompare, "compare", "Replay and predict a trace; set original, replay and prediction side by side (JSON + HTML)");
+  add(AddDevices, "devices", "List the executors compiled in (cpu, cuda) and the devices present");
   add(AddPlan, "plan", "Plan a fleet: step times, GPUs and cost per target platform, simulated queueing");
   try {
     app.parse(argc, argv);

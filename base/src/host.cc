@@ -7,6 +7,7 @@
 #include <malloc.h>
 #endif
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <fstream>
@@ -44,6 +45,41 @@ double LastLevelCacheBytes() {
   if (best > 0) return best;
   const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
   return static_cast<double>(l3 > 0 ? l3 : l2 > 0 ? l2 : 0);
+}
+
+namespace {
+
+// The first integer of a one-line file, or -1 ("max" and unreadable files included).
+int64_t ReadInt(const std::string& path) {
+  std::ifstream in(path);
+  int64_t v = -1;
+  return in >> v ? v : -1;
+}
+
+}  // namespace
+
+int64_t AvailableHostMemory() {
+  int64_t available = -1;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") available = kib * 1024;
+  auto lower = [&available](int64_t limit) {
+    if (limit >= 0 && (available < 0 || limit < available)) available = limit;
+  };
+  const int64_t cg_max = ReadInt("/sys/fs/cgroup/memory.max");
+  const int64_t cg_used = ReadInt("/sys/fs/cgroup/memory.current");
+  if (cg_max >= 0 && cg_used >= 0) lower(std::max<int64_t>(cg_max - cg_used, 0));
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    std::ifstream statm("/proc/self/statm");
+    int64_t pages = 0;
+    if (statm >> pages)
+      lower(std::max<int64_t>(static_cast<int64_t>(as.rlim_cur) - pages * sysconf(_SC_PAGESIZE), 0));
+  }
+  return std::max<int64_t>(available, 0);
 }
 
 int64_t MinorPageFaults() {

@@ -1,11 +1,7 @@
-// The only file that sees ProcessGroupGloo: its header needs Gloo's headers (Debian's
-// libgloo-dev; LibTorch carries Gloo's code but not its headers). Only the constructor and
-// Options are used from it; every collective goes through c10d::ProcessGroup.
 #include "comm.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
@@ -28,9 +24,9 @@ constexpr std::string_view kHeartbeatKey = "mimic/heartbeat/";
 
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-class GlooWork final : public PendingWork {
+class C10dWork final : public PendingWork {
  public:
-  explicit GlooWork(c10::intrusive_ptr<c10d::Work> w) : work(std::move(w)) {}
+  explicit C10dWork(c10::intrusive_ptr<c10d::Work> w) : work(std::move(w)) {}
   c10::intrusive_ptr<c10d::Work> work;
 };
 
@@ -39,19 +35,6 @@ struct Group {
   int group_rank = -1;         // this rank's; -1 when not a member
   c10::intrusive_ptr<c10d::ProcessGroup> pg;
 };
-
-bool IsLoopback(const std::string& addr) {
-  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
-}
-
-// The network device Gloo binds to: GLOO_SOCKET_IFNAME as torch.distributed honours it, the
-// loopback when the whole job is on this host, else the address the host name resolves to.
-std::shared_ptr<::gloo::transport::Device> GlooDevice(const DistEnv& env) {
-  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
-    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
-  if (IsLoopback(env.master_addr)) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
-  return c10d::ProcessGroupGloo::createDefaultDevice();
-}
 
 }  // namespace
 
@@ -88,7 +71,7 @@ Communicator::Communicator(const DistEnv& env, milliseconds timeout)
 Communicator::~Communicator() { impl_->StopHeartbeat(); }
 
 Result<std::unique_ptr<Communicator>> Communicator::Create(const DistEnv& env, const proto::Workload& w,
-                                                           milliseconds timeout) {
+                                                           Executor& executor, milliseconds timeout) {
   const int64_t recorded = w.provenance().world_size();
   if (recorded > 0 && recorded != env.world_size)
     return Status::InvalidInput("the trace was recorded on " + std::to_string(recorded) + " ranks; " + env.launcher +
@@ -140,12 +123,15 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const DistEnv& env, c
       g.group_rank = static_cast<int>(it - ranks.begin());
       const int size = static_cast<int>(ranks.size());
       auto store = c10::make_intrusive<c10d::PrefixStore>("mimic/pg/" + name, impl.store);
-      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-      options->devices.push_back(GlooDevice(env));
-      auto backend = c10::make_intrusive<c10d::ProcessGroupGloo>(store, g.group_rank, size, options);
+      Result<c10::intrusive_ptr<c10d::Backend>> backend =
+          executor.CreateCollectiveBackend(store, g.group_rank, size, timeout, env.master_addr);
+      if (!backend.ok()) return backend.status().WithContext(where + ": process group " + name);
+      const auto type = std::string(executor.collective_backend()) == "nccl"
+                            ? c10d::ProcessGroup::BackendType::NCCL
+                            : c10d::ProcessGroup::BackendType::GLOO;
       g.pg = c10::make_intrusive<c10d::ProcessGroup>(store, g.group_rank, size);
-      g.pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
-      g.pg->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+      g.pg->setBackend(executor.device().type(), type, *backend);
+      g.pg->setDefaultBackend(type);
       g.pg->setGroupName(name);
     }
   } catch (const std::exception& e) {
@@ -256,14 +242,14 @@ Result<std::shared_ptr<PendingWork>> Communicator::Issue(const proto::Collective
   } catch (const std::exception& e) {  // the backend refuses what it cannot run
     return Status::Unsupported(FirstLine(e.what()));
   }
-  return std::shared_ptr<PendingWork>(std::make_shared<GlooWork>(std::move(work)));
+  return std::shared_ptr<PendingWork>(std::make_shared<C10dWork>(std::move(work)));
 }
 
 Status Communicator::Wait(const std::shared_ptr<PendingWork>& work, const std::string& what) {
-  auto* gloo = static_cast<GlooWork*>(work.get());
+  auto* c10d_work = static_cast<C10dWork*>(work.get());
   std::string error;
   try {
-    if (gloo->work->wait(timeout_)) return Status::Ok();
+    if (c10d_work->work->wait(timeout_)) return Status::Ok();
     error = "timed out after " + std::to_string(timeout_.count()) + " ms";
   } catch (const std::exception& e) {
     error = FirstLine(e.what());
@@ -274,7 +260,7 @@ Status Communicator::Wait(const std::shared_ptr<PendingWork>& work, const std::s
 
 Status Communicator::Barrier(const std::string& what) {
   try {
-    return Wait(std::make_shared<GlooWork>(impl_->groups.at(impl_->world).pg->barrier()), what);
+    return Wait(std::make_shared<C10dWork>(impl_->groups.at(impl_->world).pg->barrier()), what);
   } catch (const std::exception& e) {
     return Status::Internal("rank " + std::to_string(env_.rank) + ": " + what + " failed: " + FirstLine(e.what()) +
                             DiagnosePeers());

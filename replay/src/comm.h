@@ -1,6 +1,6 @@
 // The replay's communicator: the job's process groups, recreated with LibTorch's c10d
 // (rendezvous through its TCPStore, collectives through ProcessGroup -> the c10d dispatcher
-// ops -> ProcessGroupGloo on CPU), and the fault handling a multi-rank replay needs: every
+// ops -> the executor's backend: Gloo on the CPU, NCCL on CUDA), and the fault handling a multi-rank replay needs: every
 // wait is bounded by the timeout, and a failure names the ranks that stopped responding.
 #pragma once
 
@@ -14,6 +14,7 @@
 
 #include "mimic/base/status.h"
 #include "mimic/replay/distributed.h"
+#include "mimic/replay/executor.h"
 #include "proto/workload.pb.h"
 
 namespace c10d {
@@ -42,10 +43,11 @@ class Communicator {
  public:
   // Rendezvous with the other ranks (rank 0 hosts the store at env.master_addr:master_port)
   // and create the world group and every sub-group `workload` records, in recorded order, on
-  // Gloo. `timeout` bounds the rendezvous and every collective. Errors: InvalidInput when the
-  // trace's world size differs from the launch's; Internal when the rendezvous fails.
+  // `executor`'s collective backend. `timeout` bounds the rendezvous and every collective.
+  // Errors: InvalidInput when the trace's world size differs from the launch's; Internal when
+  // the rendezvous or a backend fails.
   static Result<std::unique_ptr<Communicator>> Create(const DistEnv& env, const proto::Workload& workload,
-                                                      std::chrono::milliseconds timeout);
+                                                      Executor& executor, std::chrono::milliseconds timeout);
   ~Communicator();
 
   int rank() const { return env_.rank; }

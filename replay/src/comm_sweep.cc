@@ -8,14 +8,17 @@
 #include "comm.h"
 #include "mimic/base/stats.h"
 #include "mimic/eg/collective.h"
+#include "mimic/replay/executor.h"
 
 namespace mimic::replay {
 
 Result<std::vector<CollectiveSample>> SweepCollectives(const DistEnv& env, const SweepOptions& options) {
   proto::Workload world;  // no recorded groups: the world group only
   world.mutable_provenance()->set_world_size(env.world_size);
+  MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, CreateExecutor(options.device));
   MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm,
-                         Communicator::Create(env, world, std::chrono::milliseconds(options.timeout_ms)));
+                         Communicator::Create(env, world, *executor, std::chrono::milliseconds(options.timeout_ms)));
+  const auto on_device = at::TensorOptions().device(executor->device());
   const int64_t n = env.world_size;
   std::vector<CollectiveSample> out;
   for (proto::Collective::Type type : options.types) {
@@ -37,8 +40,8 @@ Result<std::vector<CollectiveSample>> SweepCollectives(const DistEnv& env, const
       if (gathers) c.set_in_elems(elems / n);
       if (scatters) c.set_out_elems(elems / n);
       CollectiveBuffers b;
-      b.input = at::ones({c.in_elems()});
-      b.output = WritesInPlace(type) ? b.input : at::ones({c.out_elems()});
+      b.input = at::ones({c.in_elems()}, on_device);
+      b.output = WritesInPlace(type) ? b.input : at::ones({c.out_elems()}, on_device);
       const std::string what = std::string(eg::CollectiveTypeName(type)) + " of " + std::to_string(bytes) + " bytes";
       comm->SetProgress("sweep: " + what);
       std::vector<double> times;
@@ -53,6 +56,7 @@ Result<std::vector<CollectiveSample>> SweepCollectives(const DistEnv& env, const
           comm->Abandon();
           return st;
         }
+        executor->Synchronize();  // a GPU backend's wait only orders the current stream
         if (it >= options.warmup)
           times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       }

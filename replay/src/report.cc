@@ -14,8 +14,6 @@
 namespace mimic::replay {
 namespace {
 
-
-
 std::optional<double> Ratio(const std::vector<double>& replay, std::optional<double> original) {
   if (replay.empty() || !original || *original <= 0) return std::nullopt;
   return Median(replay) / *original;
@@ -94,6 +92,41 @@ std::string Format(const char* fmt, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), fmt, v);
   return buf;
+}
+
+// The executor's side of a replay: its lanes, device figures and profile.
+void WriteExecutor(JsonWriter& j, const ReplayResult& r) {
+  j.Key("executor").BeginObject();
+  j.Key("type").String(r.executor);
+  j.Key("per_op_timed").Bool(r.per_op_timed);
+  j.Key("cross_lane_waits").Int(r.cross_lane_waits);
+  j.Key("lanes").BeginArray();
+  for (const LaneStats& l : r.lanes) {
+    j.BeginObject();
+    j.Key("lane").Int(l.lane);
+    j.Key("original_stream");
+    if (l.original_stream >= 0) j.Int(l.original_stream);
+    else j.Null();
+    j.Key("ops").Int(l.ops);
+    j.Key("busy_ms").Optional(NonNegative(l.busy_ms));
+    j.EndObject();
+  }
+  j.EndArray();
+  const DeviceMetrics& m = r.device_metrics;
+  j.Key("device_metrics").BeginObject();
+  j.Key("source").String(m.source);
+  j.Key("samples").Int(m.samples);
+  j.Key("sm_utilization_pct_mean").Optional(NonNegative(m.sm_utilization_pct_mean));
+  j.Key("sm_utilization_pct_max").Optional(NonNegative(m.sm_utilization_pct_max));
+  j.Key("memory_used_mib_max").Optional(NonNegative(m.memory_used_mib_max));
+  j.Key("power_w_mean").Optional(NonNegative(m.power_w_mean));
+  j.Key("power_w_max").Optional(NonNegative(m.power_w_max));
+  j.Key("sm_clock_mhz_mean").Optional(NonNegative(m.sm_clock_mhz_mean));
+  j.EndObject();
+  j.Key("profile");
+  if (r.profile_path.empty()) j.Null();
+  else j.String(r.profile_path);
+  j.EndObject();
 }
 
 class JsonReporter final : public Reporter {
@@ -194,8 +227,15 @@ class JsonReporter final : public Reporter {
     j.Key("page_faults_per_iteration");
     if (r.page_faults_per_iteration >= 0) j.Double(r.page_faults_per_iteration);
     else j.Null();
+    j.Key("peak_allocated_bytes").Int(r.memory.peak_allocated_bytes);
+    j.Key("reserved_bytes");
+    if (r.memory.reserved_bytes >= 0) j.Int(r.memory.reserved_bytes);
+    else j.Null();
+    j.Key("allocations").Int(r.memory.allocations);
+    j.Key("estimated_peak_bytes").Int(r.estimated_peak_bytes);
     j.EndObject();
     j.Key("setup_ms").Double(r.setup_ms);
+    WriteExecutor(j, r);
 
     j.Key("collectives").BeginObject();
     j.Key("backend").String(r.comm.backend);
@@ -235,7 +275,7 @@ class JsonReporter final : public Reporter {
       j.BeginObject();
       j.Key("name").String(s.name);
       j.Key("calls").Int(s.calls);
-      j.Key("replay_ms").Double(s.replay_ms);
+      j.Key("replay_ms").Optional(NonNegative(s.replay_ms));
       j.Key("original_profiled_ms").Optional(s.original_ms >= 0 ? std::optional<double>(s.original_ms) : std::nullopt);
       j.EndObject();
     }
@@ -260,6 +300,22 @@ class ConsoleReporter final : public Reporter {
       line("  transformed: " + t.name() + ": " + t.summary());
     if (!r.stop_reason.empty())
       line("  STOPPED after " + std::to_string(r.iteration_ms.size()) + " measured iterations: " + r.stop_reason);
+    if (r.lanes.size() > 1) {
+      std::string streams;
+      for (const LaneStats& l : r.lanes)
+        streams += (streams.empty() ? "" : ", ") + (l.original_stream >= 0 ? std::to_string(l.original_stream) : "-");
+      line("  lanes " + std::to_string(r.lanes.size()) + " (the original's streams " + streams + "), " +
+           std::to_string(r.cross_lane_waits) + " cross-lane waits per iteration");
+    }
+    if (r.memory.peak_allocated_bytes >= (1 << 20))
+      line("  memory peak " + Format("%.1f", r.memory.peak_allocated_bytes / 1048576.0) + " MiB allocated by tensors (" +
+           Format("%.1f", r.estimated_peak_bytes / 1048576.0) + " MiB by the trace's recorded sizes)");
+    if (r.device_metrics.samples > 0)
+      line("  device " + Format("%.0f", r.device_metrics.sm_utilization_pct_mean) + "% SM busy, " +
+           Format("%.0f", r.device_metrics.power_w_mean) + " W, " + Format("%.0f", r.device_metrics.sm_clock_mhz_mean) +
+           " MHz SM clock, " + Format("%.0f", r.device_metrics.memory_used_mib_max) + " MiB used at most (NVML, " +
+           std::to_string(r.device_metrics.samples) + " samples)");
+    if (!r.profile_path.empty()) line("  profile " + r.profile_path + " (Kineto; opens in Perfetto)");
     line("");
     if (r.iteration_ms.empty()) return out;
     char buf[256];
@@ -288,8 +344,8 @@ class ConsoleReporter final : public Reporter {
     const size_t shown = std::min<size_t>(r.per_op.size(), 15);
     for (size_t i = 0; i < shown; ++i) {
       const OpNameStats& s = r.per_op[i];
-      std::snprintf(buf, sizeof(buf), "  %-44.44s %6lld %12.3f %14s", s.name.c_str(),
-                    static_cast<long long>(s.calls), s.replay_ms,
+      std::snprintf(buf, sizeof(buf), "  %-44.44s %6lld %12s %14s", s.name.c_str(),
+                    static_cast<long long>(s.calls), s.replay_ms >= 0 ? Format("%.3f", s.replay_ms).c_str() : "-",
                     s.original_ms >= 0 ? Format("%.3f", s.original_ms).c_str() : "-");
       line(buf);
     }

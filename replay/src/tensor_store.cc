@@ -46,6 +46,8 @@ int64_t Extent(const proto::Tensor& t) {
   return extent;
 }
 
+std::string FirstLineOf(const std::string& s) { return s.substr(0, s.find('\n')); }
+
 int64_t BytesNeeded(const proto::Tensor& t) {
   return (t.offset() + std::max<int64_t>(Extent(t), 0)) * std::max<int64_t>(t.itemsize(), 1);
 }
@@ -75,8 +77,8 @@ void ForEachInputTensor(const proto::Value& v, const std::function<void(int)>& f
 
 }  // namespace
 
-TensorStore::TensorStore(const proto::Workload& w, c10::Device device, uint64_t seed)
-    : w_(w), device_(device), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)), ranges_(w) {}
+TensorStore::TensorStore(const proto::Workload& w, c10::Device device, at::Generator generator)
+    : w_(w), device_(device), gen_(std::move(generator)), ranges_(w), value_(w.tensors_size()) {}
 
 bool TensorStore::MayAliasProducer(int t, proto::DType producer_dtype) const {
   const proto::Tensor& tensor = w_.tensors(t);
@@ -99,97 +101,139 @@ bool NeedsNonNegativeInput(std::string_view name) {
   return false;
 }
 
+// Operators that change their input view's own metadata (shape, strides, storage): a prepared
+// view shared by every use must not reach them.
+bool ChangesViewMetadata(std::string_view name) {
+  name = name.substr(0, name.find('.'));
+  for (std::string_view n : {"aten::resize_", "aten::resize_as_", "aten::set_", "aten::as_strided_", "aten::t_",
+                             "aten::transpose_", "aten::swapdims_", "aten::swapaxes_", "aten::squeeze_",
+                             "aten::unsqueeze_", "aten::_resize_output_", "aten::detach_"})
+    if (name == n) return true;
+  return false;
+}
+
 }  // namespace
 
-Status TensorStore::Prepare(const std::vector<int>& ops) {
+Status TensorStore::Plan(const std::vector<int>& ops) {
   // Walk the ops in order, as the replay will: an input that no earlier op produced (neither
   // its table entry nor its storage) is a leaf and needs a prepared buffer.
-  std::unordered_set<int> produced;
-  std::unordered_map<int64_t, proto::DType> produced_storages;  // storage id -> producer's dtype
-  std::unordered_map<int64_t, int64_t> bytes_of_storage;  // by BufferKey
+  std::vector<bool> produced(w_.tensors_size(), false);
+  // storage id -> the latest producer's entry and dtype
+  std::unordered_map<int64_t, std::pair<int, proto::DType>> produced_storages;
   std::unordered_map<int64_t, proto::DType> leaf_dtype_of_storage;
-  int64_t next_private_key = -1;  // trace storage ids are >= 0
-  std::vector<int> leaves;
   std::unordered_set<int> leaf_set;
-  for (int index : ops) {
-    const proto::Op& op = w_.ops(index);
+  int64_t next_private_key = -1;  // trace storage ids are >= 0
+  sources_.assign(ops.size(), {});
+  for (size_t pos = 0; pos < ops.size(); ++pos) {
+    const proto::Op& op = w_.ops(ops[pos]);
     ranges_.Consume(op);
-    for (const proto::Value& v : op.inputs()) {
+    const bool fresh_views = ChangesViewMetadata(op.name());
+    auto resolve = [&](int t) -> InputSource {
+      const proto::Tensor& tensor = w_.tensors(t);
+      if (produced[t]) return {InputSource::Kind::kProduced, t, -1};
+      if (auto it = produced_storages.find(tensor.storage_id()); it != produced_storages.end()) {
+        if (MayAliasProducer(t, it->second.second)) return {InputSource::Kind::kDerived, t, it->second.first};
+        buffer_key_.emplace(t, next_private_key--);  // an index tensor on a reused id: its own buffer
+      }
+      // Trace storage ids are reused once memory is freed: a leaf of another dtype on an id a
+      // leaf already holds is another allocation (Adam's int64 step increment on the id of a
+      // float scalar read earlier), with a buffer of its own.
+      auto [claim, first_claim] = leaf_dtype_of_storage.emplace(tensor.storage_id(), tensor.dtype());
+      if (!first_claim && claim->second != tensor.dtype() && !buffer_key_.count(t)) buffer_key_[t] = next_private_key--;
+      int64_t& bytes = buffer_bytes_[BufferKey(t)];
+      bytes = std::max(bytes, BytesNeeded(tensor));
+      if (leaf_set.insert(t).second) leaves_.push_back(t);
+      return {fresh_views ? InputSource::Kind::kLeafFresh : InputSource::Kind::kLeaf, t, -1};
+    };
+    for (const proto::Value& v : op.inputs())
       ForEachInputTensor(v, [&](int t) {
-        const proto::Tensor& tensor = w_.tensors(t);
-        if (produced.count(t)) return;
-        if (auto it = produced_storages.find(tensor.storage_id()); it != produced_storages.end()) {
-          if (MayAliasProducer(t, it->second)) return;
-          own_buffer_.insert(t);
-        }
-        // Trace storage ids are reused once memory is freed: a leaf of another dtype on an id a
-        // leaf already holds is another allocation (Adam's int64 step increment on the id of a
-        // float scalar read earlier), with a buffer of its own.
-        auto [claim, first_claim] = leaf_dtype_of_storage.emplace(tensor.storage_id(), tensor.dtype());
-        if (!first_claim && claim->second != tensor.dtype() && !buffer_key_.count(t)) buffer_key_[t] = next_private_key--;
-        int64_t& bytes = bytes_of_storage[BufferKey(t)];
-        bytes = std::max(bytes, BytesNeeded(tensor));
-        if (leaf_set.insert(t).second) leaves.push_back(t);
+        for (const auto& [seen, source] : sources_[pos])
+          if (seen == t) return;
+        sources_[pos].emplace_back(t, resolve(t));
       });
-    }
     // After the loop above, which gives a leaf on a reused storage id its own buffer key.
     if (NeedsNonNegativeInput(op.name()) && op.inputs_size() > 0)
       ForEachInputTensor(op.inputs(0), [&](int t) { non_negative_buffers_.insert(BufferKey(t)); });
     for (const proto::Value& v : op.outputs()) {
       ForEachInputTensor(v, [&](int t) {
-        produced.insert(t);
-        produced_storages[w_.tensors(t).storage_id()] = w_.tensors(t).dtype();
+        produced[t] = true;
+        produced_storages[w_.tensors(t).storage_id()] = {t, w_.tensors(t).dtype()};
       });
     }
   }
-  // Refuse what cannot fit before touching memory (a corrupt or hostile trace can claim
-  // petabytes).
-  int64_t total = 0, largest = 0, largest_storage = 0;
-  for (const auto& [storage_id, bytes] : bytes_of_storage) {
-    total += bytes;
-    if (bytes > largest) largest = bytes, largest_storage = storage_id;
-  }
-  const int64_t physical = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
-  if (device_.is_cpu() && physical > 0 && total > physical)
-    return Status::InvalidInput("storage " + std::to_string(largest_storage) + ": the replayed tensors need " +
-                                std::to_string(total >> 20) + " MiB (this storage " +
-                                std::to_string(largest >> 20) + " MiB), more than this machine's " +
-                                std::to_string(physical >> 20) + " MiB of memory");
-  c10::Allocator* allocator = c10::GetAllocator(device_.type());
-  for (const auto& [storage_id, bytes] : bytes_of_storage) {
-    try {
-      buffers_.emplace(storage_id, c10::Storage(c10::Storage::use_byte_size_t(), bytes, allocator,
-                                                /*resizable=*/true));
-    } catch (const c10::Error& e) {
-      return Status::Internal("cannot allocate " + std::to_string(bytes) + " bytes for storage " +
-                              std::to_string(storage_id) + ": " + e.what_without_backtrace());
-    }
-    prepared_bytes_ += bytes;
-  }
-  for (int t : leaves) {
-    const proto::Tensor& tensor = w_.tensors(t);
+  for (int t : leaves_) {
     c10::ScalarType st;
-    if (!ToScalarType(tensor.dtype(), &st))
-      return Status::Unsupported("tensor " + std::to_string(tensor.tensor_id()) +
-                                 " has a dtype Mimic cannot create (" + eg::TypeName(w_, tensor.type()) + ")");
+    if (!ToScalarType(w_.tensors(t).dtype(), &st))
+      return Status::Unsupported("tensor " + std::to_string(w_.tensors(t).tensor_id()) +
+                                 " has a dtype Mimic cannot create (" + eg::TypeName(w_, w_.tensors(t).type()) + ")");
+  }
+  planned_bytes_ = 0;
+  for (const auto& [key, bytes] : buffer_bytes_) planned_bytes_ += bytes;
+  return Status::Ok();
+}
+
+InputSource TensorStore::SourceOf(int pos, int t) const {
+  for (const auto& [seen, source] : sources_[pos])
+    if (seen == t) return source;
+  return {InputSource::Kind::kProduced, t, -1};  // not an input Plan saw: whatever this iteration has
+}
+
+Status TensorStore::AllocateBuffer(int64_t key, int64_t bytes) {
+  try {
+    buffers_[key] = c10::Storage(c10::Storage::use_byte_size_t(), bytes, c10::GetAllocator(device_.type()),
+                                 /*resizable=*/true);
+  } catch (const c10::Error& e) {
+    return Status::Internal("cannot allocate " + std::to_string(bytes) + " bytes for storage " +
+                            std::to_string(key) + ": " + FirstLineOf(e.what_without_backtrace()));
+  }
+  const c10::Storage& buffer = buffers_.at(key);
+  for (int t : leaves_of_[key]) {
+    const proto::Tensor& tensor = w_.tensors(t);
+    leaf_[t] = ViewOf(buffer, t);
     const int64_t extent = Extent(tensor);
     if (extent == 0) continue;
-    at::Tensor flat = at::empty({0}, at::TensorOptions().dtype(st).device(device_));
-    flat.set_(buffers_.at(BufferKey(t)), tensor.offset(), {extent}, {1});
+    at::Tensor flat = at::empty({0}, leaf_[t].options());
+    flat.set_(buffer, tensor.offset(), {extent}, {1});
     Fill(flat, t);
   }
+  return Status::Ok();
+}
+
+Status TensorStore::Allocate(bool lazy) {
+  leaf_.assign(w_.tensors_size(), at::Tensor());
+  for (int t : leaves_) leaves_of_[BufferKey(t)].push_back(t);
+  if (lazy) return Status::Ok();
+  // Keys in order, so that the same seed fills the same buffers with the same values.
+  std::vector<int64_t> keys;
+  for (const auto& [key, bytes] : buffer_bytes_) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());
+  for (int64_t key : keys) {
+    MIMIC_RETURN_IF_ERROR(AllocateBuffer(key, buffer_bytes_.at(key)));
+    prepared_bytes_ += buffer_bytes_.at(key);
+  }
   if (device_.is_cpu()) {
-    std::vector<int64_t> ids;
-    for (const auto& [id, storage] : buffers_) ids.push_back(id);
-    std::sort(ids.begin(), ids.end());
     std::string digests;
-    for (int64_t id : ids) {
-      const c10::Storage& storage = buffers_.at(id);
+    for (int64_t key : keys) {
+      const c10::Storage& storage = buffers_.at(key);
       digests += Sha256Hex(std::string_view(static_cast<const char*>(storage.data()), storage.nbytes()));
     }
     inputs_sha256_ = Sha256Hex(digests);
   }
   return Status::Ok();
+}
+
+void TensorStore::Acquire(int64_t key) {
+  std::lock_guard<std::mutex> lock(lazy_mu_);
+  if (buffers_.count(key)) return;
+  // A failed allocation leaves the leaves undefined: their consumers take the fallback, and
+  // the out-of-memory of the op that needed them stops the replay.
+  (void)AllocateBuffer(key, buffer_bytes_.at(key));
+}
+
+void TensorStore::Drop(int64_t key) {
+  std::lock_guard<std::mutex> lock(lazy_mu_);
+  for (int t : leaves_of_[key]) leaf_[t] = at::Tensor();
+  buffers_.erase(key);
 }
 
 // Fills the elements a view spans (given as one flat run, so that views whose strides overlap
@@ -224,7 +268,8 @@ void TensorStore::Fill(const at::Tensor& flat, int t) {
   const IntFill fill = ranges_.FillFor(t);
   if (fill.kind == IntFill::Kind::kOffsets) {
     const int64_t n = flat.numel();
-    at::Tensor offsets = std::get<0>(at::randint(0, fill.offsets_total + 1, {n}, gen_, at::kLong).sort());
+    at::Tensor offsets = std::get<0>(
+        at::randint(0, fill.offsets_total + 1, {n}, gen_, at::TensorOptions().dtype(at::kLong).device(device_)).sort());
     offsets[0] = 0;
     flat.copy_(offsets);
     return;
@@ -237,7 +282,7 @@ void TensorStore::Fill(const at::Tensor& flat, int t) {
   flat.random_(lo, hi + 1, gen_);
 }
 
-at::Tensor TensorStore::ViewOf(const c10::Storage& storage, int t) {
+at::Tensor TensorStore::ViewOf(const c10::Storage& storage, int t) const {
   const proto::Tensor& tensor = w_.tensors(t);
   c10::ScalarType st = c10::kFloat;
   ToScalarType(tensor.dtype(), &st);
@@ -246,18 +291,40 @@ at::Tensor TensorStore::ViewOf(const c10::Storage& storage, int t) {
   return view;
 }
 
+at::Tensor TensorStore::Get(const InputSource& s) {
+  switch (s.kind) {
+    case InputSource::Kind::kProduced:
+      if (const at::Tensor& v = value_[s.entry]; v.defined()) return v;
+      break;
+    case InputSource::Kind::kDerived:
+      if (const at::Tensor& from = value_[s.from];
+          from.defined() && from.has_storage() &&
+          static_cast<int64_t>(from.storage().nbytes()) >= BytesNeeded(w_.tensors(s.entry)))
+        return ViewOf(from.storage(), s.entry);
+      break;
+    case InputSource::Kind::kLeaf:
+      if (const at::Tensor& v = leaf_[s.entry]; v.defined()) return v;
+      break;
+    case InputSource::Kind::kLeafFresh:
+      if (const at::Tensor& v = leaf_[s.entry]; v.defined()) return ViewOf(v.storage(), s.entry);
+      break;
+  }
+  return Fallback(s.entry);
+}
+
 at::Tensor TensorStore::Get(int t) {
-  if (auto it = produced_.find(t); it != produced_.end()) return it->second;
-  const proto::Tensor& tensor = w_.tensors(t);
-  if (auto it = produced_storage_.find(tensor.storage_id()); it != produced_storage_.end() &&
-      !own_buffer_.count(t) && !buffer_key_.count(t) && static_cast<int64_t>(it->second.nbytes()) >= BytesNeeded(tensor))
-    return ViewOf(it->second, t);
-  if (auto it = buffers_.find(BufferKey(t)); it != buffers_.end()) return ViewOf(it->second, t);
-  // The producer of this tensor was skipped: give the consumer a fresh tensor of the recorded
-  // metadata, made once and reused by every iteration.
+  if (value_[t].defined()) return value_[t];
+  if (static_cast<size_t>(t) < leaf_.size() && leaf_[t].defined()) return leaf_[t];
+  return Fallback(t);
+}
+
+// The producer of this tensor was skipped: give the consumer a fresh tensor of the recorded
+// metadata, made once and reused by every iteration.
+at::Tensor TensorStore::Fallback(int t) {
+  std::lock_guard<std::mutex> lock(fallback_mu_);
   if (auto it = fresh_.find(t); it != fresh_.end()) return it->second;
-  c10::Storage storage(c10::Storage::use_byte_size_t(), BytesNeeded(tensor),
-                       c10::GetAllocator(device_.type()), true);
+  const proto::Tensor& tensor = w_.tensors(t);
+  c10::Storage storage(c10::Storage::use_byte_size_t(), BytesNeeded(tensor), c10::GetAllocator(device_.type()), true);
   at::Tensor view = ViewOf(storage, t);
   const int64_t extent = Extent(tensor);
   if (extent > 0) {
@@ -269,15 +336,8 @@ at::Tensor TensorStore::Get(int t) {
   return view;
 }
 
-void TensorStore::Put(int t, const at::Tensor& tensor) {
-  produced_[t] = tensor;
-  if (tensor.defined() && tensor.has_storage())
-    produced_storage_[w_.tensors(t).storage_id()] = tensor.storage();
-}
-
 void TensorStore::NewIteration() {
-  produced_.clear();
-  produced_storage_.clear();
+  for (at::Tensor& v : value_) v = at::Tensor();
 }
 
 }  // namespace mimic::replay

@@ -1,13 +1,19 @@
 // The replay's tensors. Storage-aware: every recorded storage that the replay must provide
-// itself gets one buffer, large enough for all of its recorded views, and each view is made
-// from it by offset, shape and strides. Outputs of replayed ops are registered by their tensor
-// table entry (and storage) so later ops consume them. Not thread-safe.
+// itself (a leaf: an input no earlier op produces) gets one buffer, large enough for all of its
+// recorded views, and each view is made from it once, by offset, shape and strides. Where each
+// op input comes from is resolved once, when the replay is planned (SourceOf); each iteration
+// then reads table slots, never a hash map.
+//
+// Thread-safety: Get, Put and Release may be called from several lanes at once for different
+// table entries (the plan orders the uses of one entry); the fallback for inputs whose producer
+// was skipped takes a lock. Everything else is for the planning thread.
 #pragma once
 
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -19,57 +25,101 @@
 
 namespace mimic::replay {
 
+// Where an op's input tensor comes from in each iteration.
+struct InputSource {
+  enum class Kind : uint8_t {
+    kProduced,   // an earlier op's output of the same table entry, this iteration
+    kDerived,    // a view of the storage an earlier op's output `from` holds, this iteration
+    kLeaf,       // the prepared view, made once
+    kLeafFresh,  // a fresh view of the prepared buffer, for ops that change a view's metadata
+  };
+  Kind kind = Kind::kLeaf;
+  int32_t entry = 0;
+  int32_t from = -1;  // kDerived: the producing entry
+};
+
 class TensorStore final : public ops::TensorSource {
  public:
-  TensorStore(const proto::Workload& w, c10::Device device, uint64_t seed);
+  TensorStore(const proto::Workload& w, c10::Device device, at::Generator generator);
 
-  // Plans buffers for the inputs of `ops` (indices into w.ops(), in replay order) that no
-  // earlier op in the list produces, then allocates them and fills them with random contents
-  // (integer tensors with values valid for their consumers). Errors: Unsupported for a tensor
-  // whose dtype is unknown; Internal when allocation fails.
-  Status Prepare(const std::vector<int>& ops);
+  // Walks `ops` (indices into w.ops(), in replay order) as the replay will: resolves where
+  // each input comes from and sizes a buffer for every input no earlier op produces. Nothing
+  // is allocated yet. Errors: Unsupported for a leaf whose dtype Mimic cannot create.
+  Status Plan(const std::vector<int>& ops);
+  // Bytes the leaves' buffers take (after Plan).
+  int64_t planned_bytes() const { return planned_bytes_; }
+  // Allocates the buffers and fills them with random contents (integer tensors with values
+  // valid for their consumers). With `lazy`, nothing is allocated until Acquire.
+  // Errors: Internal when allocation fails.
+  Status Allocate(bool lazy = false);
+  // Lazy allocation: allocates and fills the buffer `key` (BufferKey) and the views of its
+  // leaves; Drop frees it. Thread-safe.
+  void Acquire(int64_t key);
+  void Drop(int64_t key);
+  // The buffer a leaf entry `t` lives in, and the bytes of every buffer, by key (after Plan).
+  int64_t BufferKey(int t) const {
+    auto it = buffer_key_.find(t);
+    return it != buffer_key_.end() ? it->second : w_.tensors(t).storage_id();
+  }
+  const std::unordered_map<int64_t, int64_t>& buffer_bytes() const { return buffer_bytes_; }
 
-  // The tensor for table entry `t`: this iteration's output if one was registered, else a view
-  // of a registered output's storage, else a view of the prepared buffer, else a fresh tensor
-  // (for inputs of ops whose producer was skipped).
-  at::Tensor Get(int t) override;
+  // How input `t` of the op at position `pos` of Plan's list is found.
+  InputSource SourceOf(int pos, int t) const;
+
+  // The tensor `source` stands for this iteration.
+  at::Tensor Get(const InputSource& source);
   // Registers `tensor` as the value of table entry `t` for the rest of the iteration.
-  void Put(int t, const at::Tensor& tensor);
+  void Put(int t, at::Tensor tensor) { value_[t] = std::move(tensor); }
+  // Drops this iteration's value of entry `t` (after its last use, so that it can be freed).
+  void Release(int t) { value_[t] = at::Tensor(); }
   // Forgets the outputs of the iteration (prepared buffers stay, as do their in-place updates).
   void NewIteration();
 
+  // ops::TensorSource, for a whole stack at once (tests, synth): the prepared view of a leaf,
+  // else this iteration's value.
+  at::Tensor Get(int t) override;
   const proto::Workload& workload() const override { return w_; }
+
   int64_t prepared_bytes() const { return prepared_bytes_; }
-  // SHA-256 over the prepared buffers' contents, in storage-id order, as Prepare left them:
+  int64_t prepared_storages() const { return static_cast<int64_t>(buffers_.size()); }
+  // SHA-256 over the prepared buffers' contents, in storage-id order, as Allocate left them:
   // the same workload and seed give the same digest on any machine with the same LibTorch.
   const std::string& inputs_sha256() const { return inputs_sha256_; }
-  int64_t prepared_storages() const { return static_cast<int64_t>(buffers_.size()); }
 
  private:
   // Whether input `t` may be a view of the storage an earlier op produced with
   // `producer_dtype`. Trace storage ids are reused once memory is freed, so a different dtype
   // means another allocation; and index tensors always get their own buffer with valid values.
   bool MayAliasProducer(int t, proto::DType producer_dtype) const;
-  at::Tensor ViewOf(const c10::Storage& storage, int t);
-  // The prepared buffer of table entry `t`: its trace storage id, or a private key (< 0).
-  int64_t BufferKey(int t) const {
-    auto it = buffer_key_.find(t);
-    return it != buffer_key_.end() ? it->second : w_.tensors(t).storage_id();
-  }
+  at::Tensor ViewOf(const c10::Storage& storage, int t) const;
+  at::Tensor Fallback(int t);
+  // Allocates buffer `key`, makes and fills its leaves' views. REQUIRES: lazy_mu_ held or no
+  // other thread running.
+  Status AllocateBuffer(int64_t key, int64_t bytes);
   void Fill(const at::Tensor& view_of_extent, int t);
+
   const proto::Workload& w_;
   c10::Device device_;
   at::Generator gen_;
   IntRangePlanner ranges_;
-  std::unordered_map<int64_t, c10::Storage> buffers_;    // BufferKey -> prepared buffer
-  std::unordered_map<int, int64_t> buffer_key_;          // leaves that do not share their storage id
-  std::unordered_set<int64_t> non_negative_buffers_;     // BufferKeys read by sqrt, log, ...: filled in [0, bound)
-  std::unordered_map<int, at::Tensor> produced_;         // table entry -> this iteration's value
-  std::unordered_map<int64_t, c10::Storage> produced_storage_;
-  std::unordered_map<int, at::Tensor> fresh_;            // fallbacks, kept across iterations
-  std::unordered_set<int> own_buffer_;  // leaves whose storage id an earlier output reused
+  // Plan's results.
+  std::vector<std::vector<std::pair<int, InputSource>>> sources_;  // by op position
+  std::unordered_map<int64_t, int64_t> buffer_bytes_;              // BufferKey -> bytes
+  std::vector<int> leaves_;
+  std::unordered_map<int, int64_t> buffer_key_;       // leaves that do not share their storage id
+  std::unordered_set<int64_t> non_negative_buffers_;  // BufferKeys read by sqrt, log, ...
+  int64_t planned_bytes_ = 0;
+  // Allocate's results.
+  std::unordered_map<int64_t, std::vector<int>> leaves_of_;  // BufferKey -> its leaf entries
+  std::unordered_map<int64_t, c10::Storage> buffers_;  // BufferKey -> prepared buffer
+  std::mutex lazy_mu_;
+  std::vector<at::Tensor> leaf_;                       // table entry -> prepared view
   int64_t prepared_bytes_ = 0;
   std::string inputs_sha256_;
+  // Each iteration's.
+  std::vector<at::Tensor> value_;  // table entry -> this iteration's value
+  std::mutex fallback_mu_;
+  std::unordered_map<int, at::Tensor> fresh_;  // fallbacks, kept across iterations
 };
 
 }  // namespace mimic::replay

@@ -327,6 +327,79 @@ class FaultTest(unittest.TestCase):
         self.assertEqual(rep["coverage"]["skipped_by_reason"], {"compiled_kernel": 1})
         self.assertIn("does not execute code", rep["coverage"]["skipped_ops"][0]["detail"])
 
+    def test_out_of_memory_stops_the_replay_with_exit_1(self):
+        # A real trace whose aten::zeros asks for 4 TiB (its recorded output stays small, so the
+        # plan cannot see it coming): the replay stops, it is not 1 skipped op and a success.
+        et = load_json(os.path.join(SHARED, "hta-simple-add/simple_add_et.json.gz"))
+        for n in et["nodes"]:
+            if n["name"] == "aten::zeros":
+                n["inputs"][0] = [1 << 40]
+        with tempfile.TemporaryDirectory() as d:
+            trace, report = os.path.join(d, "oom.json"), os.path.join(d, "r.json")
+            with open(trace, "w") as f:
+                json.dump(et, f)
+            # AddressSanitizer's allocator aborts on such a request unless told to fail it.
+            env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1")
+            r = subprocess.run([MIMIC, "replay", trace, "--device", "cpu", "--warmup", "0", "--iters", "2",
+                                "--report", report], capture_output=True, text=True, timeout=300, env=env)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("out of memory in op 17 (aten::zeros)", r.stderr)
+            rep = load_json(report)
+        self.assertFalse(rep["completed"])
+        self.assertIn("out of memory", rep["stop_reason"])
+        self.assertEqual(rep["iteration_ms"]["samples"], [])
+        self.assertNotIn("exception", rep["coverage"]["skipped_by_reason"])
+
+    def test_strict_stops_with_exit_1_and_a_report(self):
+        with tempfile.TemporaryDirectory() as d:
+            report = os.path.join(d, "r.json")
+            r = mimic("replay", os.path.join(SHARED, "chakra-allgather/allgather_1.0.2_et.json.gz"), "--device",
+                      "cpu", "--strict", "--warmup", "0", "--iters", "1", "--report", report)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            rep = load_json(report)
+        self.assertFalse(rep["completed"])
+        self.assertIn("(--strict): collective", rep["stop_reason"])
+        self.assertEqual(rep["iteration_ms"]["samples"], [])
+
+    def test_report_on_stdout_is_json_alone(self):
+        r = mimic("replay", os.path.join(SAMPLES, "mlp.et.json.gz"), "--device", "cpu", "--warmup", "0", "--iters",
+                  "1", "--report", "-")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rep = json.loads(r.stdout)  # nothing but the JSON
+        self.assertEqual(rep["coverage"]["skipped"], 0)
+        self.assertIn("median ms", r.stderr)  # the console table went to stderr
+
+
+class ExecutorTest(unittest.TestCase):
+
+    def test_devices_lists_the_cpu_executor(self):
+        r = mimic("devices", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = json.loads(r.stdout)
+        types = {e["type"]: e for e in got["executors"]}
+        self.assertEqual(types["cpu"]["devices"][0]["name"], "cpu")
+        self.assertGreater(types["cpu"]["devices"][0]["memory_bytes"], 0)
+        self.assertIn(got["best"], types)
+
+    def test_profile_is_a_kineto_trace_of_the_replayed_ops(self):
+        with tempfile.TemporaryDirectory() as d:
+            profile, report = os.path.join(d, "p.json"), os.path.join(d, "r.json")
+            r = mimic("replay", os.path.join(SAMPLES, "cnn_bn.et.json.gz"), "--device", "cpu", "--warmup", "1",
+                      "--iters", "2", "--profile", profile, "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            trace = load_json(profile)
+            rep = load_json(report)
+        events = trace["traceEvents"]
+        steps = [e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")]
+        self.assertEqual(len(steps), 2)
+        host_ops = {}
+        for e in events:
+            if e.get("cat") == "cpu_op":
+                host_ops[e["name"]] = host_ops.get(e["name"], 0) + 1
+        for op in rep["ops"]:  # each replayed op, composites included, once per measured iteration
+            self.assertGreaterEqual(host_ops.get(op["name"], 0), 2 * op["calls"], op["name"])
+        self.assertEqual(rep["executor"]["profile"], profile)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -16,6 +16,11 @@ std::string CpuModel();
 // that this core's complex shares, not the socket's total.
 double LastLevelCacheBytes();
 
+// Bytes this process may still allocate: the kernel's MemAvailable, lowered to what the
+// process's cgroup (v2 memory.max - memory.current) and its address-space limit (RLIMIT_AS)
+// leave; 0 if none of them can be read.
+int64_t AvailableHostMemory();
+
 // Minor page faults of this process so far (getrusage): each is a fresh page the kernel
 // mapped and zeroed on first touch.
 int64_t MinorPageFaults();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "mimic/base/status.h"
@@ -19,6 +20,7 @@ struct SweepOptions {
   int warmup = 2;
   int iters = 10;
   int64_t timeout_ms = 300000;
+  std::string device = "cpu";  // the executor whose backend is swept (cuda: NCCL)
 };
 
 struct CollectiveSample {

@@ -12,6 +12,7 @@
 
 #include "mimic/base/status.h"
 #include "mimic/eg/collective.h"
+#include "mimic/replay/device_info.h"
 #include "mimic/replay/distributed.h"
 #include "proto/workload.pb.h"
 
@@ -24,7 +25,7 @@ enum class ReplayMode { kFull, kCompute, kComm };
 const char* ReplayModeName(ReplayMode mode);
 
 struct ReplayOptions {
-  std::string device;  // "cpu"; empty: BestDevice() (CUDA devices arrive with the GPU replay)
+  std::string device;  // "cpu", "cuda", "cuda:N"; empty: BestDevice()
   int64_t iteration = -1;      // ProfilerStep number; -1: the first step, else the whole trace
   std::string label;           // a "## label ##" range instead of an iteration
   int warmup = 1;
@@ -48,6 +49,16 @@ struct ReplayOptions {
   // Run a composite op (no kernel of its own) as the ops the trace recorded under it; false
   // runs it as itself, as LibTorch decomposes it without autograd.
   bool decompose = true;
+  // Time every op on the device's own clock (CUDA events around each op; on the CPU ops are
+  // always timed). Without it a GPU replay times iterations only.
+  bool per_op_device_time = false;
+  // Allocate the prepared inputs just before their first use in each iteration and free them
+  // after their last use, instead of once for the whole replay: for selections whose inputs do
+  // not fit the device at once. Outputs are freed after their last use either way.
+  bool lazy_alloc = false;
+  // Write a Kineto (Chrome trace) profile of the measured iterations here, through LibTorch's
+  // profiler: one cpu_op per replayed op, a ProfilerStep#N span per iteration.
+  std::string profile_path;
 };
 
 // One collective of the replayed selection, as issued on this rank.
@@ -78,8 +89,25 @@ struct SkippedOp {
 struct OpNameStats {
   std::string name;
   int64_t calls = 0;             // per iteration
-  double replay_ms = 0;          // per iteration, mean over measured iterations
+  double replay_ms = 0;          // per iteration, mean over measured iterations; -1 if not timed
   double original_ms = -1;       // per iteration, from the Kineto CPU spans; -1 if unknown
+};
+
+// One lane of the replay: a stream of the original (from its Kineto trace), run as a stream on
+// a GPU and as a thread of its own on the CPU.
+struct LaneStats {
+  int lane = 0;
+  int64_t original_stream = -1;  // -1: none recorded (host-only ops, a trace without Kineto)
+  int64_t ops = 0;               // steps planned on it
+  double busy_ms = -1;           // per measured iteration: the time its ops took
+};
+
+// When one op ran in the last measured iteration, on the executor's clock.
+struct OpTiming {
+  int64_t op_id = 0;   // the op run (a recorded part, for a composite run as its parts)
+  int lane = 0;        // kHostLane (-1) for communication on a multi-lane plan
+  double start_ms = 0; // from the iteration's start
+  double duration_ms = 0;
 };
 
 struct ReplayResult {
@@ -101,6 +129,15 @@ struct ReplayResult {
   double setup_ms = 0;
   std::string heap;                       // RetainFreedHeap's answer, or "default"
   double page_faults_per_iteration = -1;  // minor faults of the process, per measured iteration
+  std::string executor;                   // "cpu", "cuda"
+  std::vector<LaneStats> lanes;
+  int64_t cross_lane_waits = 0;           // event waits the plan holds, per iteration
+  MemoryStats memory;                     // the executor's allocator, over measured iterations
+  int64_t estimated_peak_bytes = 0;       // prepared + the recorded sizes alive at once
+  DeviceMetrics device_metrics;           // sampled during measured iterations (NVML on GPUs)
+  bool per_op_timed = true;               // per-op replay_ms are measured (else -1)
+  std::vector<OpTiming> timeline;         // the last measured iteration, when ops are timed
+  std::string profile_path;               // the Kineto profile written, if asked
   // Empty when every iteration ran; else why the replay stopped early (an interruption, an
   // out-of-memory, an op that failed under --strict). iteration_ms holds the completed ones.
   std::string stop_reason;
@@ -122,6 +159,9 @@ Result<ReplayResult> Replay(const proto::Workload& workload, const ReplayOptions
 // The device Mimic picks when the user names none: "cuda" when this build has CUDA and a GPU
 // is visible, "cpu" otherwise.
 std::string BestDevice();
+
+// The executor types compiled into this Mimic, each with the devices of its type present.
+std::vector<ExecutorDevices> ListDevices();
 
 // Version of the LibTorch linked in.
 std::string TorchVersion();

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""GPU fidelity benchmark: each captured sample replayed at once on the same GPU, side by side.
+
+For every sample of a capture manifest (scripts/capture_gpu_samples.py) it replays the execution
+trace with its Kineto trace on the device (`mimic replay --per-op --profile`) and sets the
+original beside the replay:
+
+  iteration time  the original's unprofiled, GPU-synchronized step times (manifest) against the
+                  replay's CUDA-event iteration times; ratio = replay median / original median
+  GPU active time per iteration: the union of the kernel, memcpy and memset intervals inside each
+                  ProfilerStep#N span, from the original's Kineto trace and from the replay's
+                  profile (the same code reads both); median over steps
+  kernel time per op class: each kernel's time attributed to the top-level op that launched it
+                  (the outermost cpu_op around its launching op, on the launching thread), classed
+                  by Mimic's own op table (`mimic predict --json` on the trace: op name -> class)
+  peak memory     the caching allocator's peak: torch.cuda.max_memory_allocated() in the capture,
+                  the executor's figure in the replay
+  NVML            SM utilisation, power, SM clock during the timed steps (capture: pynvml; replay:
+                  the executor's sampler)
+
+  python3 bench/gpu_fidelity.py --samples DIR --mimic build/default/cli/mimic --work DIR \
+      [--device cuda] [--json OUT.json] [--markdown OUT.md]
+"""
+
+import argparse
+import bisect
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def union_ms(intervals):
+    """Total length of the union of (start, end) intervals, in ms (Kineto times are us)."""
+    total, end = 0.0, float("-inf")
+    for s, e in sorted(intervals):
+        if e <= end:
+            continue
+        total += e - max(s, end)
+        end = e
+    return total / 1000.0
+
+
+def top_level_ops(events):
+    """{External id: name of the outermost cpu_op around that op on its thread}."""
+    by_tid = defaultdict(list)
+    for e in events:
+        if e.get("cat") == "cpu_op" and e.get("ph") == "X":
+            by_tid[(e.get("pid"), e.get("tid"))].append(e)
+    outer = {}
+    for ops in by_tid.values():
+        ops.sort(key=lambda e: (e["ts"], -e.get("dur", 0)))
+        stack = []  # open ops: (end, top name)
+        for e in ops:
+            while stack and stack[-1][0] <= e["ts"]:
+                stack.pop()
+            top = stack[0][1] if stack else e["name"]
+            stack.append((e["ts"] + e.get("dur", 0), top))
+            ext = e.get("args", {}).get("External id")
+            if ext is not None:
+                outer[ext] = top
+    return outer
+
+
+def analyse(trace_path, classes):
+    """GPU active time and kernel time per class, per ProfilerStep (medians over the steps)."""
+    events = load(trace_path)["traceEvents"]
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                   if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
+    outer = top_level_ops(events)
+    active = defaultdict(list)
+    per_class = defaultdict(lambda: defaultdict(float))
+    starts = [s for s, _ in steps]
+    for e in events:
+        if e.get("cat") not in DEVICE_CATEGORIES or e.get("ph") != "X":
+            continue
+        k = bisect.bisect_right(starts, e["ts"]) - 1
+        if k < 0 or e["ts"] > steps[k][1]:
+            continue
+        active[k].append((e["ts"], e["ts"] + e["dur"]))
+        name = outer.get(e.get("args", {}).get("External id"), "")
+        per_class[k][classes.get(name, "other")] += e["dur"] / 1000.0
+    n = len(steps)
+    gpu_active = statistics.median([union_ms(active[k]) for k in range(n)]) if n else None
+    class_names = {c for k in per_class for c in per_class[k]}
+    by_class = {c: statistics.median([per_class[k].get(c, 0.0) for k in range(n)]) for c in class_names}
+    return {"steps": n, "gpu_active_ms": gpu_active, "kernel_ms_by_class": by_class}
+
+
+def op_classes(mimic, et, kineto):
+    """Mimic's op class of every top-level op name of the trace (its one op table)."""
+    r = subprocess.run([mimic, "predict", et, "--kineto", kineto, "--platform", "h100_sxm", "--json"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"mimic predict {et}: {r.stderr.strip()}")
+    return {op["name"]: op["op_class"] for op in json.loads(r.stdout)["ops"]}
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def bench_sample(args, sample):
+    name = sample["name"]
+    et = os.path.join(args.samples, sample["et"])
+    kineto = os.path.join(args.samples, sample["kineto"])
+    report = os.path.join(args.work, f"{name}.fidelity.json")
+    profile = os.path.join(args.work, f"{name}.fidelity.profile.json")
+    cmd = [args.mimic, "replay", et, "--kineto", kineto, "--device", args.device, "--per-op", "--warmup",
+           str(args.warmup), "--iters", str(args.iters), "--profile", profile, "--report", report]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()[-500:]}")
+    rep = load(report)
+    classes = op_classes(args.mimic, et, kineto)
+    original, replay = analyse(kineto, classes), analyse(profile, classes)
+    orig_ms = statistics.median(sample["iteration_ms"])
+    replay_ms = rep["iteration_ms"]["median"]
+    return {
+        "name": name,
+        "device": sample.get("device"),
+        "coverage": f'{rep["coverage"]["replayed"]}/{rep["coverage"]["total"]}',
+        "skipped": rep["coverage"]["skipped_by_reason"],
+        "original_ms": orig_ms, "replay_ms": replay_ms, "ratio": ratio(replay_ms, orig_ms),
+        "original_gpu_active_ms": original["gpu_active_ms"], "replay_gpu_active_ms": replay["gpu_active_ms"],
+        "gpu_active_ratio": ratio(replay["gpu_active_ms"], original["gpu_active_ms"]),
+        "kernel_ms_by_class": {c: {"original": original["kernel_ms_by_class"].get(c, 0.0),
+                                   "replay": replay["kernel_ms_by_class"].get(c, 0.0)}
+                               for c in set(original["kernel_ms_by_class"]) | set(replay["kernel_ms_by_class"])},
+        "original_peak_memory_bytes": sample.get("peak_memory_bytes"),
+        "replay_peak_memory_bytes": rep["memory"]["peak_allocated_bytes"],
+        "original_nvml": sample.get("nvml"), "replay_nvml": rep["executor"]["device_metrics"],
+    }
+
+
+def fmt(v, spec=".2f"):
+    return "-" if v is None else format(v, spec)
+
+
+def markdown(rows):
+    out = ["| sample | coverage | original ms | replay ms | ratio | GPU active orig ms | replay ms | ratio |"
+           " peak MiB orig | replay | SM % orig | replay | W orig | replay |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    mib = lambda b: None if b is None else b / 2**20
+    for r in rows:
+        o, p = r["original_nvml"] or {}, r["replay_nvml"] or {}
+        out.append(f'| {r["name"]} | {r["coverage"]} | {fmt(r["original_ms"])} | {fmt(r["replay_ms"])} | '
+                   f'{fmt(r["ratio"], ".3f")} | {fmt(r["original_gpu_active_ms"])} | '
+                   f'{fmt(r["replay_gpu_active_ms"])} | {fmt(r["gpu_active_ratio"], ".3f")} | '
+                   f'{fmt(mib(r["original_peak_memory_bytes"]), ".0f")} | '
+                   f'{fmt(mib(r["replay_peak_memory_bytes"]), ".0f")} | '
+                   f'{fmt(o.get("sm_utilization_pct_mean"), ".0f")} | {fmt(p.get("sm_utilization_pct_mean"), ".0f")} | '
+                   f'{fmt(o.get("power_w_mean"), ".0f")} | {fmt(p.get("power_w_mean"), ".0f")} |')
+    for r in rows:
+        out += ["", f'Kernel time per op class, {r["name"]} (ms per iteration):', "",
+                "| class | original | replay | ratio |", "|---|---|---|---|"]
+        for c, v in sorted(r["kernel_ms_by_class"].items(), key=lambda kv: -kv[1]["original"]):
+            out.append(f'| {c} | {fmt(v["original"], ".3f")} | {fmt(v["replay"], ".3f")} | '
+                       f'{fmt(ratio(v["replay"], v["original"]), ".3f")} |')
+    return "\n".join(out) + "\n"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    p.add_argument("--samples", required=True, help="folder with the samples and manifest.json")
+    p.add_argument("--mimic", required=True)
+    p.add_argument("--work", required=True, help="folder for the replays' reports and profiles")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--json")
+    p.add_argument("--markdown")
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    rows, failed = [], False
+    for sample in load(os.path.join(args.samples, "manifest.json"))["samples"]:
+        try:
+            rows.append(bench_sample(args, sample))
+            print(f'{sample["name"]}: ratio {fmt(rows[-1]["ratio"], ".3f")}, GPU active ratio '
+                  f'{fmt(rows[-1]["gpu_active_ratio"], ".3f")}', flush=True)
+        except Exception as e:  # pylint: disable=broad-except
+            print(f'{sample["name"]}: FAILED: {e}', file=sys.stderr, flush=True)
+            failed = True
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=2)
+    text = markdown(rows)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text)
+    print(text)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+// The replay's plan: the selected ops compiled once into steps that an executor runs each
+// iteration with nothing parsed, hashed or allocated per op: the operator handle, the
+// arguments built, where each input tensor comes from, the lane (stream) the op ran on in the
+// original, the events that order lanes where the original's data or its recorded
+// synchronization did, and the tensors that die after each step. Built by the planning thread;
+// immutable while iterations run.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm.h"
+#include "mimic/eg/workload.h"
+#include "mimic/ops/dispatch.h"
+#include "mimic/replay/replayer.h"
+#include "proto/workload.pb.h"
+#include "tensor_store.h"
+
+namespace mimic::replay {
+
+// One selected (top-level) op of the replay: what the report counts, times and skips.
+struct TopOp {
+  int op_index = 0;      // into workload.ops()
+  int first_step = 0;    // its steps, consecutive
+  int num_steps = 0;
+  bool runs = false;     // planned to run (not skipped when planned)
+  bool disabled = false; // skipped from now on (it failed in an iteration)
+};
+
+struct Step {
+  enum class Kind : uint8_t { kOp, kDelay, kCollective, kWait };
+  Kind kind = Kind::kOp;
+  int op_index = 0;  // into workload.ops(): the op run (a recorded child, for a composite's part)
+  int top = 0;       // into Plan::tops
+  int lane = 0;
+  int32_t event = -1;                  // recorded after it: another lane waits for it
+  std::vector<int32_t> waits;          // events to wait for before it runs
+  std::vector<int32_t> complete_first; // collective steps to complete before it (touches their buffers)
+  // kOp
+  std::optional<c10::OperatorHandle> handle;
+  ops::CompiledArgs args;
+  std::vector<InputSource> sources;  // where args.tensors[k] comes from
+  std::vector<int32_t> releases;      // table entries whose value dies after it
+  std::vector<int64_t> acquire;       // --lazy-alloc: prepared buffers to allocate before it
+  std::vector<int64_t> drop;          // --lazy-alloc: prepared buffers to free after it
+  bool check = false;                 // after it, check the top op's recorded outputs (1st iteration)
+  // kDelay
+  double delay_us = 0;
+  // kCollective / kWait
+  int run = -1;  // the CommResult entry of a collective
+  int in_entry = -1, out_entry = -1;
+  CollectiveBuffers buffers;  // comm mode, and full mode when the op's own tensors don't fit
+};
+
+struct PlannedSkip {
+  int top = 0;
+  std::string reason;
+  std::string detail;
+};
+
+struct Plan {
+  std::vector<TopOp> tops;
+  std::vector<Step> steps;
+  std::vector<PlannedSkip> skipped;  // ops that cannot run at all, found while planning
+  int lanes = 1;
+  int events = 0;
+  std::vector<int64_t> lane_streams;  // the original's stream of each lane (-1: none recorded)
+  // What the replay needs at its peak, by the trace's own sizes: the prepared buffers (all of
+  // them, or with --lazy-alloc those alive at once) and the intermediates alive at once.
+  int64_t peak_bytes = 0;
+  int64_t peak_bytes_lazy = 0;
+};
+
+struct PlanInputs {
+  const proto::Workload& workload;
+  const eg::OpTree& tree;
+  const std::vector<int>& selected;  // top-level ops, in replay order
+  const ReplayOptions& options;
+  c10::Device device;
+  bool communicator = false;  // a multi-rank replay: collectives are issued
+};
+
+// Compiles `in.selected` into steps. Ops that cannot run (no operator, an argument Mimic cannot
+// build, a compiled kernel, a collective without process groups) are listed in skipped.
+// `store` is planned here (TensorStore::Plan) but not allocated. Errors: those of the store's
+// planning.
+Result<Plan> BuildPlan(const PlanInputs& in, TensorStore& store);
+
+}  // namespace mimic::replay

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The one command that checks Mimic's CUDA path on a GPU machine (docs/gpu.md). It
+#   1. records the machine (nvidia-smi, torch, nvcc, CMake),
+#   2. builds Mimic (the C++ dependencies from the system, else from .gpu_carry: scripts/gpu_carry.sh),
+#   3. runs the CUDA tests (which must run, not skip) and the whole CTest suite,
+#   4. replays every GPU trace of the public traces on the GPU (--per-op, --profile),
+#   5. captures the GPU fleet samples (scripts/capture_gpu_samples.py),
+#   6. runs the GPU fidelity benchmark on them (bench/gpu_fidelity.py),
+# and writes everything into one folder: summary.md (what passed, how long), fidelity.md (the
+# benchmark's table), results.json (the figures), logs.tar.gz, reports.tar.gz (replay reports and
+# profiles), samples.tar.gz (the captured samples with their manifest).
+#
+#   scripts/gpu_check.sh [OUT_DIR]   (default: $OUT where the device tool sets it, else ./gpu_check)
+#   GPU_CHECK_STEPS="build tests traces capture fidelity"   the steps to run (default: all)
+#   GPU_CHECK_SAMPLES=gpt2,dlrm                               the samples to capture (default: all)
+#
+# Exit code: 0 when every step passed, 1 otherwise (the folder is written either way).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+out=$(realpath -m "${1:-${OUT:-gpu_check}}")
+mkdir -p "$out"
+work=$(mktemp -d)
+mkdir -p "$work/logs" "$work/reports" "$work/samples"
+summary=$out/summary.md
+steps=${GPU_CHECK_STEPS:-build tests traces capture fidelity}
+failed=0
+export PYTHONUNBUFFERED=1
+
+echo "# Mimic GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(git rev-parse --short HEAD 2>/dev/null || echo '?')" >"$summary"
+
+# run NAME COMMAND...: the command's output goes to logs/NAME.log; the summary says how it went.
+run() {
+  local name=$1 t0=$SECONDS
+  shift
+  echo "gpu_check: $name" >&2
+  if "$@" >"$work/logs/$name.log" 2>&1; then
+    echo "- $name: ok ($((SECONDS - t0)) s)" >>"$summary"
+  else
+    echo "- $name: FAILED ($((SECONDS - t0)) s; logs/$name.log)" >>"$summary"
+    tail -n 20 "$work/logs/$name.log" | sed 's/^/    /' >>"$summary"
+    failed=1
+  fi
+}
+wants() { [[ " $steps " == *" $1 "* ]]; }
+
+machine() {
+  nvidia-smi || true
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available(),
+              torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")'
+  nvcc --version | tail -n 1
+  cmake --version | head -n 1
+  nproc
+}
+run machine machine
+
+# The build's dependencies: the system's where present, else the carried prefix.
+if [ -d .gpu_carry/prefix ]; then
+  carry=$root/.gpu_carry/prefix
+  export CMAKE_PREFIX_PATH=$carry${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  export LD_LIBRARY_PATH=$carry/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export PATH=$carry/bin:$PATH
+  export CPATH=$carry/include${CPATH:+:$CPATH}
+  echo "- dependencies: carried prefix .gpu_carry/prefix" >>"$summary"
+fi
+traces=${TRACES:-}
+for t in .gpu_carry/traces ../shared/traces shared/traces; do
+  [ -z "$traces" ] && [ -d "$t" ] && traces=$(realpath "$t")
+done
+
+mimic=$root/build/default/cli/mimic
+build() {
+  # The GPU's own architecture, so that nothing is JIT-compiled at run time.
+  local arch
+  arch=$(python3 -c 'import torch; p = torch.cuda.get_device_capability(); print(f"{p[0]}.{p[1]}")')
+  cmake --preset default -DTORCH_CUDA_ARCH_LIST="$arch" &&
+    cmake --build --preset default -j"$(nproc)" &&
+    grep -q "MIMIC_WITH_CUDA" build/default/CMakeCache.txt
+}
+wants build && run build build
+
+cuda_tests() {
+  # On a GPU machine the CUDA tests must run: a skip is a failure here.
+  build/default/tests/cuda_test --gtest_output="json:$work/reports/cuda_test.json" &&
+    python3 - "$work/reports/cuda_test.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+skipped = [t["name"] for s in r["testsuites"] for t in s["testsuite"] if t.get("result") == "SKIPPED"]
+print("ran", r["tests"], "CUDA tests; skipped:", skipped)
+sys.exit(1 if skipped or r["tests"] == 0 else 0)
+PY
+}
+if wants tests; then
+  run cuda_tests cuda_tests
+  run ctest ctest --preset default -j"$(nproc)"
+  run devices "$mimic" devices --json
+  cp "$work/logs/devices.log" "$work/reports/devices.json"
+fi
+
+# Every GPU trace of the public traces, replayed on the GPU, with its Kineto trace where it has one.
+replay_traces() {
+  [ -n "$traces" ] || { echo "no traces folder (TRACES, .gpu_carry/traces, ../shared/traces)"; return 1; }
+  local rc=0 et name kineto
+  while read -r et; do
+    name=$(basename "$(dirname "$et")")
+    kineto=$(ls "$(dirname "$et")"/*kineto*.json* 2>/dev/null | head -n 1)
+    echo "== $name: $et ${kineto:+(kineto $kineto)}"
+    "$mimic" replay "$et" ${kineto:+--kineto "$kineto"} --device cuda --per-op --warmup 3 --iters 10 \
+      --profile "$work/reports/$name.profile.json" --report "$work/reports/$name.json" || rc=1
+  done < <(find "$traces" -name '*et.json*' | sort)
+  return $rc
+}
+wants traces && run traces replay_traces
+
+wants capture && run capture python3 scripts/capture_gpu_samples.py --out "$work/samples" \
+  ${GPU_CHECK_SAMPLES:+--only "$GPU_CHECK_SAMPLES"}
+wants fidelity && run fidelity python3 bench/gpu_fidelity.py --samples "$work/samples" --mimic "$mimic" \
+  --work "$work/reports" --json "$out/results.json" --markdown "$out/fidelity.md"
+
+tar czf "$out/logs.tar.gz" -C "$work" logs
+tar czf "$out/reports.tar.gz" -C "$work" reports
+tar czf "$out/samples.tar.gz" -C "$work" samples
+echo "gpu_check: wrote $out ($(ls "$out" | tr '\n' ' '))" >&2
+rm -rf "$work"
+exit $failed

@@ -1,0 +1,172 @@
+// The executor on the CPU: lanes from the original's streams run concurrently and join where
+// their data meets; an out-of-memory stops the replay; memory, lazy allocation and profiles.
+#include <ATen/Parallel.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "mimic/base/file.h"
+
+#include "mimic/eg/kineto.h"
+#include "mimic/eg/workload.h"
+#include "mimic/replay/executor.h"
+#include "mimic/replay/replayer.h"
+#include "testing.h"
+#include "workload_builder.h"
+
+namespace mimic::replay {
+namespace {
+
+using mimic::testing::WorkloadBuilder;
+
+constexpr const char* kMm = "aten::mm(Tensor self, Tensor mat2) -> Tensor";
+constexpr const char* kAdd = "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
+
+const OpTiming& TimingOf(const ReplayResult& r, int64_t op_id) {
+  static const OpTiming none{-1, 0, -1, 0};
+  for (const OpTiming& t : r.timeline)
+    if (t.op_id == op_id) return t;
+  ADD_FAILURE() << "op " << op_id << " is not in the timeline";
+  return none;
+}
+
+// Two matrix products the original ran on streams 7 and 20, and an add of both on stream 7: on
+// the CPU each stream is a lane of its own, the products overlap, and the add waits for both.
+TEST(Executor, TwoStreamsOverlapAndJoinWhereTheirDataMeets) {
+  WorkloadBuilder b;
+  b.Step(1);
+  const int64_t n = 1024;  // ~0.1 s per product on one core: scheduling delays on a busy host stay small beside it
+  const int x = b.Tensor({n, n}), w1 = b.Tensor({n, n}), y = b.Tensor({n, n}), w2 = b.Tensor({n, n});
+  const int a = b.Tensor({n, n}), p = b.Tensor({n, n}), c = b.Tensor({n, n});
+  const int64_t mm_a = b.Op(kMm, {b.T(x), b.T(w1)}, {b.T(a)}, 7).id();
+  const int64_t mm_b = b.Op(kMm, {b.T(y), b.T(w2)}, {b.T(p)}, 20).id();
+  const int64_t add = b.Op(kAdd, {b.T(a), b.T(p), b.I(1)}, {b.T(c)}, 7).id();
+  ReplayOptions options;
+  options.device = "cpu";
+  options.num_threads = 1;  // one core per lane
+  options.warmup = 1;
+  options.iters = 1;
+  auto r = Replay(b.workload(), options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->replayed_ops, 3);
+  EXPECT_EQ(r->outputs_mismatched, 0);
+  ASSERT_EQ(r->lanes.size(), 2u);
+  EXPECT_EQ(r->lanes[0].original_stream, 7);  // the stream with the most kernels
+  EXPECT_EQ(r->lanes[1].original_stream, 20);
+  EXPECT_EQ(r->lanes[0].ops, 2);
+  EXPECT_EQ(r->cross_lane_waits, 1);  // the add waits for stream 20's product, nothing else
+  const OpTiming &ta = TimingOf(*r, mm_a), &tb = TimingOf(*r, mm_b), &tc = TimingOf(*r, add);
+  EXPECT_NE(ta.lane, tb.lane);
+  EXPECT_LT(std::max(ta.start_ms, tb.start_ms), std::min(ta.start_ms + ta.duration_ms, tb.start_ms + tb.duration_ms))
+      << "the two products did not overlap";
+  EXPECT_GE(tc.start_ms, ta.start_ms + ta.duration_ms);
+  EXPECT_GE(tc.start_ms, tb.start_ms + tb.duration_ms);
+}
+
+// Without a Kineto trace there is one stream: one lane, run on the calling thread.
+TEST(Executor, ATraceWithoutKernelsRunsOnOneLane) {
+  auto w = eg::LoadWorkload(mimic::testing::SourceDir() + "/fleet_samples/mlp.et.json.gz");
+  ASSERT_THAT(w, IsOk());
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 0;
+  options.iters = 1;
+  auto r = Replay(*w, options);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->lanes.size(), 1u);
+  EXPECT_EQ(r->lanes[0].original_stream, -1);
+  EXPECT_EQ(r->cross_lane_waits, 0);
+  EXPECT_EQ(r->executor, "cpu");
+  // The tensors the replay holds at once, prepared inputs included, as its allocator counted.
+  EXPECT_GE(r->memory.peak_allocated_bytes, r->preallocated_bytes);
+  EXPECT_GT(r->memory.allocations, 0);
+  EXPECT_GE(r->estimated_peak_bytes, r->preallocated_bytes);
+}
+
+// An op that needs more memory than the machine has (its recorded output is small, so the plan
+// cannot see it coming) stops the replay: never a skip, never a completed run.
+TEST(Executor, OutOfMemoryStopsTheReplay) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer aborts on an allocation this large instead of failing it";
+#endif
+  WorkloadBuilder b;
+  b.Step(1);
+  const int out = b.Tensor({1});
+  proto::Value size;
+  size.mutable_list()->add_items()->set_int_value(int64_t{1} << 40);  // 4 TiB of floats
+  b.Op("aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+       "bool? pin_memory=None) -> Tensor",
+       {size}, {b.T(out)});
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 0;
+  options.iters = 2;
+  auto r = Replay(b.workload(), options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_THAT(r->stop_reason, ::testing::HasSubstr("out of memory in op 2 (aten::ones)"));
+  EXPECT_TRUE(r->iteration_ms.empty());
+  EXPECT_TRUE(r->skipped.empty());
+}
+
+// With --lazy-alloc the prepared inputs live only while they are used: the same ops replay
+// with the same shapes, and the replay needs no more than when they are prepared up front.
+TEST(Executor, LazyAllocationReplaysTheSameOps) {
+  const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
+  auto w = eg::LoadWorkload(dir + "cnn_bn.et.json.gz");
+  ASSERT_THAT(w, IsOk());
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 1;
+  options.iters = 1;
+  auto eager = Replay(*w, options);
+  options.lazy_alloc = true;
+  auto lazy = Replay(*w, options);
+  ASSERT_THAT(eager, IsOk());
+  ASSERT_THAT(lazy, IsOk());
+  EXPECT_EQ(lazy->replayed_ops, lazy->total_ops);
+  EXPECT_EQ(lazy->outputs_mismatched, 0);
+  EXPECT_GT(lazy->outputs_checked, 0);
+  EXPECT_TRUE(lazy->stop_reason.empty()) << lazy->stop_reason;
+  EXPECT_EQ(lazy->preallocated_bytes, 0);
+  EXPECT_LE(lazy->estimated_peak_bytes, eager->estimated_peak_bytes);
+}
+
+// --profile: LibTorch's profiler writes a Kineto trace with a ProfilerStep#N per measured
+// iteration and a cpu_op for every replayed op.
+TEST(Executor, ProfileHoldsEveryReplayedOpAndEachIteration) {
+  auto w = eg::LoadWorkload(mimic::testing::SourceDir() + "/fleet_samples/mlp.et.json.gz");
+  ASSERT_THAT(w, IsOk());
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 1;
+  options.iters = 2;
+  options.profile_path = ::testing::TempDir() + "/mimic_profile_" + std::to_string(getpid()) + ".json";
+  auto r = Replay(*w, options);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->profile_path, options.profile_path);
+  auto text = ReadFile(options.profile_path);
+  ASSERT_THAT(text, IsOk());
+  std::remove(options.profile_path.c_str());
+  auto trace = eg::ParseKinetoTrace(options.profile_path, text->bytes.view());
+  ASSERT_THAT(trace, IsOk());
+  int steps = 0;
+  std::map<std::string, int> ops;
+  for (const eg::KinetoEvent& e : trace->events) {
+    if (e.kind == eg::KinetoEvent::Kind::kAnnotation && e.name.rfind("ProfilerStep#", 0) == 0) ++steps;
+    if (e.kind == eg::KinetoEvent::Kind::kHostOp) ++ops[e.name];
+  }
+  EXPECT_EQ(steps, 2);
+  for (const OpNameStats& s : r->per_op) EXPECT_GE(ops[s.name], 2 * s.calls) << s.name;
+}
+
+TEST(Executor, RegistryNamesTheDevicesItLacks) {
+  EXPECT_THAT(CreateExecutor("cpu"), IsOk());
+  EXPECT_THAT(CreateExecutor("xla:0"), StatusIs(StatusCode::kUnsupported));
+  EXPECT_THAT(CreateExecutor("not a device"), StatusIs(StatusCode::kInvalidInput));
+  EXPECT_EQ(ExecutorTypes().front().name, std::string("cpu"));
+}
+
+}  // namespace
+}  // namespace mimic::replay
