@@ -568,158 +568,208 @@ const char* ReplayModeName(ReplayMode mode) {
 
 std::string TorchVersion() { return MIMIC_TORCH_VERSION; }
 
+namespace {
+
+// One replay, from selection to result: the ops selected, a runner (an executor and its plan)
+// per tenant, the warm-up and measured iterations, and the merged result.
+class Session {
+ public:
+  Session(const proto::Workload& w, const ReplayOptions& options)
+      : w_(w), options_(options), tree_(w) {}
+
+  Result<ReplayResult> Run(const ProgressFn& progress) {
+    const std::string device = options_.device.empty() ? BestDevice() : options_.device;
+    MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> first, CreateExecutor(device));
+    if (options_.num_threads > 0) at::set_num_threads(options_.num_threads);
+    result_.heap = options_.retain_heap ? RetainFreedHeap() : "";
+    if (result_.heap.empty()) result_.heap = "default";
+    result_.num_threads = at::get_num_threads();
+    result_.device = first->Describe();
+    result_.executor = first->type();
+    const auto setup_t0 = Clock::now();
+    MIMIC_RETURN_IF_ERROR(Select());
+    MIMIC_RETURN_IF_ERROR(Connect(*first));
+    MIMIC_RETURN_IF_ERROR(CreateRunners(std::move(first), device));
+    result_.setup_ms = MsSince(setup_t0);
+    for (const ReplayResult& p : partials_) stopped_ |= !p.stop_reason.empty();
+    MIMIC_RETURN_IF_ERROR(Iterate(progress));
+    Leave();
+    Finish();
+    return std::move(result_);
+  }
+
+ private:
+  // The selected iteration's (or label's) top-level ops, those of the mode, and the tenants of
+  // a concurrent mix (synth's --compose concurrent: one range per part, each replayed on its
+  // own thread with its own executor and tensors; an iteration lasts until the last is done).
+  Status Select() {
+    MIMIC_ASSIGN_OR_RETURN(const proto::Segment* seg,
+                           eg::FindSegment(w_, options_.iteration, options_.label));
+    result_.selection = seg ? seg->name() : "whole trace";
+    const int segment = seg ? tree_.IndexOf(seg->op_id()) : -1;
+    selected_ = eg::ReplayableOps(w_, tree_, segment, /*include_compiled=*/true);
+    result_.mode = options_.mode;
+    result_.comm.expected = eg::CountCollectives(w_, selected_);
+    if (options_.mode != ReplayMode::kFull) {
+      // compute: everything but communication; comm: communication only.
+      const bool keep_comm = options_.mode == ReplayMode::kComm;
+      std::erase_if(selected_, [&](int i) {
+        return (w_.ops(i).has_collective() || eg::IsCollectiveOp(w_.ops(i))) != keep_comm;
+      });
+      if (!keep_comm) result_.comm.expected = {};
+    }
+    if (selected_.empty())
+      return Status::InvalidInput(std::string("nothing to replay in ") + result_.selection +
+                                  (options_.mode == ReplayMode::kComm
+                                       ? ": it holds no collective"
+                                       : ": no top-level op with a schema"));
+    if (segment >= 0)
+      for (int c : tree_.Children(segment))
+        if (w_.ops(c).name().rfind("## mimic:tenant:", 0) == 0) tenants_.push_back(c);
+    return Status::Ok();
+  }
+
+  // A multi-rank replay: this rank's process groups, as the trace recorded them.
+  Status Connect(Executor& executor) {
+    if (options_.dist) {
+      result_.comm.rank = options_.dist->rank;
+      result_.comm.world_size = options_.dist->world_size;
+    }
+    if (!options_.dist || options_.mode == ReplayMode::kCompute) return Status::Ok();
+    MIMIC_ASSIGN_OR_RETURN(
+        comm_, Communicator::Create(*options_.dist, w_, executor,
+                                    std::chrono::milliseconds(options_.comm_timeout_ms)));
+    result_.comm.backend = executor.collective_backend();
+    return Status::Ok();
+  }
+
+  Status CreateRunners(std::unique_ptr<Executor> first, const std::string& device) {
+    partials_.resize(std::max<size_t>(tenants_.size(), 1));
+    for (size_t k = 0; k < partials_.size(); ++k) {
+      std::unique_ptr<Executor> executor = std::move(first);
+      if (!executor) {
+        MIMIC_ASSIGN_OR_RETURN(executor, CreateExecutor(device));
+      }
+      // Collectives of concurrent tenants would be issued in a different order on each rank.
+      runners_.push_back(std::make_unique<Runner>(w_, tree_, options_, std::move(executor),
+                                                  partials_[k],
+                                                  tenants_.size() > 1 ? nullptr : comm_.get()));
+      const std::vector<int> ops =
+          tenants_.empty() ? selected_
+                           : eg::ReplayableOps(w_, tree_, tenants_[k], /*include_compiled=*/true);
+      MIMIC_RETURN_IF_ERROR(runners_.back()->Plan(ops));
+    }
+    return Status::Ok();
+  }
+
+  // Before the first measured iteration: the counters, the device's sampler, the profiler.
+  Status StartMeasuring(Executor& lead) {
+    faults_at_first_measured_ = MinorPageFaults();
+    lead.ResetPeakMemory();
+    lead.StartSampling();
+    sampling_ = true;
+    if (options_.profile_path.empty()) return Status::Ok();
+    MIMIC_ASSIGN_OR_RETURN(profile_, ProfileSession::Start(lead.device()));
+    return Status::Ok();
+  }
+
+  // One iteration of every runner (tenants on threads of their own); its time, or an error
+  // when the replay must stop.
+  Result<double> IterateOnce(bool first, bool measure) {
+    std::vector<Result<double>> outcome(runners_.size(), 0.0);
+    const auto t0 = Clock::now();
+    if (runners_.size() == 1) {
+      outcome[0] = runners_[0]->Iterate(first, measure);
+      return outcome[0];
+    }
+    std::vector<std::thread> threads;
+    for (size_t k = 0; k < runners_.size(); ++k)
+      threads.emplace_back([&, k] { outcome[k] = runners_[k]->Iterate(first, measure); });
+    for (std::thread& t : threads) t.join();
+    for (const Result<double>& o : outcome)
+      if (!o.ok()) return o.status();
+    return MsSince(t0);
+  }
+
+  Status Iterate(const ProgressFn& progress) {
+    Executor& lead = runners_[0]->executor();
+    const int total = options_.warmup + options_.iters;
+    for (int it = 0; it < total && !stopped_; ++it) {
+      const bool measure = it >= options_.warmup;
+      if (it == options_.warmup) MIMIC_RETURN_IF_ERROR(StartMeasuring(lead));
+      if (profile_) profile_->BeginIteration(it - options_.warmup + 1);
+      Result<double> ms = IterateOnce(/*first=*/it == 0, measure);
+      if (profile_) profile_->EndIteration();
+      if (!ms.ok()) {  // the iteration in flight is dropped; the completed ones are reported
+        result_.stop_reason = ms.status().message();
+        stopped_ = true;
+        break;
+      }
+      if (measure) result_.iteration_ms.push_back(*ms);
+      if (progress) progress(it + 1, total, *ms);
+    }
+    if (sampling_) {
+      result_.memory = lead.Memory();
+      result_.device_metrics = lead.StopSampling();
+    }
+    if (profile_) {
+      if (Status st = profile_->Stop(options_.profile_path);
+          !st.ok() && result_.stop_reason.empty())
+        result_.stop_reason = st.message();
+      else
+        result_.profile_path = options_.profile_path;
+    }
+    return Status::Ok();
+  }
+
+  // Every rank leaves together; after a failure the groups are left as they are, since their
+  // threads may be blocked on the rank that failed.
+  void Leave() {
+    if (!comm_) return;
+    if (result_.stop_reason.empty() && !stopped_) {
+      const Status st = comm_->Barrier("the final barrier");
+      if (!st.ok()) result_.stop_reason = st.message();
+    }
+    if (!result_.stop_reason.empty() || stopped_) comm_->Abandon();
+  }
+
+  void Finish() {
+    const int measured = static_cast<int>(result_.iteration_ms.size());
+    if (measured > 0)
+      result_.page_faults_per_iteration =
+          static_cast<double>(MinorPageFaults() - faults_at_first_measured_) / measured;
+    std::map<std::string, OpNameStats> by_name;
+    for (size_t k = 0; k < runners_.size(); ++k) {
+      runners_[k]->Finish(measured);
+      Merge(partials_[k], runners_.size() > 1, comm_ != nullptr, result_, by_name);
+    }
+    for (auto& [name, s] : by_name) result_.per_op.push_back(s);
+    std::sort(result_.per_op.begin(), result_.per_op.end(),
+              [](const OpNameStats& a, const OpNameStats& b) { return a.replay_ms > b.replay_ms; });
+    if (tenants_.size() > 1)
+      result_.selection += " (" + std::to_string(tenants_.size()) + " concurrent tenants)";
+  }
+
+  const proto::Workload& w_;
+  const ReplayOptions& options_;
+  const eg::OpTree tree_;
+  ReplayResult result_;
+  std::vector<int> selected_, tenants_;
+  std::unique_ptr<Communicator> comm_;
+  std::vector<ReplayResult> partials_;  // per runner; stable once created
+  std::vector<std::unique_ptr<Runner>> runners_;
+  std::unique_ptr<ProfileSession> profile_;
+  bool sampling_ = false, stopped_ = false;
+  int64_t faults_at_first_measured_ = 0;
+};
+
+}  // namespace
+
 Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& options,
                             const ProgressFn& progress) {
   if (options.iters < 1) return Status::InvalidInput("--iters must be at least 1");
   if (options.warmup < 0) return Status::InvalidInput("--warmup must not be negative");
-  const std::string device = options.device.empty() ? BestDevice() : options.device;
-  MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> first_executor, CreateExecutor(device));
-  if (options.num_threads > 0) at::set_num_threads(options.num_threads);
-
-  ReplayResult result;
-  result.heap = options.retain_heap ? RetainFreedHeap() : "";
-  if (result.heap.empty()) result.heap = "default";
-  result.num_threads = at::get_num_threads();
-  result.device = first_executor->Describe();
-  result.executor = first_executor->type();
-  const auto setup_t0 = Clock::now();
-  const eg::OpTree tree(w);
-  MIMIC_ASSIGN_OR_RETURN(const proto::Segment* seg,
-                         eg::FindSegment(w, options.iteration, options.label));
-  result.selection = seg ? seg->name() : "whole trace";
-  const int segment = seg ? tree.IndexOf(seg->op_id()) : -1;
-  std::vector<int> selected = eg::ReplayableOps(w, tree, segment, /*include_compiled=*/true);
-  result.mode = options.mode;
-  result.comm.expected = eg::CountCollectives(w, selected);
-  if (options.mode != ReplayMode::kFull) {
-    // compute: everything but communication; comm: communication only.
-    const bool keep_comm = options.mode == ReplayMode::kComm;
-    std::erase_if(selected, [&](int i) {
-      return (w.ops(i).has_collective() || eg::IsCollectiveOp(w.ops(i))) != keep_comm;
-    });
-    if (!keep_comm) result.comm.expected = {};
-  }
-  if (selected.empty())
-    return Status::InvalidInput(std::string("nothing to replay in ") + result.selection +
-                                (options.mode == ReplayMode::kComm
-                                     ? ": it holds no collective"
-                                     : ": no top-level op with a schema"));
-
-  // A multi-rank replay: this rank's process groups, as the trace recorded them.
-  std::unique_ptr<Communicator> comm;
-  if (options.dist && options.mode != ReplayMode::kCompute) {
-    MIMIC_ASSIGN_OR_RETURN(
-        comm, Communicator::Create(*options.dist, w, *first_executor,
-                                   std::chrono::milliseconds(options.comm_timeout_ms)));
-    result.comm.backend = first_executor->collective_backend();
-  }
-  if (options.dist) {
-    result.comm.rank = options.dist->rank;
-    result.comm.world_size = options.dist->world_size;
-  }
-
-  // A concurrent mix (synth's --compose concurrent) holds one tenant range per part: each
-  // tenant replays on its own thread, with its own executor and tensors, and an iteration
-  // lasts until the last tenant is done.
-  std::vector<int> tenants;
-  if (segment >= 0)
-    for (int c : tree.Children(segment))
-      if (w.ops(c).name().rfind("## mimic:tenant:", 0) == 0) tenants.push_back(c);
-  std::vector<ReplayResult> partials(std::max<size_t>(tenants.size(), 1));
-  std::vector<std::unique_ptr<Runner>> runners;
-  for (size_t k = 0; k < partials.size(); ++k) {
-    std::unique_ptr<Executor> executor = std::move(first_executor);
-    if (!executor) {
-      MIMIC_ASSIGN_OR_RETURN(executor, CreateExecutor(device));
-    }
-    // Collectives of concurrent tenants would be issued in a different order on each rank.
-    runners.push_back(std::make_unique<Runner>(w, tree, options, std::move(executor), partials[k],
-                                               tenants.size() > 1 ? nullptr : comm.get()));
-    const std::vector<int> ops =
-        tenants.empty() ? selected
-                        : eg::ReplayableOps(w, tree, tenants[k], /*include_compiled=*/true);
-    MIMIC_RETURN_IF_ERROR(runners.back()->Plan(ops));
-  }
-  result.setup_ms = MsSince(setup_t0);
-  bool stopped = false;
-  for (const ReplayResult& p : partials) stopped |= !p.stop_reason.empty();
-
-  Executor& lead = runners[0]->executor();
-  std::unique_ptr<ProfileSession> profile;
-  bool sampling = false;
-  const int total = options.warmup + options.iters;
-  std::vector<Result<double>> outcome(runners.size(), 0.0);
-  int64_t faults_at_first_measured = 0;
-  for (int it = 0; it < total && !stopped; ++it) {
-    const bool measure = it >= options.warmup;
-    if (it == options.warmup) {
-      faults_at_first_measured = MinorPageFaults();
-      lead.ResetPeakMemory();
-      lead.StartSampling();
-      sampling = true;
-      if (!options.profile_path.empty()) {
-        Result<std::unique_ptr<ProfileSession>> p = ProfileSession::Start(lead.device());
-        if (!p.ok()) return p.status();
-        profile = std::move(*p);
-      }
-    }
-    if (profile) profile->BeginIteration(it - options.warmup + 1);
-    const auto t0 = Clock::now();
-    if (runners.size() == 1) {
-      outcome[0] = runners[0]->Iterate(/*first=*/it == 0, measure);
-    } else {
-      std::vector<std::thread> threads;
-      for (size_t k = 0; k < runners.size(); ++k)
-        threads.emplace_back(
-            [&, k] { outcome[k] = runners[k]->Iterate(/*first=*/it == 0, measure); });
-      for (std::thread& t : threads) t.join();
-    }
-    if (profile) profile->EndIteration();
-    const double ms = runners.size() == 1 && outcome[0].ok() ? *outcome[0] : MsSince(t0);
-    for (const Result<double>& o : outcome) {
-      if (!o.ok() && !stopped) {  // the iteration in flight is dropped; completed ones are reported
-        result.stop_reason = o.status().message();
-        stopped = true;
-      }
-    }
-    if (stopped) break;
-    if (measure) result.iteration_ms.push_back(ms);
-    if (progress) progress(it + 1, total, ms);
-  }
-  if (sampling) {
-    result.memory = lead.Memory();
-    result.device_metrics = lead.StopSampling();
-  }
-  if (profile) {
-    if (Status st = profile->Stop(options.profile_path); !st.ok() && result.stop_reason.empty())
-      result.stop_reason = st.message();
-    else
-      result.profile_path = options.profile_path;
-  }
-  if (comm) {
-    // Every rank leaves together; after a failure the groups are left as they are, since their
-    // threads may be blocked on the rank that failed.
-    if (result.stop_reason.empty() && !stopped) {
-      const Status st = comm->Barrier("the final barrier");
-      if (!st.ok()) result.stop_reason = st.message();
-    }
-    if (!result.stop_reason.empty() || stopped) comm->Abandon();
-  }
-  const int measured = static_cast<int>(result.iteration_ms.size());
-  if (measured > 0)
-    result.page_faults_per_iteration =
-        static_cast<double>(MinorPageFaults() - faults_at_first_measured) / measured;
-  std::map<std::string, OpNameStats> by_name;
-  for (size_t k = 0; k < runners.size(); ++k) {
-    runners[k]->Finish(measured);
-    Merge(partials[k], runners.size() > 1, comm != nullptr, result, by_name);
-  }
-  for (auto& [name, s] : by_name) result.per_op.push_back(s);
-  std::sort(result.per_op.begin(), result.per_op.end(),
-            [](const OpNameStats& a, const OpNameStats& b) { return a.replay_ms > b.replay_ms; });
-  if (tenants.size() > 1)
-    result.selection += " (" + std::to_string(tenants.size()) + " concurrent tenants)";
-  return result;
+  return Session(w, options).Run(progress);
 }
 
 }  // namespace mimic::replay
