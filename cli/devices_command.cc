@@ -15,12 +15,21 @@ std::string DevicesJson(const std::vector<replay::ExecutorDevices>& all, const s
   j.Key("torch_version").String(replay::TorchVersion());
   j.Key("executors").BeginArray();
   for (const replay::ExecutorDevices& e : all) {
-    j.BeginObject().Key("type").String(e.type).Key("note").String(e.note).Key("devices").BeginArray();
+    j.BeginObject()
+        .Key("type")
+        .String(e.type)
+        .Key("note")
+        .String(e.note)
+        .Key("devices")
+        .BeginArray();
     for (const replay::DeviceInfo& d : e.devices)
       j.BeginObject()
-          .Key("name").String(d.name)
-          .Key("description").String(d.description)
-          .Key("memory_bytes").Int(d.memory_bytes)
+          .Key("name")
+          .String(d.name)
+          .Key("description")
+          .String(d.description)
+          .Key("memory_bytes")
+          .Int(d.memory_bytes)
           .EndObject();
     j.EndArray().EndObject();
   }
@@ -35,7 +44,8 @@ void PrintDevices(const std::vector<replay::ExecutorDevices>& all, const std::st
     std::printf("  %-6s %s\n", e.type.c_str(), e.devices.empty() ? e.note.c_str() : "");
     for (const replay::DeviceInfo& d : e.devices)
       std::printf("    %-8s %s, %.1f GiB%s\n", d.name.c_str(), d.description.c_str(),
-                  static_cast<double>(d.memory_bytes) / (1 << 30), d.name.rfind(best, 0) == 0 ? "  (default)" : "");
+                  static_cast<double>(d.memory_bytes) / (1 << 30),
+                  d.name.rfind(best, 0) == 0 ? "  (default)" : "");
   }
 }
 
@@ -43,12 +53,16 @@ void PrintDevices(const std::vector<replay::ExecutorDevices>& all, const std::st
 
 Runner AddDevices(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
-  app.add_flag("--json", *json, "Print JSON: {best, torch_version, executors: [{type, note, devices: [{name, description, memory_bytes}]}]}");
+  app.add_flag("--json", *json,
+               "Print JSON: {best, torch_version, executors: [{type, note, devices: [{name, "
+               "description, memory_bytes}]}]}");
   return [json]() {
     const std::vector<replay::ExecutorDevices> all = replay::ListDevices();
     const std::string best = replay::BestDevice();
-    if (*json) std::fputs(DevicesJson(all, best).c_str(), stdout);
-    else PrintDevices(all, best);
+    if (*json)
+      std::fputs(DevicesJson(all, best).c_str(), stdout);
+    else
+      PrintDevices(all, best);
     return kExitOk;
   };
 }

@@ -38,8 +38,9 @@ void InstallSignalHandlers() {
 }  // namespace
 
 void AddReplayOptions(CLI::App& app, replay::ReplayOptions& o, std::string& report_path) {
-  app.add_option("--device", o.device,
-                 "Device to replay on: cpu, cuda or cuda:N (default: the best present; see `mimic devices`)");
+  app.add_option(
+      "--device", o.device,
+      "Device to replay on: cpu, cuda or cuda:N (default: the best present; see `mimic devices`)");
   app.add_option("--warmup", o.warmup, "Warm-up iterations, not measured")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--iters", o.iters, "Measured iterations")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--iteration", o.iteration, "Replay ProfilerStep#N (default: the first step, else the whole trace)");
@@ -52,14 +53,19 @@ void AddReplayOptions(CLI::App& app, replay::ReplayOptions& o, std::string& repo
   app.add_flag("!--no-decompose", o.decompose,
                "Run composite ops (those with no kernel of their own, like max_pool2d or linear) as themselves, "
                "not as the ops the trace recorded under them");
-  app.add_flag("--strict", o.strict, "Stop at the first op that cannot be replayed instead of skipping it (exit 1, with the report)");
+  app.add_flag("--strict", o.strict,
+               "Stop at the first op that cannot be replayed instead of skipping it (exit 1, with "
+               "the report)");
   app.add_flag("--per-op", o.per_op_device_time,
-               "Time every op on the device's own clock (CUDA events around each op); ops are always timed on the CPU");
+               "Time every op on the device's own clock (CUDA events around each op); ops are "
+               "always timed on the CPU");
   app.add_flag("--lazy-alloc", o.lazy_alloc,
-               "Allocate the prepared inputs only while they are used in each iteration (for selections whose inputs "
+               "Allocate the prepared inputs only while they are used in each iteration (for "
+               "selections whose inputs "
                "do not fit the device at once); outputs are freed after their last use either way");
   app.add_option("--profile", o.profile_path,
-                 "Write a Kineto (Chrome trace) profile of the measured iterations, through LibTorch's profiler: one "
+                 "Write a Kineto (Chrome trace) profile of the measured iterations, through "
+                 "LibTorch's profiler: one "
                  "cpu_op per replayed op, ProfilerStep#N per iteration; opens in Perfetto");
   app.add_option("--report", report_path,
                  "Write the JSON report here ('-' for stdout); in a multi-rank replay {rank} in the path is "
@@ -122,7 +128,8 @@ int ReplayAndReport(const proto::Workload& w, const std::string& input,
   // Rank 0 speaks for a multi-rank job on the console; every rank writes its own JSON. With the
   // JSON on stdout, the console report goes to stderr.
   if (!options.dist || options.dist->rank == 0)
-    std::fputs(replay::CreateReporter("console")->Render(ctx, w, *r).c_str(), report_path == "-" ? stderr : stdout);
+    std::fputs(replay::CreateReporter("console")->Render(ctx, w, *r).c_str(),
+               report_path == "-" ? stderr : stdout);
   if (!report_path.empty()) {
     Status st = WriteOutput(RankReportPath(report_path, options), replay::CreateReporter("json")->Render(ctx, w, *r));
     if (!st.ok()) return Fail(st);

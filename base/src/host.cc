@@ -77,7 +77,8 @@ int64_t AvailableHostMemory() {
     std::ifstream statm("/proc/self/statm");
     int64_t pages = 0;
     if (statm >> pages)
-      lower(std::max<int64_t>(static_cast<int64_t>(as.rlim_cur) - pages * sysconf(_SC_PAGESIZE), 0));
+      lower(
+          std::max<int64_t>(static_cast<int64_t>(as.rlim_cur) - pages * sysconf(_SC_PAGESIZE), 0));
   }
   return std::max<int64_t>(available, 0);
 }

@@ -204,12 +204,18 @@ struct Converter {
   // A type variable or Any: the recorded value as it is.
   Result<c10::IValue> ConvertAny(const proto::Value& v, const std::string& name) {
     switch (v.kind_case()) {
-      case K::kIntValue: return c10::IValue(v.int_value());
-      case K::kDoubleValue: return c10::IValue(v.double_value());
-      case K::kBoolValue: return c10::IValue(v.bool_value());
-      case K::kStringValue: return c10::IValue(v.string_value());
-      case K::kTensor: return TensorPlaceholder(v.tensor(), false);
-      case K::kNone: return c10::IValue();
+      case K::kIntValue:
+        return c10::IValue(v.int_value());
+      case K::kDoubleValue:
+        return c10::IValue(v.double_value());
+      case K::kBoolValue:
+        return c10::IValue(v.bool_value());
+      case K::kStringValue:
+        return c10::IValue(v.string_value());
+      case K::kTensor:
+        return TensorPlaceholder(v.tensor(), false);
+      case K::kNone:
+        return c10::IValue();
       default:
         return Status::Unsupported("argument '" + name + "' holds a recorded " +
                                    eg::TypeName(w, v.type()) + " Mimic cannot pass untyped");
@@ -248,7 +254,7 @@ struct Converter {
                            l.push_back(iv.isNone() ? std::optional<at::Tensor>() : iv.toTensor());
                          });
         if (!IsBuildable(elem)) break;
-        [[fallthrough]];  // Scalar?[] and the like: a generic list of values and Nones
+        [[fallthrough]];             // Scalar?[] and the like: a generic list of values and Nones
       case c10::TypeKind::ListType:  // int[][], str[][]: lists of lists
         if (elem->kind() == c10::TypeKind::ListType && !IsBuildable(elem)) break;
         return Collect(c10::impl::GenericList(elem), items, elem, name,
@@ -329,9 +335,10 @@ Result<CompiledArgs> CompileArgs(const proto::Op& op, const proto::Workload& w,
 
 Status BuildStack(const proto::Op& op, const c10::FunctionSchema& schema, TensorSource& tensors,
                   c10::Device device, torch::jit::Stack* stack, bool remap_host_devices) {
-  MIMIC_ASSIGN_OR_RETURN(CompiledArgs args, CompileArgs(op, tensors.workload(), schema, device,
-                                                        remap_host_devices));
-  FillStack(args, [&](size_t k) { return tensors.Get(args.tensors[k].entry); }, stack);
+  MIMIC_ASSIGN_OR_RETURN(CompiledArgs args,
+                         CompileArgs(op, tensors.workload(), schema, device, remap_host_devices));
+  FillStack(
+      args, [&](size_t k) { return tensors.Get(args.tensors[k].entry); }, stack);
   return Status::Ok();
 }
 

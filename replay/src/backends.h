@@ -3,11 +3,10 @@
 // Gloo's code but not its headers) and NCCL (nccl_backend.cc, CUDA builds only).
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Backend.hpp>
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <chrono>
 #include <string>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "mimic/base/status.h"
 

@@ -1,9 +1,5 @@
 #include "comm.h"
 
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -11,6 +7,9 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "mimic/eg/collective.h"
 
@@ -70,8 +69,10 @@ Communicator::Communicator(const DistEnv& env, milliseconds timeout)
 
 Communicator::~Communicator() { impl_->StopHeartbeat(); }
 
-Result<std::unique_ptr<Communicator>> Communicator::Create(const DistEnv& env, const proto::Workload& w,
-                                                           Executor& executor, milliseconds timeout) {
+Result<std::unique_ptr<Communicator>> Communicator::Create(const DistEnv& env,
+                                                           const proto::Workload& w,
+                                                           Executor& executor,
+                                                           milliseconds timeout) {
   const int64_t recorded = w.provenance().world_size();
   if (recorded > 0 && recorded != env.world_size)
     return Status::InvalidInput("the trace was recorded on " + std::to_string(recorded) + " ranks; " + env.launcher +

@@ -16,8 +16,9 @@ Result<std::vector<CollectiveSample>> SweepCollectives(const DistEnv& env, const
   proto::Workload world;  // no recorded groups: the world group only
   world.mutable_provenance()->set_world_size(env.world_size);
   MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, CreateExecutor(options.device));
-  MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm,
-                         Communicator::Create(env, world, *executor, std::chrono::milliseconds(options.timeout_ms)));
+  MIMIC_ASSIGN_OR_RETURN(
+      std::unique_ptr<Communicator> comm,
+      Communicator::Create(env, world, *executor, std::chrono::milliseconds(options.timeout_ms)));
   const auto on_device = at::TensorOptions().device(executor->device());
   const int64_t n = env.world_size;
   std::vector<CollectiveSample> out;

@@ -1,7 +1,8 @@
 // The CPU executor: one lane runs on the thread that drives the replay; with several, each lane
 // runs on a thread of its own while the driving thread only submits, so that a plan with
-// several streams runs, orders and overlaps its work on the CPU as a GPU would. Events are counters that a lane bumps once per iteration;
-// tensor memory is counted by an allocator that wraps LibTorch's CPU allocation.
+// several streams runs, orders and overlaps its work on the CPU as a GPU would. Events are counters
+// that a lane bumps once per iteration; tensor memory is counted by an allocator that wraps
+// LibTorch's CPU allocation.
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <ATen/ThreadLocalState.h>
@@ -9,7 +10,6 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <malloc.h>
-#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +18,7 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include "backends.h"
 #include "executors.h"
@@ -53,9 +54,7 @@ class CountingAllocator final : public c10::Allocator {
     default_copy_data(dest, src, count);
   }
 
-  MemoryStats Stats() const {
-    return {live_.load(), peak_.load(), -1, allocations_.load()};
-  }
+  MemoryStats Stats() const { return {live_.load(), peak_.load(), -1, allocations_.load()}; }
   void ResetPeak() {
     peak_.store(live_.load());
     allocations_.store(0);
@@ -120,7 +119,8 @@ class CpuExecutor final : public Executor {
 
   void Submit(int lane, std::span<const int32_t> waits, const Work& work, int32_t done,
               int32_t timed) override {
-    if (lane < static_cast<int>(first_threaded_)) return Run(waits, work, done, timed, std::max(lane, 0));
+    if (lane < static_cast<int>(first_threaded_))
+      return Run(waits, work, done, timed, std::max(lane, 0));
     Lane& l = *lanes_[lane];
     {
       std::lock_guard<std::mutex> lock(l.mu);

@@ -24,12 +24,13 @@ namespace {
 
 // Checks a CUDA runtime call, keeping its text and place for the message (nccl-tests'
 // CUDACHECK). For calls whose failure ends what the caller is doing.
-#define MIMIC_CUDA_CHECK(call)                                                                \
-  do {                                                                                        \
-    const cudaError_t mimic_cuda_rc = (call);                                                 \
-    if (mimic_cuda_rc != cudaSuccess)                                                         \
-      return Status::Internal(std::string(#call) + " failed at " + __FILE__ + ":" +           \
-                              std::to_string(__LINE__) + ": " + cudaGetErrorString(mimic_cuda_rc)); \
+#define MIMIC_CUDA_CHECK(call)                                                      \
+  do {                                                                              \
+    const cudaError_t mimic_cuda_rc = (call);                                       \
+    if (mimic_cuda_rc != cudaSuccess)                                               \
+      return Status::Internal(std::string(#call) + " failed at " + __FILE__ + ":" + \
+                              std::to_string(__LINE__) + ": " +                     \
+                              cudaGetErrorString(mimic_cuda_rc));                   \
   } while (0)
 
 constexpr std::chrono::milliseconds kSamplePeriod{50};
@@ -48,7 +49,8 @@ class CudaExecutor final : public Executor {
   Status Configure(int lanes, int events, int timed, bool per_op_device_time) override {
     streams_.clear();
     streams_.push_back(c10::cuda::getDefaultCUDAStream(device_.index()));
-    for (int k = 1; k < lanes; ++k) streams_.push_back(c10::cuda::getStreamFromPool(false, device_.index()));
+    for (int k = 1; k < lanes; ++k)
+      streams_.push_back(c10::cuda::getStreamFromPool(false, device_.index()));
     events_ = std::vector<at::cuda::CUDAEvent>(std::max(events, 0));
     per_op_ = per_op_device_time;
     op_start_ = std::vector<at::cuda::CUDAEvent>(per_op_ ? timed : 0);
@@ -95,7 +97,8 @@ class CudaExecutor final : public Executor {
         times_[i].start_ms = -1;
         continue;
       }
-      times_[i] = {start_.elapsed_time(op_start_[i]), op_start_[i].elapsed_time(op_end_[i]), ran_[i] - 1};
+      times_[i] = {start_.elapsed_time(op_start_[i]), op_start_[i].elapsed_time(op_end_[i]),
+                   ran_[i] - 1};
     }
     return start_.elapsed_time(end);
   }
@@ -165,8 +168,8 @@ Status CheckDevice(const c10::Device& device) {
   MIMIC_CUDA_CHECK(cudaGetDeviceCount(&count));
   const int index = device.has_index() ? device.index() : 0;
   if (index >= count)
-    return Status::Unsupported("--device " + device.str() + ": this machine has " + std::to_string(count) +
-                               " CUDA device(s)");
+    return Status::Unsupported("--device " + device.str() + ": this machine has " +
+                               std::to_string(count) + " CUDA device(s)");
   return Status::Ok();
 }
 
@@ -185,8 +188,9 @@ std::vector<DeviceInfo> ListCudaDevices() {
   for (int i = 0; i < count; ++i) {
     const cudaDeviceProp* p = at::cuda::getDeviceProperties(i);
     out.push_back({"cuda:" + std::to_string(i),
-                   std::string(p->name) + ", sm_" + std::to_string(p->major) + std::to_string(p->minor) + ", " +
-                       std::to_string(p->multiProcessorCount) + " SMs",
+                   std::string(p->name) + ", sm_" + std::to_string(p->major) +
+                       std::to_string(p->minor) + ", " + std::to_string(p->multiProcessorCount) +
+                       " SMs",
                    static_cast<int64_t>(p->totalGlobalMem)});
   }
   return out;

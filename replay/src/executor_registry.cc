@@ -8,9 +8,9 @@ namespace mimic::replay {
 
 const std::vector<ExecutorType>& ExecutorTypes() {
   static const std::vector<ExecutorType> types = {
-      {"cpu", &CreateCpuExecutor, &ListCpuDevices},
+    {"cpu", &CreateCpuExecutor, &ListCpuDevices},
 #if defined(MIMIC_WITH_CUDA)
-      {"cuda", &CreateCudaExecutor, &ListCudaDevices},
+    {"cuda", &CreateCudaExecutor, &ListCudaDevices},
 #endif
   };
   return types;

@@ -1,8 +1,7 @@
 // The only file that sees ProcessGroupGloo: its header needs Gloo's headers. Only the
 // constructor and Options are used; every collective goes through c10d::ProcessGroup.
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-
 #include <cstdlib>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "backends.h"
 

@@ -43,7 +43,7 @@ struct Nvml {
     const nvmlReturn_t mimic_nvml_rc = (call);                                                    \
     if (mimic_nvml_rc != kNvmlSuccess) {                                                          \
       *(error) = std::string(#call) + " failed at " + __FILE__ + ":" + std::to_string(__LINE__) + \
-                 ": " + ((nvml).ErrorString ? (nvml).ErrorString(mimic_nvml_rc) : "error");      \
+                 ": " + ((nvml).ErrorString ? (nvml).ErrorString(mimic_nvml_rc) : "error");       \
     }                                                                                             \
   } while (0)
 
@@ -57,9 +57,9 @@ std::string Load(Nvml& n) {
   };
   if (!sym(n.Init, "nvmlInit_v2") || !sym(n.Shutdown, "nvmlShutdown") ||
       !sym(n.HandleByPciBusId, "nvmlDeviceGetHandleByPciBusId_v2") ||
-      !sym(n.Utilization, "nvmlDeviceGetUtilizationRates") || !sym(n.Memory, "nvmlDeviceGetMemoryInfo") ||
-      !sym(n.Power, "nvmlDeviceGetPowerUsage") || !sym(n.Clock, "nvmlDeviceGetClockInfo") ||
-      !sym(n.ErrorString, "nvmlErrorString"))
+      !sym(n.Utilization, "nvmlDeviceGetUtilizationRates") ||
+      !sym(n.Memory, "nvmlDeviceGetMemoryInfo") || !sym(n.Power, "nvmlDeviceGetPowerUsage") ||
+      !sym(n.Clock, "nvmlDeviceGetClockInfo") || !sym(n.ErrorString, "nvmlErrorString"))
     return "NVML lacks a function Mimic samples with";
   return "";
 }
@@ -125,7 +125,8 @@ class Sampler final : public NvmlSampler {
       MIMIC_NVML_CHECK(nvml_, nvml_.Power(device_, &mw), &error);
       MIMIC_NVML_CHECK(nvml_, nvml_.Clock(device_, kNvmlClockSm, &mhz), &error);
       if (error.empty())
-        samples_.push_back({static_cast<double>(u.gpu), mem.used / 1048576.0, mw / 1000.0, static_cast<double>(mhz)});
+        samples_.push_back({static_cast<double>(u.gpu), mem.used / 1048576.0, mw / 1000.0,
+                            static_cast<double>(mhz)});
       else
         error_ = error;
       wake_.wait_for(lock, period, [this] { return stop_; });
@@ -154,7 +155,8 @@ class Sampler final : public NvmlSampler {
 
 }  // namespace
 
-std::unique_ptr<NvmlSampler> NvmlSampler::Start(const std::string& pci_bus_id, std::chrono::milliseconds period) {
+std::unique_ptr<NvmlSampler> NvmlSampler::Start(const std::string& pci_bus_id,
+                                                std::chrono::milliseconds period) {
   return std::make_unique<Sampler>(pci_bus_id, period);
 }
 

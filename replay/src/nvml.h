@@ -17,7 +17,8 @@ class NvmlSampler {
   // Samples the GPU at PCI bus id `pci_bus_id` ("0000:65:00.0") every `period` on a thread of
   // its own until Stop. Where NVML or the device cannot be had, samples nothing: Stop then
   // says why in DeviceMetrics::source.
-  static std::unique_ptr<NvmlSampler> Start(const std::string& pci_bus_id, std::chrono::milliseconds period);
+  static std::unique_ptr<NvmlSampler> Start(const std::string& pci_bus_id,
+                                            std::chrono::milliseconds period);
   virtual ~NvmlSampler() = default;
   virtual DeviceMetrics Stop() = 0;
 };

@@ -19,7 +19,8 @@ std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); 
 // The table entry of the tensor `v` holds, alone or as a one-element list; -1 otherwise.
 int SingleTensor(const proto::Value& v) {
   if (v.kind_case() == proto::Value::kTensor) return v.tensor();
-  if (v.kind_case() == proto::Value::kList && v.list().items_size() == 1) return SingleTensor(v.list().items(0));
+  if (v.kind_case() == proto::Value::kList && v.list().items_size() == 1)
+    return SingleTensor(v.list().items(0));
   return -1;
 }
 
@@ -74,11 +75,13 @@ class Planner {
     store_order_.push_back(index);
     if (eg::IsDelayOp(op)) {
       auto it = op.attrs().find("delay_us");
-      NewStep(Step::Kind::kDelay, index, top).delay_us = it == op.attrs().end() ? 0 : it->second.double_value();
+      NewStep(Step::Kind::kDelay, index, top).delay_us =
+          it == op.attrs().end() ? 0 : it->second.double_value();
     } else if (eg::IsCompiledKernel(op)) {
       // Traces are untrusted input: Mimic never runs code that came with one.
       Skip(top, "compiled_kernel",
-           op.kernel_backend() + " kernel " + op.kernel_file() + ": Mimic does not execute code carried by a trace");
+           op.kernel_backend() + " kernel " + op.kernel_file() +
+               ": Mimic does not execute code carried by a trace");
     } else if (IsCollective(op)) {
       AddCollective(top, op);
     } else {
@@ -94,7 +97,8 @@ class Planner {
       return Skip(top, "collective", "not a communication Mimic recognizes");
     if (!in_.communicator)
       return Skip(top, "collective",
-                  "needs the job's process groups: launch one mimic per rank (torchrun --no-python, srun, mpirun)");
+                  "needs the job's process groups: launch one mimic per rank (torchrun "
+                  "--no-python, srun, mpirun)");
     const int index = plan_.tops[top].op_index;
     if (op.collective().type() == proto::Collective::WAIT) {
       NewStep(Step::Kind::kWait, index, top);
@@ -111,7 +115,8 @@ class Planner {
       for (int k = 0; k < op.inputs_size() && k < static_cast<int>(args.size()); ++k) {
         const std::string& n = args[k].name;
         if (n.find("split") != std::string::npos) continue;
-        if (n == "tensors" || n == "tensor" || n == "input" || n == "self" || n.rfind("input", 0) == 0)
+        if (n == "tensors" || n == "tensor" || n == "input" || n == "self" ||
+            n.rfind("input", 0) == 0)
           s.in_entry = SingleTensor(op.inputs(k));
         else if (n.rfind("output", 0) == 0)
           s.out_entry = SingleTensor(op.inputs(k));
@@ -129,7 +134,8 @@ class Planner {
     for (const auto& [part, h] : parts) {
       Result<ops::CompiledArgs> args = ops::CompileArgs(w_.ops(part), w_, h.schema(), in_.device);
       if (!args.ok()) {
-        const std::string prefix = part == index ? "" : "its recorded part " + w_.ops(part).name() + ": ";
+        const std::string prefix =
+            part == index ? "" : "its recorded part " + w_.ops(part).name() + ": ";
         return Skip(top, "unsupported_argument", prefix + FirstLine(args.status().message()));
       }
       compiled.push_back(std::move(*args));
@@ -151,9 +157,11 @@ class Planner {
   // half the time of the max_pool2d_with_indices its trace recorded under it (and ran). False
   // when a recorded child cannot run on its own (no schema, an unknown operator, a
   // collective); the op then runs as itself.
-  bool Decompose(int index, const c10::OperatorHandle& h, std::vector<std::pair<int, c10::OperatorHandle>>& out) {
+  bool Decompose(int index, const c10::OperatorHandle& h,
+                 std::vector<std::pair<int, c10::OperatorHandle>>& out) {
     const std::vector<int>& children = in_.tree.Children(index);
-    if (children.empty() || !h.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
+    if (children.empty() ||
+        !h.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
       out.emplace_back(index, h);
       return true;
     }
@@ -209,8 +217,9 @@ class Planner {
     plan_.lane_streams = {-1};
     std::map<int64_t, int> lane_of;
     if (!kernels.empty()) {
-      const auto main = std::max_element(kernels.begin(), kernels.end(),
-                                         [](const auto& a, const auto& b) { return a.second < b.second; });
+      const auto main =
+          std::max_element(kernels.begin(), kernels.end(),
+                           [](const auto& a, const auto& b) { return a.second < b.second; });
       plan_.lane_streams[0] = main->first;
       lane_of[main->first] = 0;
     }
@@ -220,7 +229,8 @@ class Planner {
       auto [it, added] = lane_of.emplace(stream, static_cast<int>(plan_.lane_streams.size()));
       if (added) plan_.lane_streams.push_back(stream);
       const TopOp& top = plan_.tops[t];
-      for (int i = top.first_step; i < top.first_step + top.num_steps; ++i) plan_.steps[i].lane = it->second;
+      for (int i = top.first_step; i < top.first_step + top.num_steps; ++i)
+        plan_.steps[i].lane = it->second;
     }
     plan_.lanes = static_cast<int>(plan_.lane_streams.size());
     // Communication is driven from the host thread; with several lanes that is a lane of its own.
@@ -247,7 +257,8 @@ class Planner {
       const auto& alias = s.handle->schema().arguments()[slot.arg].alias_info();
       if (alias && alias->isWrite()) writes.push_back(storage(slot.entry));
     }
-    for (const proto::Value& v : op.outputs()) ForEachTensor(v, [&](int t) { writes.push_back(storage(t)); });
+    for (const proto::Value& v : op.outputs())
+      ForEachTensor(v, [&](int t) { writes.push_back(storage(t)); });
   }
 
   // A step waits for the last step of another lane that wrote what it reads or writes, and for
@@ -264,7 +275,8 @@ class Planner {
     std::vector<int64_t> reads, writes;
     for (int i = 0; i < static_cast<int>(plan_.steps.size()); ++i) {
       Step& s = plan_.steps[i];
-      std::vector<int> latest(plan_.lanes + 1, -1);  // per lane (the host's last), the latest step to wait for
+      std::vector<int> latest(plan_.lanes + 1,
+                              -1);  // per lane (the host's last), the latest step to wait for
       auto need = [&](int j) {
         if (j < 0 || plan_.steps[j].lane == s.lane) return;
         const int lane = plan_.steps[j].lane == kHostLane ? plan_.lanes : plan_.steps[j].lane;
@@ -311,7 +323,8 @@ class Planner {
   // An intermediate tensor dies after the last step that uses it, when every step that uses
   // it runs on one lane (else at the end of the iteration, when the lanes have joined).
   void ScheduleReleases() {
-    std::unordered_map<int, std::pair<int, int>> last_use;  // entry -> (step, lane or kSeveralLanes)
+    std::unordered_map<int, std::pair<int, int>>
+        last_use;  // entry -> (step, lane or kSeveralLanes)
     auto use = [&](int entry, int i) {
       auto [it, first] = last_use.emplace(entry, std::make_pair(i, plan_.steps[i].lane));
       if (!first) {
@@ -352,7 +365,8 @@ class Planner {
     for (int i = 0; i < static_cast<int>(plan_.steps.size()); ++i) {
       const Step& s = plan_.steps[i];
       for (const InputSource& src : s.sources) {
-        if (src.kind != InputSource::Kind::kLeaf && src.kind != InputSource::Kind::kLeafFresh) continue;
+        if (src.kind != InputSource::Kind::kLeaf && src.kind != InputSource::Kind::kLeafFresh)
+          continue;
         Life& l = leaves[store_.BufferKey(src.entry)];
         l.first = std::min(l.first, i);
         l.last = std::max(l.last, i);
@@ -376,11 +390,12 @@ class Planner {
           Life& l = intermediates[rec.storage_id()];
           l.first = std::min(l.first, i);
           auto it = last_use.find(t);
-          const int last = it == last_use.end()                   ? i
+          const int last = it == last_use.end()                 ? i
                            : it->second.second == kSeveralLanes ? INT_MAX - 1
                                                                 : it->second.first;
           l.last = std::max(l.last, last);
-          l.bytes = std::max(l.bytes, (rec.offset() + rec.numel()) * std::max<int64_t>(rec.itemsize(), 1));
+          l.bytes = std::max(l.bytes,
+                             (rec.offset() + rec.numel()) * std::max<int64_t>(rec.itemsize(), 1));
         });
     }
     auto peak = [](std::initializer_list<const std::unordered_map<int64_t, Life>*> sets) {
@@ -408,6 +423,8 @@ class Planner {
 
 }  // namespace
 
-Result<Plan> BuildPlan(const PlanInputs& in, TensorStore& store) { return Planner(in, store).Build(); }
+Result<Plan> BuildPlan(const PlanInputs& in, TensorStore& store) {
+  return Planner(in, store).Build();
+}
 
 }  // namespace mimic::replay

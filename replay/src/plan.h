@@ -24,11 +24,11 @@ namespace mimic::replay {
 
 // One selected (top-level) op of the replay: what the report counts, times and skips.
 struct TopOp {
-  int op_index = 0;      // into workload.ops()
-  int first_step = 0;    // its steps, consecutive
+  int op_index = 0;    // into workload.ops()
+  int first_step = 0;  // its steps, consecutive
   int num_steps = 0;
-  bool runs = false;     // planned to run (not skipped when planned)
-  bool disabled = false; // skipped from now on (it failed in an iteration)
+  bool runs = false;      // planned to run (not skipped when planned)
+  bool disabled = false;  // skipped from now on (it failed in an iteration)
 };
 
 struct Step {
@@ -37,17 +37,18 @@ struct Step {
   int op_index = 0;  // into workload.ops(): the op run (a recorded child, for a composite's part)
   int top = 0;       // into Plan::tops
   int lane = 0;
-  int32_t event = -1;                  // recorded after it: another lane waits for it
-  std::vector<int32_t> waits;          // events to wait for before it runs
-  std::vector<int32_t> complete_first; // collective steps to complete before it (touches their buffers)
+  int32_t event = -1;          // recorded after it: another lane waits for it
+  std::vector<int32_t> waits;  // events to wait for before it runs
+  std::vector<int32_t>
+      complete_first;  // collective steps to complete before it (touches their buffers)
   // kOp
   std::optional<c10::OperatorHandle> handle;
   ops::CompiledArgs args;
   std::vector<InputSource> sources;  // where args.tensors[k] comes from
-  std::vector<int32_t> releases;      // table entries whose value dies after it
-  std::vector<int64_t> acquire;       // --lazy-alloc: prepared buffers to allocate before it
-  std::vector<int64_t> drop;          // --lazy-alloc: prepared buffers to free after it
-  bool check = false;                 // after it, check the top op's recorded outputs (1st iteration)
+  std::vector<int32_t> releases;     // table entries whose value dies after it
+  std::vector<int64_t> acquire;      // --lazy-alloc: prepared buffers to allocate before it
+  std::vector<int64_t> drop;         // --lazy-alloc: prepared buffers to free after it
+  bool check = false;  // after it, check the top op's recorded outputs (1st iteration)
   // kDelay
   double delay_us = 0;
   // kCollective / kWait

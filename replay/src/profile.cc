@@ -26,7 +26,8 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::Start(c10::Device device
     profiler::enableProfiler(config, activities);
   } catch (const std::exception& e) {
     const std::string what = e.what();
-    return Status::Internal("--profile: LibTorch's profiler did not start: " + what.substr(0, what.find('\n')));
+    return Status::Internal("--profile: LibTorch's profiler did not start: " +
+                            what.substr(0, what.find('\n')));
   }
   session->running_ = true;
   return session;

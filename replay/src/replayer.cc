@@ -7,8 +7,8 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
-#include <ATen/record_function.h>
 #include <ATen/ops/ones.h>
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -46,7 +46,8 @@ std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); 
 // allocate memory: ... Error code 12 (Cannot allocate memory)"), a GPU one as
 // c10::OutOfMemoryError; either stops the replay.
 bool IsOutOfMemory(const std::string& what) {
-  for (const char* sign : {"out of memory", "can't allocate memory", "not enough memory", "Cannot allocate memory"})
+  for (const char* sign :
+       {"out of memory", "can't allocate memory", "not enough memory", "Cannot allocate memory"})
     if (what.find(sign) != std::string::npos) return true;
   return false;
 }
@@ -93,7 +94,12 @@ class Runner {
  public:
   Runner(const proto::Workload& w, const eg::OpTree& tree, const ReplayOptions& options,
          std::unique_ptr<Executor> executor, ReplayResult& result, Communicator* comm)
-      : w_(w), tree_(tree), options_(options), executor_(std::move(executor)), result_(result), comm_(comm),
+      : w_(w),
+        tree_(tree),
+        options_(options),
+        executor_(std::move(executor)),
+        result_(result),
+        comm_(comm),
         store_(w, executor_->device(), executor_->MakeGenerator(options.seed)) {}
 
   Executor& executor() { return *executor_; }
@@ -102,8 +108,9 @@ class Runner {
   // the executor. Ops that cannot run are skipped (under --strict the first of them sets
   // stop_reason, and no iteration runs).
   Status Plan(const std::vector<int>& selected) {
-    MIMIC_ASSIGN_OR_RETURN(plan_, BuildPlan({w_, tree_, selected, options_, executor_->device(), comm_ != nullptr},
-                                            store_));
+    MIMIC_ASSIGN_OR_RETURN(
+        plan_,
+        BuildPlan({w_, tree_, selected, options_, executor_->device(), comm_ != nullptr}, store_));
     disabled_.assign(plan_.tops.size(), 0);
     checks_.assign(plan_.steps.size(), {});
     stacks_.resize(plan_.lanes);
@@ -116,7 +123,9 @@ class Runner {
       result_.skipped.push_back({op.id(), op.name(), s.reason, s.detail});
     }
     for (const Step& s : plan_.steps)
-      if (s.kind == Step::Kind::kCollective) result_.comm.collectives.push_back({w_.ops(s.op_index).id(), w_.ops(s.op_index).collective(), {}});
+      if (s.kind == Step::Kind::kCollective)
+        result_.comm.collectives.push_back(
+            {w_.ops(s.op_index).id(), w_.ops(s.op_index).collective(), {}});
     MIMIC_RETURN_IF_ERROR(CheckMemory());
     MIMIC_RETURN_IF_ERROR(store_.Allocate(options_.lazy_alloc));
     return executor_->Configure(plan_.lanes, plan_.events, static_cast<int>(plan_.steps.size()),
@@ -132,7 +141,9 @@ class Runner {
     first_ = first;
     measuring_ = measure;
     executor_->BeginIteration();
-    for (int i = 0; i < static_cast<int>(plan_.steps.size()) && !stopping_.load(std::memory_order_relaxed); ++i) {
+    for (int i = 0;
+         i < static_cast<int>(plan_.steps.size()) && !stopping_.load(std::memory_order_relaxed);
+         ++i) {
       if (options_.cancel && options_.cancel->load(std::memory_order_relaxed)) {
         Stop(i, options_.cancel_reason);
         break;
@@ -167,7 +178,8 @@ class Runner {
       s.name = op.name();
       ++s.calls;
       if (plan_.tops[t].runs && measured_iters > 0) s.replay_ms += op_ms_[t] / measured_iters;
-      if (op.has_cpu_span()) s.original_ms = std::max(s.original_ms, 0.0) + op.cpu_duration_us() / 1000.0;
+      if (op.has_cpu_span())
+        s.original_ms = std::max(s.original_ms, 0.0) + op.cpu_duration_us() / 1000.0;
     }
     for (auto& [name, s] : by_name) {
       if (!per_op_timed_) s.replay_ms = -1;
@@ -181,7 +193,8 @@ class Runner {
       if (per_op_timed_ && measured_iters > 0) lane.busy_ms = lane_ms_[l] / measured_iters;
       result_.lanes.push_back(lane);
     }
-    for (const Step& s : plan_.steps) result_.cross_lane_waits += static_cast<int64_t>(s.waits.size());
+    for (const Step& s : plan_.steps)
+      result_.cross_lane_waits += static_cast<int64_t>(s.waits.size());
     result_.per_op_timed = per_op_timed_;
   }
 
@@ -193,16 +206,18 @@ class Runner {
  private:
   // Under --strict, an op that cannot run stops the replay before it starts: the report says
   // which (exit 1), as it would had the op failed in an iteration.
-  Status StopBeforeStart(const proto::Op& op, const std::string& reason, const std::string& detail) {
+  Status StopBeforeStart(const proto::Op& op, const std::string& reason,
+                         const std::string& detail) {
     result_.stop_reason = StrictMessage(op, reason, detail);
     result_.skipped_by_reason[reason]++;
     result_.skipped.push_back({op.id(), op.name(), reason, detail});
     return Status::Ok();
   }
 
-  static std::string StrictMessage(const proto::Op& op, const std::string& reason, const std::string& detail) {
-    return "op " + std::to_string(op.id()) + " (" + op.name() + ") cannot be replayed (--strict): " + reason + ": " +
-           detail;
+  static std::string StrictMessage(const proto::Op& op, const std::string& reason,
+                                   const std::string& detail) {
+    return "op " + std::to_string(op.id()) + " (" + op.name() +
+           ") cannot be replayed (--strict): " + reason + ": " + detail;
   }
 
   // Refuses, before anything is allocated, a replay whose recorded sizes cannot fit the
@@ -211,10 +226,11 @@ class Runner {
     const int64_t available = executor_->AvailableMemory();
     const int64_t needed = options_.lazy_alloc ? plan_.peak_bytes_lazy : plan_.peak_bytes;
     if (available <= 0 || needed <= available) return Status::Ok();
-    std::string msg = "the replay needs " + MiB(needed) + " at its peak (" + MiB(store_.planned_bytes()) +
-                      " of prepared inputs" + (options_.lazy_alloc ? ", allocated when first used" : "") +
-                      ", by the trace's recorded sizes), more than this machine's " + MiB(available) +
-                      " available on " + executor_->Describe();
+    std::string msg = "the replay needs " + MiB(needed) + " at its peak (" +
+                      MiB(store_.planned_bytes()) + " of prepared inputs" +
+                      (options_.lazy_alloc ? ", allocated when first used" : "") +
+                      ", by the trace's recorded sizes), more than this machine's " +
+                      MiB(available) + " available on " + executor_->Describe();
     if (!options_.lazy_alloc && plan_.peak_bytes_lazy <= available)
       msg += "; --lazy-alloc would need " + MiB(plan_.peak_bytes_lazy);
     return Status::InvalidInput(msg);
@@ -267,14 +283,16 @@ class Runner {
     const Step& s = plan_.steps[i];
     at::NoGradGuard no_grad;
     torch::jit::Stack& stack = stacks_[s.lane];
-    ops::FillStack(s.args, [&](size_t k) { return store_.Get(s.sources[k]); }, &stack);
+    ops::FillStack(
+        s.args, [&](size_t k) { return store_.Get(s.sources[k]); }, &stack);
     const proto::Op& op = w_.ops(s.op_index);
     try {
       s.handle->callBoxed(&stack);
     } catch (const c10::OutOfMemoryError& e) {
       return OutOfMemory(i, e.what_without_backtrace());
     } catch (const c10::Error& e) {
-      if (IsOutOfMemory(e.what_without_backtrace())) return OutOfMemory(i, e.what_without_backtrace());
+      if (IsOutOfMemory(e.what_without_backtrace()))
+        return OutOfMemory(i, e.what_without_backtrace());
       return Fail(i, "exception", FirstLine(e.what_without_backtrace()));
     } catch (const std::exception& e) {
       if (IsOutOfMemory(e.what())) return OutOfMemory(i, e.what());
@@ -308,27 +326,32 @@ class Runner {
         ++c.checked;
         const proto::Tensor& rec = w_.tensors(entry);
         c10::ScalarType expected;
-        const bool dtype_ok = !ops::ToScalarType(rec.dtype(), &expected) || t.scalar_type() == expected;
+        const bool dtype_ok =
+            !ops::ToScalarType(rec.dtype(), &expected) || t.scalar_type() == expected;
         if (SameShape(t, rec) && dtype_ok) return;
         c.mismatches.push_back("tensor " + std::to_string(rec.tensor_id()) + ": replayed " +
-                               c10::toString(t.scalar_type()) + std::string(" ") + c10::str(t.sizes()) +
-                               ", recorded " + eg::TypeName(w_, rec.type()) + " " +
+                               c10::toString(t.scalar_type()) + std::string(" ") +
+                               c10::str(t.sizes()) + ", recorded " + eg::TypeName(w_, rec.type()) +
+                               " " +
                                c10::str(c10::IntArrayRef(rec.shape().data(), rec.shape_size())));
       });
   }
 
   void OutOfMemory(int32_t i, const std::string& what) {
     const proto::Op& op = w_.ops(plan_.tops[plan_.steps[i].top].op_index);
-    Stop(i, "out of memory in op " + std::to_string(op.id()) + " (" + op.name() + ") on " + executor_->Describe() +
-                ": " + FirstLine(what) +
-                (options_.lazy_alloc ? "" : "; --lazy-alloc allocates the prepared inputs only while they are used"));
+    Stop(i, "out of memory in op " + std::to_string(op.id()) + " (" + op.name() + ") on " +
+                executor_->Describe() + ": " + FirstLine(what) +
+                (options_.lazy_alloc
+                     ? ""
+                     : "; --lazy-alloc allocates the prepared inputs only while they are used"));
   }
 
   // The op of step `i` cannot be replayed: it is skipped from now on (its remaining parts in
   // this iteration too); under --strict the replay stops.
   void Fail(int32_t i, const std::string& reason, const std::string& detail) {
     const int top = plan_.steps[i].top;
-    if (options_.strict) return Stop(i, StrictMessage(w_.ops(plan_.tops[top].op_index), reason, detail));
+    if (options_.strict)
+      return Stop(i, StrictMessage(w_.ops(plan_.tops[top].op_index), reason, detail));
     disabled_[top] = 1;  // its later parts run on this lane, after this
     std::lock_guard<std::mutex> lock(failures_mu_);
     failures_.push_back({i, false, reason, detail});
@@ -347,7 +370,8 @@ class Runner {
       std::lock_guard<std::mutex> lock(failures_mu_);
       failures.swap(failures_);
     }
-    std::sort(failures.begin(), failures.end(), [](const Failure& a, const Failure& b) { return a.step < b.step; });
+    std::sort(failures.begin(), failures.end(),
+              [](const Failure& a, const Failure& b) { return a.step < b.step; });
     for (const Failure& f : failures) {
       if (f.stop) return Status::Internal(f.detail);
       const proto::Op& op = w_.ops(plan_.tops[plan_.steps[f.step].top].op_index);
@@ -380,8 +404,8 @@ class Runner {
     result_.timeline.clear();
     for (size_t i = 0; i < plan_.steps.size() && i < times.size(); ++i)
       if (times[i].start_ms >= 0)
-        result_.timeline.push_back({w_.ops(plan_.steps[i].op_index).id(), plan_.steps[i].lane, times[i].start_ms,
-                                    times[i].duration_ms});
+        result_.timeline.push_back({w_.ops(plan_.steps[i].op_index).id(), plan_.steps[i].lane,
+                                    times[i].start_ms, times[i].duration_ms});
   }
 
   // --- Collectives: always on lane 0, the driving thread.
@@ -396,8 +420,9 @@ class Runner {
         at::Tensor t = store_.Get(entry);
         return t.defined() && t.numel() == numel && t.is_contiguous() ? t.view(-1) : at::Tensor();
       };
-      CollectiveBuffers b{flat(s.in_entry, c.in_elems()),
-                          WritesInPlace(c.type()) ? at::Tensor() : flat(s.out_entry, c.out_elems())};
+      CollectiveBuffers b{flat(s.in_entry, c.in_elems()), WritesInPlace(c.type())
+                                                              ? at::Tensor()
+                                                              : flat(s.out_entry, c.out_elems())};
       if (WritesInPlace(c.type())) b.output = b.input;
       if (b.input.defined() && b.output.defined()) return b;
     }
@@ -406,16 +431,18 @@ class Runner {
       if (!ops::ToScalarType(c.dtype(), &dtype)) dtype = c10::kFloat;
       const auto opts = at::TensorOptions().dtype(dtype).device(executor_->device());
       s.buffers.input = at::ones({std::max<int64_t>(c.in_elems(), 0)}, opts);
-      s.buffers.output =
-          WritesInPlace(c.type()) ? s.buffers.input : at::ones({std::max<int64_t>(c.out_elems(), 0)}, opts);
+      s.buffers.output = WritesInPlace(c.type())
+                             ? s.buffers.input
+                             : at::ones({std::max<int64_t>(c.out_elems(), 0)}, opts);
     }
     return s.buffers;
   }
 
   std::string Describe(const Step& s) const {
     const proto::Op& op = w_.ops(s.op_index);
-    return std::string(eg::CollectiveTypeName(op.collective().type())) + " (op " + std::to_string(op.id()) + " " +
-           op.name() + ", " + std::to_string(eg::CollectiveBytes(op.collective())) + " bytes on group \"" +
+    return std::string(eg::CollectiveTypeName(op.collective().type())) + " (op " +
+           std::to_string(op.id()) + " " + op.name() + ", " +
+           std::to_string(eg::CollectiveBytes(op.collective())) + " bytes on group \"" +
            op.collective().process_group() + "\") in iteration " + std::to_string(iteration_);
   }
 
@@ -437,8 +464,10 @@ class Runner {
       if (!work.ok()) return Fail(i, "unsupported_collective", work.status().message());
       pending_.push_back({std::move(*work), i, issued});
       // comm mode runs each collective alone, as nccl-tests does; full mode keeps the job's
-      // overlap: an asynchronous collective ends at its wait, or before an op touches what it writes.
-      if (options_.mode == ReplayMode::kComm || !op.collective().async()) st = Complete(pending_.size() - 1, measuring_);
+      // overlap: an asynchronous collective ends at its wait, or before an op touches what it
+      // writes.
+      if (options_.mode == ReplayMode::kComm || !op.collective().async())
+        st = Complete(pending_.size() - 1, measuring_);
     }
     if (!st.ok()) Stop(i, st.message());
   }
@@ -455,7 +484,8 @@ class Runner {
     pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(k));
     const Step& s = plan_.steps[done.step];
     MIMIC_RETURN_IF_ERROR(comm_->Wait(done.work, Describe(s)));
-    if (options_.mode == ReplayMode::kComm) executor_->Synchronize();  // a GPU backend's wait orders streams only
+    if (options_.mode == ReplayMode::kComm)
+      executor_->Synchronize();  // a GPU backend's wait orders streams only
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - done.issued).count();
     if (measure) result_.comm.collectives[s.run].replay_us.push_back(us);
     eg::AddCollective(iteration_issued_, w_.ops(s.op_index).collective());
@@ -475,10 +505,10 @@ class Runner {
   Communicator* comm_;  // null: a single-process replay
   TensorStore store_;
   mimic::replay::Plan plan_;
-  std::vector<torch::jit::Stack> stacks_;  // per lane
+  std::vector<torch::jit::Stack> stacks_;                        // per lane
   std::vector<std::unique_ptr<at::RecordFunction>> composites_;  // per lane, under --profile
-  std::vector<char> disabled_;             // per top op
-  std::vector<Check> checks_;              // per step, first iteration
+  std::vector<char> disabled_;                                   // per top op
+  std::vector<Check> checks_;                                    // per step, first iteration
   std::vector<double> op_ms_, lane_ms_;
   bool per_op_timed_ = true;
   std::mutex failures_mu_;
@@ -504,8 +534,10 @@ void Merge(const ReplayResult& p, bool several, bool comm, ReplayResult& result,
   result.preallocated_bytes += p.preallocated_bytes;
   result.storages_preallocated += p.storages_preallocated;
   result.estimated_peak_bytes += p.estimated_peak_bytes;
-  result.inputs_sha256 = several ? Sha256Hex(result.inputs_sha256 + p.inputs_sha256) : p.inputs_sha256;
-  result.comm.collectives.insert(result.comm.collectives.end(), p.comm.collectives.begin(), p.comm.collectives.end());
+  result.inputs_sha256 =
+      several ? Sha256Hex(result.inputs_sha256 + p.inputs_sha256) : p.inputs_sha256;
+  result.comm.collectives.insert(result.comm.collectives.end(), p.comm.collectives.begin(),
+                                 p.comm.collectives.end());
   if (comm) result.comm.issued = p.comm.issued;
   result.lanes.insert(result.lanes.end(), p.lanes.begin(), p.lanes.end());
   result.timeline.insert(result.timeline.end(), p.timeline.begin(), p.timeline.end());
@@ -525,156 +557,219 @@ void Merge(const ReplayResult& p, bool several, bool comm, ReplayResult& result,
 
 const char* ReplayModeName(ReplayMode mode) {
   switch (mode) {
-    case ReplayMode::kCompute: return "compute";
-    case ReplayMode::kComm: return "comm";
-    default: return "full";
+    case ReplayMode::kCompute:
+      return "compute";
+    case ReplayMode::kComm:
+      return "comm";
+    default:
+      return "full";
   }
 }
 
 std::string TorchVersion() { return MIMIC_TORCH_VERSION; }
 
-Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& options, const ProgressFn& progress) {
-  if (options.iters < 1) return Status::InvalidInput("--iters must be at least 1");
-  if (options.warmup < 0) return Status::InvalidInput("--warmup must not be negative");
-  const std::string device = options.device.empty() ? BestDevice() : options.device;
-  MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> first_executor, CreateExecutor(device));
-  if (options.num_threads > 0) at::set_num_threads(options.num_threads);
+namespace {
 
-  ReplayResult result;
-  result.heap = options.retain_heap ? RetainFreedHeap() : "";
-  if (result.heap.empty()) result.heap = "default";
-  result.num_threads = at::get_num_threads();
-  result.device = first_executor->Describe();
-  result.executor = first_executor->type();
-  const auto setup_t0 = Clock::now();
-  const eg::OpTree tree(w);
-  MIMIC_ASSIGN_OR_RETURN(const proto::Segment* seg, eg::FindSegment(w, options.iteration, options.label));
-  result.selection = seg ? seg->name() : "whole trace";
-  const int segment = seg ? tree.IndexOf(seg->op_id()) : -1;
-  std::vector<int> selected = eg::ReplayableOps(w, tree, segment, /*include_compiled=*/true);
-  result.mode = options.mode;
-  result.comm.expected = eg::CountCollectives(w, selected);
-  if (options.mode != ReplayMode::kFull) {
-    // compute: everything but communication; comm: communication only.
-    const bool keep_comm = options.mode == ReplayMode::kComm;
-    std::erase_if(selected, [&](int i) { return (w.ops(i).has_collective() || eg::IsCollectiveOp(w.ops(i))) != keep_comm; });
-    if (!keep_comm) result.comm.expected = {};
+// One replay, from selection to result: the ops selected, a runner (an executor and its plan)
+// per tenant, the warm-up and measured iterations, and the merged result.
+class Session {
+ public:
+  Session(const proto::Workload& w, const ReplayOptions& options)
+      : w_(w), options_(options), tree_(w) {}
+
+  Result<ReplayResult> Run(const ProgressFn& progress) {
+    const std::string device = options_.device.empty() ? BestDevice() : options_.device;
+    MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> first, CreateExecutor(device));
+    if (options_.num_threads > 0) at::set_num_threads(options_.num_threads);
+    result_.heap = options_.retain_heap ? RetainFreedHeap() : "";
+    if (result_.heap.empty()) result_.heap = "default";
+    result_.num_threads = at::get_num_threads();
+    result_.device = first->Describe();
+    result_.executor = first->type();
+    const auto setup_t0 = Clock::now();
+    MIMIC_RETURN_IF_ERROR(Select());
+    MIMIC_RETURN_IF_ERROR(Connect(*first));
+    MIMIC_RETURN_IF_ERROR(CreateRunners(std::move(first), device));
+    result_.setup_ms = MsSince(setup_t0);
+    for (const ReplayResult& p : partials_) stopped_ |= !p.stop_reason.empty();
+    MIMIC_RETURN_IF_ERROR(Iterate(progress));
+    Leave();
+    Finish();
+    return std::move(result_);
   }
-  if (selected.empty())
-    return Status::InvalidInput(std::string("nothing to replay in ") + result.selection +
-                                (options.mode == ReplayMode::kComm ? ": it holds no collective"
-                                                                   : ": no top-level op with a schema"));
+
+ private:
+  // The selected iteration's (or label's) top-level ops, those of the mode, and the tenants of
+  // a concurrent mix (synth's --compose concurrent: one range per part, each replayed on its
+  // own thread with its own executor and tensors; an iteration lasts until the last is done).
+  Status Select() {
+    MIMIC_ASSIGN_OR_RETURN(const proto::Segment* seg,
+                           eg::FindSegment(w_, options_.iteration, options_.label));
+    result_.selection = seg ? seg->name() : "whole trace";
+    const int segment = seg ? tree_.IndexOf(seg->op_id()) : -1;
+    selected_ = eg::ReplayableOps(w_, tree_, segment, /*include_compiled=*/true);
+    result_.mode = options_.mode;
+    result_.comm.expected = eg::CountCollectives(w_, selected_);
+    if (options_.mode != ReplayMode::kFull) {
+      // compute: everything but communication; comm: communication only.
+      const bool keep_comm = options_.mode == ReplayMode::kComm;
+      std::erase_if(selected_, [&](int i) {
+        return (w_.ops(i).has_collective() || eg::IsCollectiveOp(w_.ops(i))) != keep_comm;
+      });
+      if (!keep_comm) result_.comm.expected = {};
+    }
+    if (selected_.empty())
+      return Status::InvalidInput(std::string("nothing to replay in ") + result_.selection +
+                                  (options_.mode == ReplayMode::kComm
+                                       ? ": it holds no collective"
+                                       : ": no top-level op with a schema"));
+    if (segment >= 0)
+      for (int c : tree_.Children(segment))
+        if (w_.ops(c).name().rfind("## mimic:tenant:", 0) == 0) tenants_.push_back(c);
+    return Status::Ok();
+  }
 
   // A multi-rank replay: this rank's process groups, as the trace recorded them.
-  std::unique_ptr<Communicator> comm;
-  if (options.dist && options.mode != ReplayMode::kCompute) {
-    MIMIC_ASSIGN_OR_RETURN(comm, Communicator::Create(*options.dist, w, *first_executor,
-                                                      std::chrono::milliseconds(options.comm_timeout_ms)));
-    result.comm.backend = first_executor->collective_backend();
-  }
-  if (options.dist) {
-    result.comm.rank = options.dist->rank;
-    result.comm.world_size = options.dist->world_size;
-  }
-
-  // A concurrent mix (synth's --compose concurrent) holds one tenant range per part: each
-  // tenant replays on its own thread, with its own executor and tensors, and an iteration
-  // lasts until the last tenant is done.
-  std::vector<int> tenants;
-  if (segment >= 0)
-    for (int c : tree.Children(segment))
-      if (w.ops(c).name().rfind("## mimic:tenant:", 0) == 0) tenants.push_back(c);
-  std::vector<ReplayResult> partials(std::max<size_t>(tenants.size(), 1));
-  std::vector<std::unique_ptr<Runner>> runners;
-  for (size_t k = 0; k < partials.size(); ++k) {
-    std::unique_ptr<Executor> executor = std::move(first_executor);
-    if (!executor) {
-      MIMIC_ASSIGN_OR_RETURN(executor, CreateExecutor(device));
+  Status Connect(Executor& executor) {
+    if (options_.dist) {
+      result_.comm.rank = options_.dist->rank;
+      result_.comm.world_size = options_.dist->world_size;
     }
-    // Collectives of concurrent tenants would be issued in a different order on each rank.
-    runners.push_back(std::make_unique<Runner>(w, tree, options, std::move(executor), partials[k],
-                                               tenants.size() > 1 ? nullptr : comm.get()));
-    const std::vector<int> ops =
-        tenants.empty() ? selected : eg::ReplayableOps(w, tree, tenants[k], /*include_compiled=*/true);
-    MIMIC_RETURN_IF_ERROR(runners.back()->Plan(ops));
+    if (!options_.dist || options_.mode == ReplayMode::kCompute) return Status::Ok();
+    MIMIC_ASSIGN_OR_RETURN(
+        comm_, Communicator::Create(*options_.dist, w_, executor,
+                                    std::chrono::milliseconds(options_.comm_timeout_ms)));
+    result_.comm.backend = executor.collective_backend();
+    return Status::Ok();
   }
-  result.setup_ms = MsSince(setup_t0);
-  bool stopped = false;
-  for (const ReplayResult& p : partials) stopped |= !p.stop_reason.empty();
 
-  Executor& lead = runners[0]->executor();
-  std::unique_ptr<ProfileSession> profile;
-  bool sampling = false;
-  const int total = options.warmup + options.iters;
-  std::vector<Result<double>> outcome(runners.size(), 0.0);
-  int64_t faults_at_first_measured = 0;
-  for (int it = 0; it < total && !stopped; ++it) {
-    const bool measure = it >= options.warmup;
-    if (it == options.warmup) {
-      faults_at_first_measured = MinorPageFaults();
-      lead.ResetPeakMemory();
-      lead.StartSampling();
-      sampling = true;
-      if (!options.profile_path.empty()) {
-        Result<std::unique_ptr<ProfileSession>> p = ProfileSession::Start(lead.device());
-        if (!p.ok()) return p.status();
-        profile = std::move(*p);
+  Status CreateRunners(std::unique_ptr<Executor> first, const std::string& device) {
+    partials_.resize(std::max<size_t>(tenants_.size(), 1));
+    for (size_t k = 0; k < partials_.size(); ++k) {
+      std::unique_ptr<Executor> executor = std::move(first);
+      if (!executor) {
+        MIMIC_ASSIGN_OR_RETURN(executor, CreateExecutor(device));
       }
+      // Collectives of concurrent tenants would be issued in a different order on each rank.
+      runners_.push_back(std::make_unique<Runner>(w_, tree_, options_, std::move(executor),
+                                                  partials_[k],
+                                                  tenants_.size() > 1 ? nullptr : comm_.get()));
+      const std::vector<int> ops =
+          tenants_.empty() ? selected_
+                           : eg::ReplayableOps(w_, tree_, tenants_[k], /*include_compiled=*/true);
+      MIMIC_RETURN_IF_ERROR(runners_.back()->Plan(ops));
     }
-    if (profile) profile->BeginIteration(it - options.warmup + 1);
+    return Status::Ok();
+  }
+
+  // Before the first measured iteration: the counters, the device's sampler, the profiler.
+  Status StartMeasuring(Executor& lead) {
+    faults_at_first_measured_ = MinorPageFaults();
+    lead.ResetPeakMemory();
+    lead.StartSampling();
+    sampling_ = true;
+    if (options_.profile_path.empty()) return Status::Ok();
+    MIMIC_ASSIGN_OR_RETURN(profile_, ProfileSession::Start(lead.device()));
+    return Status::Ok();
+  }
+
+  // One iteration of every runner (tenants on threads of their own); its time, or an error
+  // when the replay must stop.
+  Result<double> IterateOnce(bool first, bool measure) {
+    std::vector<Result<double>> outcome(runners_.size(), 0.0);
     const auto t0 = Clock::now();
-    if (runners.size() == 1) {
-      outcome[0] = runners[0]->Iterate(/*first=*/it == 0, measure);
-    } else {
-      std::vector<std::thread> threads;
-      for (size_t k = 0; k < runners.size(); ++k)
-        threads.emplace_back([&, k] { outcome[k] = runners[k]->Iterate(/*first=*/it == 0, measure); });
-      for (std::thread& t : threads) t.join();
+    if (runners_.size() == 1) {
+      outcome[0] = runners_[0]->Iterate(first, measure);
+      return outcome[0];
     }
-    if (profile) profile->EndIteration();
-    const double ms = runners.size() == 1 && outcome[0].ok() ? *outcome[0] : MsSince(t0);
-    for (const Result<double>& o : outcome) {
-      if (!o.ok() && !stopped) {  // the iteration in flight is dropped; completed ones are reported
-        result.stop_reason = o.status().message();
-        stopped = true;
+    std::vector<std::thread> threads;
+    for (size_t k = 0; k < runners_.size(); ++k)
+      threads.emplace_back([&, k] { outcome[k] = runners_[k]->Iterate(first, measure); });
+    for (std::thread& t : threads) t.join();
+    for (const Result<double>& o : outcome)
+      if (!o.ok()) return o.status();
+    return MsSince(t0);
+  }
+
+  Status Iterate(const ProgressFn& progress) {
+    Executor& lead = runners_[0]->executor();
+    const int total = options_.warmup + options_.iters;
+    for (int it = 0; it < total && !stopped_; ++it) {
+      const bool measure = it >= options_.warmup;
+      if (it == options_.warmup) MIMIC_RETURN_IF_ERROR(StartMeasuring(lead));
+      if (profile_) profile_->BeginIteration(it - options_.warmup + 1);
+      Result<double> ms = IterateOnce(/*first=*/it == 0, measure);
+      if (profile_) profile_->EndIteration();
+      if (!ms.ok()) {  // the iteration in flight is dropped; the completed ones are reported
+        result_.stop_reason = ms.status().message();
+        stopped_ = true;
+        break;
       }
+      if (measure) result_.iteration_ms.push_back(*ms);
+      if (progress) progress(it + 1, total, *ms);
     }
-    if (stopped) break;
-    if (measure) result.iteration_ms.push_back(ms);
-    if (progress) progress(it + 1, total, ms);
-  }
-  if (sampling) {
-    result.memory = lead.Memory();
-    result.device_metrics = lead.StopSampling();
-  }
-  if (profile) {
-    if (Status st = profile->Stop(options.profile_path); !st.ok() && result.stop_reason.empty())
-      result.stop_reason = st.message();
-    else
-      result.profile_path = options.profile_path;
-  }
-  if (comm) {
-    // Every rank leaves together; after a failure the groups are left as they are, since their
-    // threads may be blocked on the rank that failed.
-    if (result.stop_reason.empty() && !stopped) {
-      const Status st = comm->Barrier("the final barrier");
-      if (!st.ok()) result.stop_reason = st.message();
+    if (sampling_) {
+      result_.memory = lead.Memory();
+      result_.device_metrics = lead.StopSampling();
     }
-    if (!result.stop_reason.empty() || stopped) comm->Abandon();
+    if (profile_) {
+      if (Status st = profile_->Stop(options_.profile_path);
+          !st.ok() && result_.stop_reason.empty())
+        result_.stop_reason = st.message();
+      else
+        result_.profile_path = options_.profile_path;
+    }
+    return Status::Ok();
   }
-  const int measured = static_cast<int>(result.iteration_ms.size());
-  if (measured > 0)
-    result.page_faults_per_iteration = static_cast<double>(MinorPageFaults() - faults_at_first_measured) / measured;
-  std::map<std::string, OpNameStats> by_name;
-  for (size_t k = 0; k < runners.size(); ++k) {
-    runners[k]->Finish(measured);
-    Merge(partials[k], runners.size() > 1, comm != nullptr, result, by_name);
+
+  // Every rank leaves together; after a failure the groups are left as they are, since their
+  // threads may be blocked on the rank that failed.
+  void Leave() {
+    if (!comm_) return;
+    if (result_.stop_reason.empty() && !stopped_) {
+      const Status st = comm_->Barrier("the final barrier");
+      if (!st.ok()) result_.stop_reason = st.message();
+    }
+    if (!result_.stop_reason.empty() || stopped_) comm_->Abandon();
   }
-  for (auto& [name, s] : by_name) result.per_op.push_back(s);
-  std::sort(result.per_op.begin(), result.per_op.end(),
-            [](const OpNameStats& a, const OpNameStats& b) { return a.replay_ms > b.replay_ms; });
-  if (tenants.size() > 1) result.selection += " (" + std::to_string(tenants.size()) + " concurrent tenants)";
-  return result;
+
+  void Finish() {
+    const int measured = static_cast<int>(result_.iteration_ms.size());
+    if (measured > 0)
+      result_.page_faults_per_iteration =
+          static_cast<double>(MinorPageFaults() - faults_at_first_measured_) / measured;
+    std::map<std::string, OpNameStats> by_name;
+    for (size_t k = 0; k < runners_.size(); ++k) {
+      runners_[k]->Finish(measured);
+      Merge(partials_[k], runners_.size() > 1, comm_ != nullptr, result_, by_name);
+    }
+    for (auto& [name, s] : by_name) result_.per_op.push_back(s);
+    std::sort(result_.per_op.begin(), result_.per_op.end(),
+              [](const OpNameStats& a, const OpNameStats& b) { return a.replay_ms > b.replay_ms; });
+    if (tenants_.size() > 1)
+      result_.selection += " (" + std::to_string(tenants_.size()) + " concurrent tenants)";
+  }
+
+  const proto::Workload& w_;
+  const ReplayOptions& options_;
+  const eg::OpTree tree_;
+  ReplayResult result_;
+  std::vector<int> selected_, tenants_;
+  std::unique_ptr<Communicator> comm_;
+  std::vector<ReplayResult> partials_;  // per runner; stable once created
+  std::vector<std::unique_ptr<Runner>> runners_;
+  std::unique_ptr<ProfileSession> profile_;
+  bool sampling_ = false, stopped_ = false;
+  int64_t faults_at_first_measured_ = 0;
+};
+
+}  // namespace
+
+Result<ReplayResult> Replay(const proto::Workload& w, const ReplayOptions& options,
+                            const ProgressFn& progress) {
+  if (options.iters < 1) return Status::InvalidInput("--iters must be at least 1");
+  if (options.warmup < 0) return Status::InvalidInput("--warmup must not be negative");
+  return Session(w, options).Run(progress);
 }
 
 }  // namespace mimic::replay

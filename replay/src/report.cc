@@ -105,8 +105,10 @@ void WriteExecutor(JsonWriter& j, const ReplayResult& r) {
     j.BeginObject();
     j.Key("lane").Int(l.lane);
     j.Key("original_stream");
-    if (l.original_stream >= 0) j.Int(l.original_stream);
-    else j.Null();
+    if (l.original_stream >= 0)
+      j.Int(l.original_stream);
+    else
+      j.Null();
     j.Key("ops").Int(l.ops);
     j.Key("busy_ms").Optional(NonNegative(l.busy_ms));
     j.EndObject();
@@ -124,8 +126,10 @@ void WriteExecutor(JsonWriter& j, const ReplayResult& r) {
   j.Key("sm_clock_mhz_mean").Optional(NonNegative(m.sm_clock_mhz_mean));
   j.EndObject();
   j.Key("profile");
-  if (r.profile_path.empty()) j.Null();
-  else j.String(r.profile_path);
+  if (r.profile_path.empty())
+    j.Null();
+  else
+    j.String(r.profile_path);
   j.EndObject();
 }
 
@@ -229,8 +233,10 @@ class JsonReporter final : public Reporter {
     else j.Null();
     j.Key("peak_allocated_bytes").Int(r.memory.peak_allocated_bytes);
     j.Key("reserved_bytes");
-    if (r.memory.reserved_bytes >= 0) j.Int(r.memory.reserved_bytes);
-    else j.Null();
+    if (r.memory.reserved_bytes >= 0)
+      j.Int(r.memory.reserved_bytes);
+    else
+      j.Null();
     j.Key("allocations").Int(r.memory.allocations);
     j.Key("estimated_peak_bytes").Int(r.estimated_peak_bytes);
     j.EndObject();
@@ -303,19 +309,23 @@ class ConsoleReporter final : public Reporter {
     if (r.lanes.size() > 1) {
       std::string streams;
       for (const LaneStats& l : r.lanes)
-        streams += (streams.empty() ? "" : ", ") + (l.original_stream >= 0 ? std::to_string(l.original_stream) : "-");
-      line("  lanes " + std::to_string(r.lanes.size()) + " (the original's streams " + streams + "), " +
-           std::to_string(r.cross_lane_waits) + " cross-lane waits per iteration");
+        streams += (streams.empty() ? "" : ", ") +
+                   (l.original_stream >= 0 ? std::to_string(l.original_stream) : "-");
+      line("  lanes " + std::to_string(r.lanes.size()) + " (the original's streams " + streams +
+           "), " + std::to_string(r.cross_lane_waits) + " cross-lane waits per iteration");
     }
     if (r.memory.peak_allocated_bytes >= (1 << 20))
-      line("  memory peak " + Format("%.1f", r.memory.peak_allocated_bytes / 1048576.0) + " MiB allocated by tensors (" +
-           Format("%.1f", r.estimated_peak_bytes / 1048576.0) + " MiB by the trace's recorded sizes)");
+      line("  memory peak " + Format("%.1f", r.memory.peak_allocated_bytes / 1048576.0) +
+           " MiB allocated by tensors (" + Format("%.1f", r.estimated_peak_bytes / 1048576.0) +
+           " MiB by the trace's recorded sizes)");
     if (r.device_metrics.samples > 0)
       line("  device " + Format("%.0f", r.device_metrics.sm_utilization_pct_mean) + "% SM busy, " +
-           Format("%.0f", r.device_metrics.power_w_mean) + " W, " + Format("%.0f", r.device_metrics.sm_clock_mhz_mean) +
-           " MHz SM clock, " + Format("%.0f", r.device_metrics.memory_used_mib_max) + " MiB used at most (NVML, " +
+           Format("%.0f", r.device_metrics.power_w_mean) + " W, " +
+           Format("%.0f", r.device_metrics.sm_clock_mhz_mean) + " MHz SM clock, " +
+           Format("%.0f", r.device_metrics.memory_used_mib_max) + " MiB used at most (NVML, " +
            std::to_string(r.device_metrics.samples) + " samples)");
-    if (!r.profile_path.empty()) line("  profile " + r.profile_path + " (Kineto; opens in Perfetto)");
+    if (!r.profile_path.empty())
+      line("  profile " + r.profile_path + " (Kineto; opens in Perfetto)");
     line("");
     if (r.iteration_ms.empty()) return out;
     char buf[256];
@@ -345,7 +355,8 @@ class ConsoleReporter final : public Reporter {
     for (size_t i = 0; i < shown; ++i) {
       const OpNameStats& s = r.per_op[i];
       std::snprintf(buf, sizeof(buf), "  %-44.44s %6lld %12s %14s", s.name.c_str(),
-                    static_cast<long long>(s.calls), s.replay_ms >= 0 ? Format("%.3f", s.replay_ms).c_str() : "-",
+                    static_cast<long long>(s.calls),
+                    s.replay_ms >= 0 ? Format("%.3f", s.replay_ms).c_str() : "-",
                     s.original_ms >= 0 ? Format("%.3f", s.original_ms).c_str() : "-");
       line(buf);
     }

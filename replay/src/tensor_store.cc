@@ -105,9 +105,10 @@ bool NeedsNonNegativeInput(std::string_view name) {
 // view shared by every use must not reach them.
 bool ChangesViewMetadata(std::string_view name) {
   name = name.substr(0, name.find('.'));
-  for (std::string_view n : {"aten::resize_", "aten::resize_as_", "aten::set_", "aten::as_strided_", "aten::t_",
-                             "aten::transpose_", "aten::swapdims_", "aten::swapaxes_", "aten::squeeze_",
-                             "aten::unsqueeze_", "aten::_resize_output_", "aten::detach_"})
+  for (std::string_view n :
+       {"aten::resize_", "aten::resize_as_", "aten::set_", "aten::as_strided_", "aten::t_",
+        "aten::transpose_", "aten::swapdims_", "aten::swapaxes_", "aten::squeeze_",
+        "aten::unsqueeze_", "aten::_resize_output_", "aten::detach_"})
     if (name == n) return true;
   return false;
 }
@@ -132,14 +133,18 @@ Status TensorStore::Plan(const std::vector<int>& ops) {
       const proto::Tensor& tensor = w_.tensors(t);
       if (produced[t]) return {InputSource::Kind::kProduced, t, -1};
       if (auto it = produced_storages.find(tensor.storage_id()); it != produced_storages.end()) {
-        if (MayAliasProducer(t, it->second.second)) return {InputSource::Kind::kDerived, t, it->second.first};
-        buffer_key_.emplace(t, next_private_key--);  // an index tensor on a reused id: its own buffer
+        if (MayAliasProducer(t, it->second.second))
+          return {InputSource::Kind::kDerived, t, it->second.first};
+        buffer_key_.emplace(t,
+                            next_private_key--);  // an index tensor on a reused id: its own buffer
       }
       // Trace storage ids are reused once memory is freed: a leaf of another dtype on an id a
       // leaf already holds is another allocation (Adam's int64 step increment on the id of a
       // float scalar read earlier), with a buffer of its own.
-      auto [claim, first_claim] = leaf_dtype_of_storage.emplace(tensor.storage_id(), tensor.dtype());
-      if (!first_claim && claim->second != tensor.dtype() && !buffer_key_.count(t)) buffer_key_[t] = next_private_key--;
+      auto [claim, first_claim] =
+          leaf_dtype_of_storage.emplace(tensor.storage_id(), tensor.dtype());
+      if (!first_claim && claim->second != tensor.dtype() && !buffer_key_.count(t))
+        buffer_key_[t] = next_private_key--;
       int64_t& bytes = buffer_bytes_[BufferKey(t)];
       bytes = std::max(bytes, BytesNeeded(tensor));
       if (leaf_set.insert(t).second) leaves_.push_back(t);
@@ -165,7 +170,8 @@ Status TensorStore::Plan(const std::vector<int>& ops) {
     c10::ScalarType st;
     if (!ToScalarType(w_.tensors(t).dtype(), &st))
       return Status::Unsupported("tensor " + std::to_string(w_.tensors(t).tensor_id()) +
-                                 " has a dtype Mimic cannot create (" + eg::TypeName(w_, w_.tensors(t).type()) + ")");
+                                 " has a dtype Mimic cannot create (" +
+                                 eg::TypeName(w_, w_.tensors(t).type()) + ")");
   }
   planned_bytes_ = 0;
   for (const auto& [key, bytes] : buffer_bytes_) planned_bytes_ += bytes;
@@ -175,13 +181,15 @@ Status TensorStore::Plan(const std::vector<int>& ops) {
 InputSource TensorStore::SourceOf(int pos, int t) const {
   for (const auto& [seen, source] : sources_[pos])
     if (seen == t) return source;
-  return {InputSource::Kind::kProduced, t, -1};  // not an input Plan saw: whatever this iteration has
+  return {InputSource::Kind::kProduced, t,
+          -1};  // not an input Plan saw: whatever this iteration has
 }
 
 Status TensorStore::AllocateBuffer(int64_t key, int64_t bytes) {
   try {
-    buffers_[key] = c10::Storage(c10::Storage::use_byte_size_t(), bytes, c10::GetAllocator(device_.type()),
-                                 /*resizable=*/true);
+    buffers_[key] =
+        c10::Storage(c10::Storage::use_byte_size_t(), bytes, c10::GetAllocator(device_.type()),
+                     /*resizable=*/true);
   } catch (const c10::Error& e) {
     return Status::Internal("cannot allocate " + std::to_string(bytes) + " bytes for storage " +
                             std::to_string(key) + ": " + FirstLineOf(e.what_without_backtrace()));
@@ -268,8 +276,10 @@ void TensorStore::Fill(const at::Tensor& flat, int t) {
   const IntFill fill = ranges_.FillFor(t);
   if (fill.kind == IntFill::Kind::kOffsets) {
     const int64_t n = flat.numel();
-    at::Tensor offsets = std::get<0>(
-        at::randint(0, fill.offsets_total + 1, {n}, gen_, at::TensorOptions().dtype(at::kLong).device(device_)).sort());
+    at::Tensor offsets =
+        std::get<0>(at::randint(0, fill.offsets_total + 1, {n}, gen_,
+                                at::TensorOptions().dtype(at::kLong).device(device_))
+                        .sort());
     offsets[0] = 0;
     flat.copy_(offsets);
     return;
@@ -324,7 +334,8 @@ at::Tensor TensorStore::Fallback(int t) {
   std::lock_guard<std::mutex> lock(fallback_mu_);
   if (auto it = fresh_.find(t); it != fresh_.end()) return it->second;
   const proto::Tensor& tensor = w_.tensors(t);
-  c10::Storage storage(c10::Storage::use_byte_size_t(), BytesNeeded(tensor), c10::GetAllocator(device_.type()), true);
+  c10::Storage storage(c10::Storage::use_byte_size_t(), BytesNeeded(tensor),
+                       c10::GetAllocator(device_.type()), true);
   at::Tensor view = ViewOf(storage, t);
   const int64_t extent = Extent(tensor);
   if (extent > 0) {

@@ -111,9 +111,9 @@ class TensorStore final : public ops::TensorSource {
   int64_t planned_bytes_ = 0;
   // Allocate's results.
   std::unordered_map<int64_t, std::vector<int>> leaves_of_;  // BufferKey -> its leaf entries
-  std::unordered_map<int64_t, c10::Storage> buffers_;  // BufferKey -> prepared buffer
+  std::unordered_map<int64_t, c10::Storage> buffers_;        // BufferKey -> prepared buffer
   std::mutex lazy_mu_;
-  std::vector<at::Tensor> leaf_;                       // table entry -> prepared view
+  std::vector<at::Tensor> leaf_;  // table entry -> prepared view
   int64_t prepared_bytes_ = 0;
   std::string inputs_sha256_;
   // Each iteration's.

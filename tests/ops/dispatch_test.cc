@@ -4,13 +4,12 @@
 #include "mimic/ops/dispatch.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <c10/core/Layout.h>
-#include <c10/core/MemoryFormat.h>
-#include <torch/csrc/jit/frontend/function_schema_parser.h>
-
 #include <ATen/ops/full.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/zeros.h>
+#include <c10/core/Layout.h>
+#include <c10/core/MemoryFormat.h>
+#include <torch/csrc/jit/frontend/function_schema_parser.h>
 
 #include <set>
 
@@ -27,7 +26,8 @@ struct OneOp {
   proto::Op op;
   c10::FunctionSchema schema;
 
-  OneOp(const std::string& s, std::vector<proto::Value> inputs) : schema(torch::jit::parseSchema(s)) {
+  OneOp(const std::string& s, std::vector<proto::Value> inputs)
+      : schema(torch::jit::parseSchema(s)) {
     w.add_types("");
     for (int k = 0; k < 3; ++k) {  // entries 0..2: tensors of 8 floats
       proto::Tensor* t = w.add_tensors();
@@ -113,16 +113,20 @@ TEST(ConversionTable, OptionalListsAndTensorLists) {
   ASSERT_EQ(args->tensors.size(), 2u);
   EXPECT_EQ(args->tensors[1].item, 1);
 
-  OneOp sum("aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-            {Tensor(0), None(), Int(1)});
+  OneOp sum(
+      "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? "
+      "dtype=None) -> Tensor",
+      {Tensor(0), None(), Int(1)});
   auto sargs = sum.Compile();
   ASSERT_THAT(sargs, IsOk());
   EXPECT_TRUE(sargs->stack[1].isNone());
   EXPECT_TRUE(sargs->stack[2].toBool());  // a bool recorded as an int
   EXPECT_TRUE(sargs->stack[3].isNone());  // not recorded: the schema's default
 
-  OneOp with_dims("aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-                  {Tensor(0), Int(0)});  // one int for an int[1]
+  OneOp with_dims(
+      "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? "
+      "dtype=None) -> Tensor",
+      {Tensor(0), Int(0)});  // one int for an int[1]
   auto dargs = with_dims.Compile();
   ASSERT_THAT(dargs, IsOk());
   EXPECT_EQ(dargs->stack[1].toIntVector(), std::vector<int64_t>{0});
@@ -130,20 +134,23 @@ TEST(ConversionTable, OptionalListsAndTensorLists) {
 
 TEST(ConversionTable, EnumsByNumberAndByName) {
   const std::string schema =
-      "aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+      "aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, "
+      "Device? device=None, "
       "bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
-  OneOp numbers(schema, {List({Int(2)}), Int(static_cast<int64_t>(c10::kBFloat16)), Int(0), Str("cuda:1"),
-                         proto::Value(), Int(static_cast<int64_t>(c10::MemoryFormat::ChannelsLast))});
+  OneOp numbers(schema,
+                {List({Int(2)}), Int(static_cast<int64_t>(c10::kBFloat16)), Int(0), Str("cuda:1"),
+                 proto::Value(), Int(static_cast<int64_t>(c10::MemoryFormat::ChannelsLast))});
   numbers.op.mutable_inputs(4)->set_bool_value(true);
   auto a = numbers.Compile();
   ASSERT_THAT(a, IsOk());
   EXPECT_EQ(a->stack[1].toInt(), static_cast<int64_t>(c10::kBFloat16));
-  EXPECT_EQ(a->stack[3].toDevice(), c10::Device(c10::kCPU));  // a recorded GPU remapped to the replay's
-  EXPECT_FALSE(a->stack[4].toBool());                         // pinned memory needs a GPU driver
+  EXPECT_EQ(a->stack[3].toDevice(),
+            c10::Device(c10::kCPU));   // a recorded GPU remapped to the replay's
+  EXPECT_FALSE(a->stack[4].toBool());  // pinned memory needs a GPU driver
   EXPECT_EQ(a->stack[5].toInt(), static_cast<int64_t>(c10::MemoryFormat::ChannelsLast));
 
-  OneOp names(schema, {List({Int(2)}), Str("torch.bfloat16"), Str("torch.strided"), Str("cpu"), None(),
-                       Str("torch.channels_last")});
+  OneOp names(schema, {List({Int(2)}), Str("torch.bfloat16"), Str("torch.strided"), Str("cpu"),
+                       None(), Str("torch.channels_last")});
   auto b = names.Compile();
   ASSERT_THAT(b, IsOk());
   EXPECT_EQ(b->stack[1].toInt(), static_cast<int64_t>(c10::kBFloat16));
@@ -155,20 +162,25 @@ TEST(ConversionTable, EnumsByNumberAndByName) {
 }
 
 TEST(ConversionTable, DimnamesStringsStreamsGenerators) {
-  OneOp dimnames("aten::sum.dim_DimnameList(Tensor self, Dimname[1] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-                 {Tensor(0), List({Str("N")})});
+  OneOp dimnames(
+      "aten::sum.dim_DimnameList(Tensor self, Dimname[1] dim, bool keepdim=False, *, ScalarType? "
+      "dtype=None) -> Tensor",
+      {Tensor(0), List({Str("N")})});
   auto d = dimnames.Compile();
   ASSERT_THAT(d, IsOk());
   ASSERT_TRUE(d->stack[1].isList());
   EXPECT_EQ(d->stack[1].toListRef()[0].toStringRef(), "N");
 
-  OneOp stream("aten::record_stream(Tensor(a!) self, Stream s) -> ()", {Tensor(0), Opaque("<Stream>")});
+  OneOp stream("aten::record_stream(Tensor(a!) self, Stream s) -> ()",
+               {Tensor(0), Opaque("<Stream>")});
   auto s = stream.Compile();
   ASSERT_THAT(s, IsOk());
   EXPECT_EQ(s->stack[1].toStream(), c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU)));
 
-  OneOp dropout("aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)",
-                {Tensor(0), Dbl(0.1), Opaque("<Generator>")});
+  OneOp dropout(
+      "aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> "
+      "Tensor(a!)",
+      {Tensor(0), Dbl(0.1), Opaque("<Generator>")});
   auto g = dropout.Compile();
   ASSERT_THAT(g, IsOk());
   EXPECT_TRUE(g->stack[2].isNone());  // the device's default generator
@@ -198,7 +210,8 @@ TEST(ConversionTable, FillStackPutsEachCallsTensorsInPlace) {
   ASSERT_THAT(args, IsOk());
   const std::vector<at::Tensor> tensors = {at::zeros({8}), at::ones({8}), at::full({8}, 2.0)};
   torch::jit::Stack stack;
-  FillStack(*args, [&](size_t k) { return tensors[args->tensors[k].entry]; }, &stack);
+  FillStack(
+      *args, [&](size_t k) { return tensors[args->tensors[k].entry]; }, &stack);
   ASSERT_EQ(stack.size(), 3u);
   EXPECT_TRUE(stack[0].toTensorList().get(1).equal(tensors[1]));
   EXPECT_TRUE(stack[1].toTensorList().get(0).equal(tensors[2]));
@@ -207,7 +220,8 @@ TEST(ConversionTable, FillStackPutsEachCallsTensorsInPlace) {
 }
 
 TEST(ConversionTable, AValueThatCannotTakeItsTypeNamesTheArgument) {
-  OneOp o("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", {Tensor(0), Str("x")});
+  OneOp o("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+          {Tensor(0), Str("x")});
   auto args = o.Compile();
   EXPECT_THAT(args, StatusIs(StatusCode::kUnsupported));
   EXPECT_THAT(args.status().message(), HasSubstr("argument 'other'"));

@@ -30,7 +30,8 @@ TEST(CudaExecutor, IsTheBestDeviceWhenAGpuIsVisible) {
 TEST(CudaExecutor, ReplaysAFleetSampleWithDeviceTimingAndMemory) {
   MIMIC_SKIP_WITHOUT_GPU();
   const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
-  auto w = eg::LoadWorkload(dir + "transformer.et.json.gz", {.kineto_path = dir + "transformer.kineto.json.gz"});
+  auto w = eg::LoadWorkload(dir + "transformer.et.json.gz",
+                            {.kineto_path = dir + "transformer.kineto.json.gz"});
   ASSERT_THAT(w, IsOk());
   ReplayOptions options;
   options.device = "cuda";
@@ -47,7 +48,8 @@ TEST(CudaExecutor, ReplaysAFleetSampleWithDeviceTimingAndMemory) {
   double op_sum = 0;
   for (const OpNameStats& s : r->per_op) op_sum += s.replay_ms;
   EXPECT_GT(op_sum, 0);
-  for (double ms : r->iteration_ms) EXPECT_GE(ms, 0.5 * op_sum);  // ops on one stream do not overlap
+  for (double ms : r->iteration_ms)
+    EXPECT_GE(ms, 0.5 * op_sum);  // ops on one stream do not overlap
   EXPECT_GT(r->memory.peak_allocated_bytes, 0);
   EXPECT_GE(r->memory.reserved_bytes, r->memory.allocated_bytes);
   EXPECT_FALSE(r->device_metrics.source.empty());
@@ -58,13 +60,16 @@ TEST(CudaExecutor, TwoStreamsOverlapOnTheDevice) {
   WorkloadBuilder b;
   b.Step(1);
   const int64_t n = 4096;
-  const int x = b.Tensor({n, n}), w1 = b.Tensor({n, n}), y = b.Tensor({n, n}), w2 = b.Tensor({n, n});
+  const int x = b.Tensor({n, n}), w1 = b.Tensor({n, n}), y = b.Tensor({n, n}),
+            w2 = b.Tensor({n, n});
   const int a = b.Tensor({n, n}), p = b.Tensor({n, n}), c = b.Tensor({n, n});
   const char* mm = "aten::mm(Tensor self, Tensor mat2) -> Tensor";
   const int64_t mm_a = b.Op(mm, {b.T(x), b.T(w1)}, {b.T(a)}, 7).id();
   const int64_t mm_b = b.Op(mm, {b.T(y), b.T(w2)}, {b.T(p)}, 20).id();
-  const int64_t add = b.Op("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
-                           {b.T(a), b.T(p), b.I(1)}, {b.T(c)}, 7).id();
+  const int64_t add =
+      b.Op("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+           {b.T(a), b.T(p), b.I(1)}, {b.T(c)}, 7)
+          .id();
   ReplayOptions options;
   options.device = "cuda";
   options.per_op_device_time = true;
@@ -91,9 +96,11 @@ TEST(CudaExecutor, OutOfMemoryStopsAndSuggestsLazyAllocation) {
   const int out = b.Tensor({1});
   proto::Value size;
   size.mutable_list()->add_items()->set_int_value(int64_t{1} << 42);  // 16 TiB of floats
-  b.Op("aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
-       "bool? pin_memory=None) -> Tensor",
-       {size}, {b.T(out)});
+  b.Op(
+      "aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? "
+      "device=None, "
+      "bool? pin_memory=None) -> Tensor",
+      {size}, {b.T(out)});
   ReplayOptions options;
   options.device = "cuda";
   options.warmup = 0;

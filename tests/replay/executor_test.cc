@@ -1,5 +1,7 @@
 // The executor on the CPU: lanes from the original's streams run concurrently and join where
 // their data meets; an out-of-memory stops the replay; memory, lazy allocation and profiles.
+#include "mimic/replay/executor.h"
+
 #include <ATen/Parallel.h>
 #include <unistd.h>
 
@@ -8,10 +10,8 @@
 #include <map>
 
 #include "mimic/base/file.h"
-
 #include "mimic/eg/kineto.h"
 #include "mimic/eg/workload.h"
-#include "mimic/replay/executor.h"
 #include "mimic/replay/replayer.h"
 #include "testing.h"
 #include "workload_builder.h"
@@ -22,7 +22,8 @@ namespace {
 using mimic::testing::WorkloadBuilder;
 
 constexpr const char* kMm = "aten::mm(Tensor self, Tensor mat2) -> Tensor";
-constexpr const char* kAdd = "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
+constexpr const char* kAdd =
+    "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
 
 const OpTiming& TimingOf(const ReplayResult& r, int64_t op_id) {
   static const OpTiming none{-1, 0, -1, 0};
@@ -37,8 +38,10 @@ const OpTiming& TimingOf(const ReplayResult& r, int64_t op_id) {
 TEST(Executor, TwoStreamsOverlapAndJoinWhereTheirDataMeets) {
   WorkloadBuilder b;
   b.Step(1);
-  const int64_t n = 1024;  // ~0.1 s per product on one core: scheduling delays on a busy host stay small beside it
-  const int x = b.Tensor({n, n}), w1 = b.Tensor({n, n}), y = b.Tensor({n, n}), w2 = b.Tensor({n, n});
+  const int64_t n = 1024;  // ~0.1 s per product on one core: scheduling delays on a busy host stay
+                           // small beside it
+  const int x = b.Tensor({n, n}), w1 = b.Tensor({n, n}), y = b.Tensor({n, n}),
+            w2 = b.Tensor({n, n});
   const int a = b.Tensor({n, n}), p = b.Tensor({n, n}), c = b.Tensor({n, n});
   const int64_t mm_a = b.Op(kMm, {b.T(x), b.T(w1)}, {b.T(a)}, 7).id();
   const int64_t mm_b = b.Op(kMm, {b.T(y), b.T(w2)}, {b.T(p)}, 20).id();
@@ -59,7 +62,8 @@ TEST(Executor, TwoStreamsOverlapAndJoinWhereTheirDataMeets) {
   EXPECT_EQ(r->cross_lane_waits, 1);  // the add waits for stream 20's product, nothing else
   const OpTiming &ta = TimingOf(*r, mm_a), &tb = TimingOf(*r, mm_b), &tc = TimingOf(*r, add);
   EXPECT_NE(ta.lane, tb.lane);
-  EXPECT_LT(std::max(ta.start_ms, tb.start_ms), std::min(ta.start_ms + ta.duration_ms, tb.start_ms + tb.duration_ms))
+  EXPECT_LT(std::max(ta.start_ms, tb.start_ms),
+            std::min(ta.start_ms + ta.duration_ms, tb.start_ms + tb.duration_ms))
       << "the two products did not overlap";
   EXPECT_GE(tc.start_ms, ta.start_ms + ta.duration_ms);
   EXPECT_GE(tc.start_ms, tb.start_ms + tb.duration_ms);
@@ -96,9 +100,11 @@ TEST(Executor, OutOfMemoryStopsTheReplay) {
   const int out = b.Tensor({1});
   proto::Value size;
   size.mutable_list()->add_items()->set_int_value(int64_t{1} << 40);  // 4 TiB of floats
-  b.Op("aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
-       "bool? pin_memory=None) -> Tensor",
-       {size}, {b.T(out)});
+  b.Op(
+      "aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? "
+      "device=None, "
+      "bool? pin_memory=None) -> Tensor",
+      {size}, {b.T(out)});
   ReplayOptions options;
   options.device = "cpu";
   options.warmup = 0;
@@ -142,7 +148,8 @@ TEST(Executor, ProfileHoldsEveryReplayedOpAndEachIteration) {
   options.device = "cpu";
   options.warmup = 1;
   options.iters = 2;
-  options.profile_path = ::testing::TempDir() + "/mimic_profile_" + std::to_string(getpid()) + ".json";
+  options.profile_path =
+      ::testing::TempDir() + "/mimic_profile_" + std::to_string(getpid()) + ".json";
   auto r = Replay(*w, options);
   ASSERT_THAT(r, IsOk());
   ASSERT_EQ(r->profile_path, options.profile_path);
@@ -154,7 +161,8 @@ TEST(Executor, ProfileHoldsEveryReplayedOpAndEachIteration) {
   int steps = 0;
   std::map<std::string, int> ops;
   for (const eg::KinetoEvent& e : trace->events) {
-    if (e.kind == eg::KinetoEvent::Kind::kAnnotation && e.name.rfind("ProfilerStep#", 0) == 0) ++steps;
+    if (e.kind == eg::KinetoEvent::Kind::kAnnotation && e.name.rfind("ProfilerStep#", 0) == 0)
+      ++steps;
     if (e.kind == eg::KinetoEvent::Kind::kHostOp) ++ops[e.name];
   }
   EXPECT_EQ(steps, 2);

@@ -18,7 +18,8 @@ class WorkloadBuilder {
   }
 
   // A float tensor of `shape` on its own storage; returns its table entry.
-  int Tensor(std::vector<int64_t> shape, proto::DType dtype = proto::FLOAT32, int64_t itemsize = 4) {
+  int Tensor(std::vector<int64_t> shape, proto::DType dtype = proto::FLOAT32,
+             int64_t itemsize = 4) {
     proto::Tensor* t = w_.add_tensors();
     t->set_tensor_id(next_id_);
     t->set_storage_id(next_id_++);
@@ -29,7 +30,8 @@ class WorkloadBuilder {
     t->set_dtype(dtype);
     int64_t stride = 1;
     std::vector<int64_t> strides(shape.size());
-    for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) strides[i] = stride, stride *= shape[i];
+    for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i)
+      strides[i] = stride, stride *= shape[i];
     for (size_t i = 0; i < shape.size(); ++i) {
       t->add_shape(shape[i]);
       t->add_strides(strides[i]);
@@ -51,8 +53,8 @@ class WorkloadBuilder {
   }
 
   // An op under the last Step() (or a root); `stream` >= 0 gives it one kernel on that stream.
-  proto::Op& Op(const std::string& schema, std::vector<proto::Value> inputs, std::vector<proto::Value> outputs,
-                int64_t stream = -1) {
+  proto::Op& Op(const std::string& schema, std::vector<proto::Value> inputs,
+                std::vector<proto::Value> outputs, int64_t stream = -1) {
     proto::Op* op = w_.add_ops();
     op->set_id(next_op_id_++);
     op->set_name(schema.substr(0, schema.find_first_of(".(")));

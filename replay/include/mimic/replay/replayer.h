@@ -25,7 +25,7 @@ enum class ReplayMode { kFull, kCompute, kComm };
 const char* ReplayModeName(ReplayMode mode);
 
 struct ReplayOptions {
-  std::string device;  // "cpu", "cuda", "cuda:N"; empty: BestDevice()
+  std::string device;          // "cpu", "cuda", "cuda:N"; empty: BestDevice()
   int64_t iteration = -1;      // ProfilerStep number; -1: the first step, else the whole trace
   std::string label;           // a "## label ##" range instead of an iteration
   int warmup = 1;
@@ -104,9 +104,9 @@ struct LaneStats {
 
 // When one op ran in the last measured iteration, on the executor's clock.
 struct OpTiming {
-  int64_t op_id = 0;   // the op run (a recorded part, for a composite run as its parts)
-  int lane = 0;        // kHostLane (-1) for communication on a multi-lane plan
-  double start_ms = 0; // from the iteration's start
+  int64_t op_id = 0;    // the op run (a recorded part, for a composite run as its parts)
+  int lane = 0;         // kHostLane (-1) for communication on a multi-lane plan
+  double start_ms = 0;  // from the iteration's start
   double duration_ms = 0;
 };
 
@@ -131,13 +131,13 @@ struct ReplayResult {
   double page_faults_per_iteration = -1;  // minor faults of the process, per measured iteration
   std::string executor;                   // "cpu", "cuda"
   std::vector<LaneStats> lanes;
-  int64_t cross_lane_waits = 0;           // event waits the plan holds, per iteration
-  MemoryStats memory;                     // the executor's allocator, over measured iterations
-  int64_t estimated_peak_bytes = 0;       // prepared + the recorded sizes alive at once
-  DeviceMetrics device_metrics;           // sampled during measured iterations (NVML on GPUs)
-  bool per_op_timed = true;               // per-op replay_ms are measured (else -1)
-  std::vector<OpTiming> timeline;         // the last measured iteration, when ops are timed
-  std::string profile_path;               // the Kineto profile written, if asked
+  int64_t cross_lane_waits = 0;      // event waits the plan holds, per iteration
+  MemoryStats memory;                // the executor's allocator, over measured iterations
+  int64_t estimated_peak_bytes = 0;  // prepared + the recorded sizes alive at once
+  DeviceMetrics device_metrics;      // sampled during measured iterations (NVML on GPUs)
+  bool per_op_timed = true;          // per-op replay_ms are measured (else -1)
+  std::vector<OpTiming> timeline;    // the last measured iteration, when ops are timed
+  std::string profile_path;          // the Kineto profile written, if asked
   // Empty when every iteration ran; else why the replay stopped early (an interruption, an
   // out-of-memory, an op that failed under --strict). iteration_ms holds the completed ones.
   std::string stop_reason;
