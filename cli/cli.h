@@ -42,6 +42,23 @@ void AddReplayOptions(CLI::App& app, replay::ReplayOptions& options, std::string
 int ReplayAndReport(const proto::Workload& workload, const std::string& input,
                     const replay::ReplayOptions& options, const std::string& report_path);
 
+// The folder of the running executable.
+std::string ExecutableDir();
+
+// LibTorch lives in the `mimic-torch` executable beside `mimic` (docs/cli.md): `mimic` starts in
+// milliseconds and runs `mimic-torch` for the commands that replay or measure. In `mimic`,
+// NeedLibTorch hands this command line over to `mimic-torch` (exec, with LibTorch's folder on the
+// library path) and returns only on failure; in `mimic-torch` it returns Ok at once.
+Status NeedLibTorch();
+
+// The command line main() was given (argv, null-terminated), for NeedLibTorch.
+void SetCommandLine(int argc, char** argv);
+char* const* CommandLine();
+
+// Runs this executable as the standalone benchmark it was built into, when it is one (`mimic
+// build-benchmark`), and returns its exit code; returns -1 when it carries no benchmark.
+int MaybeRunStandalone(int argc, char** argv);
+
 // Each subcommand registers its options on `app` and returns the function that runs it.
 using Runner = std::function<int()>;
 Runner AddInspect(CLI::App& app);
@@ -59,8 +76,10 @@ Runner AddCompare(CLI::App& app);
 Runner AddPlan(CLI::App& app);
 Runner AddDevices(CLI::App& app);
 
-// Runs as the standalone benchmark `bundle` was built into (mimic build-benchmark): its own
-// --help and the replay options. Returns the exit code.
-int RunStandalone(int argc, char** argv, const proto::Bundle& bundle);
+// One iteration time of `w` measured by replay on this machine (`mimic plan`): the median of
+// options.iters iterations; on_iteration sees each. Needs LibTorch (mimic-torch).
+Result<double> MeasureByReplay(const proto::Workload& w, const replay::ReplayOptions& options,
+                               const std::function<void(int done, int total)>& on_iteration,
+                               std::string* detail);
 
 }  // namespace mimic::cli

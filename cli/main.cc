@@ -1,35 +1,81 @@
-// mimic: the command-line entry point. Subcommands live in cli/*_command.cc.
-#include <cstdio>
+// mimic: the command-line entry point. Subcommands live in cli/*_command.cc. This file builds two
+// executables (cli/CMakeLists.txt): `mimic`, without LibTorch (MIMIC_CLI_LIGHT), which runs the
+// commands that need none and hands the others to `mimic-torch`, which runs them all.
+#include <cstring>
 #include <map>
 
 #include "cli.h"
-#include "mimic/base/file.h"
-#include "mimic/synth/standalone.h"
 
-namespace mimic::cli {
+namespace {
 
-int Fail(const Status& status) {
-  std::fprintf(stderr, "mimic: error: %s\n", status.message().c_str());
-  return status.IsInputError() ? kExitBadInput : kExitRuntime;
-}
+using mimic::cli::Runner;
 
-Status WriteOutput(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return Status::Ok();
+#ifdef MIMIC_CLI_LIGHT
+#define MIMIC_TORCH_COMMAND(fn) nullptr
+#else
+#define MIMIC_TORCH_COMMAND(fn) fn
+#endif
+
+struct Command {
+  const char* name;
+  Runner (*add)(CLI::App&);  // null where this executable hands the command to mimic-torch
+  const char* help;
+};
+
+const Command kCommands[] = {
+    {"inspect", mimic::cli::AddInspect, "Summarize an execution trace (and its Kineto trace)"},
+    {"convert", mimic::cli::AddConvert, "Normalize a trace into a .mimic workload file"},
+    {"replay", MIMIC_TORCH_COMMAND(mimic::cli::AddReplay),
+     "Replay a trace or workload operator by operator and report timings (one rank per process "
+     "under "
+     "torchrun/srun/mpirun)"},
+    {"run", MIMIC_TORCH_COMMAND(mimic::cli::AddRun),
+     "Replay the embedded default fleet sample and compare it with the original"},
+    {"synth", MIMIC_TORCH_COMMAND(mimic::cli::AddSynth),
+     "Transform workloads: select, filter, substitute, scale batch, change dtype, compose, repeat, "
+     "scale world "
+     "size"},
+    {"pack", MIMIC_TORCH_COMMAND(mimic::cli::AddPack),
+     "Write a self-contained, checksummed benchmark bundle"},
+    {"build-benchmark", MIMIC_TORCH_COMMAND(mimic::cli::AddBuildBenchmark),
+     "Build a standalone benchmark executable from a bundle"},
+    {"export-chakra", mimic::cli::AddExportChakra,
+     "Write a trace or workload as a Chakra .et trace (ASTRA-sim input)"},
+    {"import-chakra", mimic::cli::AddImportChakra,
+     "Summarize a Chakra .et trace: node types, collectives, dependencies"},
+    {"calibrate", MIMIC_TORCH_COMMAND(mimic::cli::AddCalibrate),
+     "Measure this machine's platform figures (GEMM, conv, bandwidth, overheads) into a platform "
+     "JSON"},
+    {"predict", mimic::cli::AddPredict,
+     "Predict a workload's time on a platform, per op, per op class and end to end"},
+    {"compare", MIMIC_TORCH_COMMAND(mimic::cli::AddCompare),
+     "Replay and predict a trace; set original, replay and prediction side by side (JSON + HTML)"},
+    {"devices", MIMIC_TORCH_COMMAND(mimic::cli::AddDevices),
+     "List the executors compiled in (cpu, cuda) and the devices present"},
+    {"plan", mimic::cli::AddPlan,
+     "Plan a fleet: step times, GPUs and cost per target platform, simulated queueing"},
+};
+
+// The command named on the command line (its first word that is not an option), or null.
+const Command* NamedCommand(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] == '-') continue;
+    for (const Command& c : kCommands)
+      if (std::strcmp(c.name, argv[i]) == 0) return &c;
+    return nullptr;
   }
-  return WriteFileAtomic(path, text);
+  return nullptr;
 }
 
-}  // namespace mimic::cli
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace mimic::cli;
-  // A standalone benchmark is this binary with a bundle appended: run as that benchmark.
-  mimic::Result<std::optional<mimic::proto::Bundle>> embedded =
-      mimic::synth::ReadEmbeddedBundle("/proc/self/exe");
-  if (!embedded.ok()) return Fail(embedded.status());
-  if (embedded->has_value()) return RunStandalone(argc, argv, **embedded);
+  SetCommandLine(argc, argv);
+  // A standalone benchmark (mimic build-benchmark) runs as that benchmark.
+  if (const int code = MaybeRunStandalone(argc, argv); code >= 0) return code;
+  if (const Command* named = NamedCommand(argc, argv); named && !named->add)
+    return Fail(NeedLibTorch());
 
   CLI::App app{
       "Mimic: turns PyTorch execution traces into replayable benchmarks, replays them through "
@@ -38,24 +84,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("mimic ") + MIMIC_VERSION);
   app.require_subcommand(1);
   std::map<CLI::App*, Runner> runners;
-  auto add = [&](Runner (*fn)(CLI::App&), const char* name, const char* help) {
-    CLI::App* sub = app.add_subcommand(name, help);
-    runners[sub] = fn(*sub);
-  };
-  add(AddInspect, "inspect", "Summarize an execution trace (and its Kineto trace)");
-  add(AddConvert, "convert", "Normalize a trace into a .mimic workload file");
-  add(AddReplay, "replay", "Replay a trace or workload operator by operator and report timings (one rank per process under torchrun/srun/mpirun)");
-  add(AddRun, "run", "Replay the embedded default fleet sample and compare it with the original");
-  add(AddSynth, "synth", "Transform workloads: select, filter, substitute, scale batch, change dtype, compose, repeat, scale world size");
-  add(AddPack, "pack", "Write a self-contained, checksummed benchmark bundle");
-  add(AddBuildBenchmark, "build-benchmark", "Build a standalone benchmark executable from a bundle");
-  add(AddExportChakra, "export-chakra", "Write a trace or workload as a Chakra .et trace (ASTRA-sim input)");
-  add(AddImportChakra, "import-chakra", "Summarize a Chakra .et trace: node types, collectives, dependencies");
-  add(AddCalibrate, "calibrate", "Measure this machine's platform figures (GEMM, conv, bandwidth, overheads) into a platform JSON");
-  add(AddPredict, "predict", "Predict a workload's time on a platform, per op, per op class and end to end");
-  add(AddCompare, "compare", "Replay and predict a trace; set original, replay and prediction side by side (JSON + HTML)");
-  add(AddDevices, "devices", "List the executors compiled in (cpu, cuda) and the devices present");
-  add(AddPlan, "plan", "Plan a fleet: step times, GPUs and cost per target platform, simulated queueing");
+  for (const Command& c : kCommands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    if (c.add) runners[sub] = c.add(*sub);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -39,30 +39,26 @@ class CliEnvironment final : public fleet::PlanEnvironment {
     if (local) {
       replay::ReplayOptions o = replay_options_;
       o.device = "cpu";
-      UseOriginalThreads(*w, o);
       const std::string stage = "measuring " + name + " on " + platform + " (replay)";
-      auto on_iteration = [&](int done, int total, double) {
+      auto on_iteration = [&](int done, int total) {
         if (progress_) progress_(stage, static_cast<double>(done) / total);
       };
-      Result<replay::ReplayResult> r = replay::Replay(*w, o, on_iteration);
-      if (!r.ok()) return r.status().WithContext("classes[" + std::to_string(cls) + "] (" + name + ")");
-      if (!r->stop_reason.empty() || r->iteration_ms.empty())
-        return Status::Internal("classes[" + std::to_string(cls) + "] (" + name + "): the replay stopped early: " +
-                                (r->stop_reason.empty() ? "no iteration measured" : r->stop_reason));
       fleet::StepTime st;
-      st.ms = Median(r->iteration_ms);
+      Result<double> ms = MeasureByReplay(*w, o, on_iteration, &st.detail);
+      if (!ms.ok())
+        return ms.status().WithContext("classes[" + std::to_string(cls) + "] (" + name + ")");
+      st.ms = *ms;
       st.source = "measured";
-      st.detail = "replay on " + r->device + ", median of " + std::to_string(r->iteration_ms.size()) + " iterations, " +
-                  std::to_string(r->replayed_ops) + "/" + std::to_string(r->total_ops) + " ops replayed";
-      if (w->original().iteration_ms_size() > 0) {
-        std::vector<double> original(w->original().iteration_ms().begin(), w->original().iteration_ms().end());
-        char buf[96];
-        std::snprintf(buf, sizeof(buf), "; the original run: %.3f ms median", Median(original));
-        st.detail += buf;
-      }
       return st;
     }
     return Predict(*w, platform);
+  }
+
+  // A CPU platform is this machine's device: measured. GPU platforms are predicted (the replay
+  // runs on the CPU only until the GPU replay lands).
+  Result<bool> IsLocal(const std::string& platform) {
+    MIMIC_ASSIGN_OR_RETURN(const proto::Platform* p, PlatformOf(platform));
+    return p->device_type() == "cpu";
   }
 
   Result<double> PricePerGpuHour(const std::string& platform) override {
@@ -86,13 +82,6 @@ class CliEnvironment final : public fleet::PlanEnvironment {
     Result<proto::Platform> p = model::FindPlatform(name);
     if (!p.ok()) return p.status().WithContext("platform '" + name + "'");
     return &(platforms_[name] = std::move(*p));
-  }
-
-  // A CPU platform is this machine's device: measured. GPU platforms are predicted (the replay
-  // runs on the CPU only until the GPU replay lands).
-  Result<bool> IsLocal(const std::string& platform) {
-    MIMIC_ASSIGN_OR_RETURN(const proto::Platform* p, PlatformOf(platform));
-    return p->device_type() == "cpu";
   }
 
   Result<fleet::StepTime> Predict(const proto::Workload& w, const std::string& platform) {
@@ -206,6 +195,14 @@ Runner AddPlan(CLI::App& app) {
     Progress progress(args->quiet);
     auto report_progress = [&progress](const std::string& stage, double f) { progress(stage, f); };
     CliEnvironment env(m->manifest, args->replay, report_progress);
+    // Every target is checked before any work; measuring one locally needs LibTorch.
+    for (const std::string& target : args->targets) {
+      Result<bool> local = env.IsLocal(target);
+      if (!local.ok()) return Fail(local.status().WithContext("--target"));
+      if (*local) {
+        if (Status st = NeedLibTorch(); !st.ok()) return Fail(st);
+      }
+    }
     fleet::PlanOptions options;
     options.targets = args->targets;
     options.progress = report_progress;

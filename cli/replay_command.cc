@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "mimic/base/stats.h"
 #include "mimic/eg/workload.h"
 #include "mimic/replay/report.h"
 
@@ -104,6 +105,33 @@ std::string RankReportPath(const std::string& path, const replay::ReplayOptions&
 void UseOriginalThreads(const proto::Workload& w, replay::ReplayOptions& options) {
   if (options.num_threads == 0 && w.original().num_threads() > 0)
     options.num_threads = static_cast<int>(w.original().num_threads());
+}
+
+Status NeedLibTorch() { return Status::Ok(); }
+
+Result<double> MeasureByReplay(const proto::Workload& w, const replay::ReplayOptions& given,
+                               const std::function<void(int done, int total)>& on_iteration,
+                               std::string* detail) {
+  replay::ReplayOptions options = given;
+  UseOriginalThreads(w, options);
+  MIMIC_ASSIGN_OR_RETURN(
+      const replay::ReplayResult r,
+      replay::Replay(w, options, [&](int done, int total, double) { on_iteration(done, total); }));
+  if (!r.stop_reason.empty() || r.iteration_ms.empty())
+    return Status::Internal(
+        "the replay stopped early: " +
+        (r.stop_reason.empty() ? std::string("no iteration measured") : r.stop_reason));
+  *detail = "replay on " + r.device + ", median of " + std::to_string(r.iteration_ms.size()) +
+            " iterations, " + std::to_string(r.replayed_ops) + "/" + std::to_string(r.total_ops) +
+            " ops replayed";
+  if (w.original().iteration_ms_size() > 0) {
+    std::vector<double> original(w.original().iteration_ms().begin(),
+                                 w.original().iteration_ms().end());
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "; the original run: %.3f ms median", Median(original));
+    *detail += buf;
+  }
+  return Median(r.iteration_ms);
 }
 
 int ReplayAndReport(const proto::Workload& w, const std::string& input,

@@ -1,6 +1,7 @@
 // mimic synth INPUT [--iteration N | --label L] [--filter P] [--dtype T] [--repeat K] -o OUT
 // mimic pack INPUT [--kineto K] [--seed S] -o OUT.bundle
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli.h"
 #include "mimic/eg/workload.h"
@@ -134,16 +135,21 @@ Runner AddBuildBenchmark(CLI::App& app) {
   app.add_option("bundle", args->bundle, "Bundle written by `mimic pack`")->required();
   app.add_option("-o,--output", args->out, "Executable to write")->required();
   app.footer(
-      "The executable is this mimic binary with the bundle appended; `./NAME --help` lists its "
-      "options. It links LibTorch's shared libraries: run it where the same torch is installed "
-      "(or LD_LIBRARY_PATH points at its lib folder).");
+      "The executable carries mimic's launcher, its LibTorch runner and the bundle; `./NAME "
+      "--help` "
+      "lists its options. It needs torch " MIMIC_TORCH_VERSION
+      " installed where it runs (pip; found through "
+      "python3, or MIMIC_TORCH_LIB naming torch's lib folder), and nothing from this machine.");
   return [args]() {
-    Status st = synth::BuildStandalone("/proc/self/exe", args->bundle, args->out);
+    Status st = synth::BuildStandalone(ExecutableDir() + "/mimic", "/proc/self/exe", args->bundle,
+                                       args->out);
     if (!st.ok()) return Fail(st);
     std::fprintf(stderr, "mimic: wrote %s\n", args->out.c_str());
     return static_cast<int>(kExitOk);
   };
 }
+
+namespace {
 
 int RunStandalone(int argc, char** argv, const proto::Bundle& bundle) {
   const std::string self = argv[0];
@@ -172,6 +178,20 @@ int RunStandalone(int argc, char** argv, const proto::Bundle& bundle) {
   }
   if (options.device.empty()) options.device = replay::BestDevice();
   return ReplayAndReport(w, name + " (embedded bundle)", options, report);
+}
+
+}  // namespace
+
+// The launcher of a standalone benchmark runs this executable with MIMIC_STANDALONE naming the
+// file that carries the bundle.
+int MaybeRunStandalone(int argc, char** argv) {
+  const char* path = std::getenv("MIMIC_STANDALONE");
+  if (!path || !*path) return -1;
+  Result<std::optional<proto::Bundle>> bundle = synth::ReadEmbeddedBundle(path);
+  if (!bundle.ok()) return Fail(bundle.status());
+  if (!bundle->has_value())
+    return Fail(Status::InvalidInput(std::string(path) + ": carries no benchmark bundle"));
+  return RunStandalone(argc, argv, **bundle);
 }
 
 }  // namespace mimic::cli

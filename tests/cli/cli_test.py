@@ -291,6 +291,38 @@ class SynthTest(unittest.TestCase):
             self.assertEqual(rep["coverage"]["replayed"], rep["coverage"]["total"])
             self.assertIn("manifest", rep["original"]["source"])
             self.assertEqual(subprocess.run([exe, "--iters", "0"], capture_output=True).returncode, 2)
+            # Nothing in it points into this machine's site-packages: LibTorch is looked up where it
+            # runs (MIMIC_TORCH_LIB first), and a wrong MIMIC_TORCH_LIB is named.
+            for elf in (exe, MIMIC + "-torch"):
+                dyn = subprocess.run(["readelf", "-d", elf], capture_output=True, text=True).stdout
+                self.assertNotIn("RUNPATH", dyn, elf)
+                self.assertNotIn("RPATH", dyn, elf)
+            env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+            torch_lib = subprocess.run(["python3", "-c", "import os, torch; print(os.path.join("
+                                        "os.path.dirname(torch.__file__), 'lib'))"],
+                                       capture_output=True, text=True).stdout.strip()
+            ok = subprocess.run([exe, "--warmup", "0", "--iters", "1"], capture_output=True, text=True,
+                                env={**env, "MIMIC_TORCH_LIB": torch_lib}, timeout=300)
+            self.assertEqual(ok.returncode, 0, ok.stderr)
+            bad = subprocess.run([exe, "--iters", "1"], capture_output=True, text=True,
+                                 env={**env, "MIMIC_TORCH_LIB": d}, timeout=60)
+            self.assertEqual(bad.returncode, 2, bad.stderr)
+            self.assertIn("MIMIC_TORCH_LIB=" + d, bad.stderr)
+
+    def test_commands_without_libtorch_never_load_it(self):
+        # The dynamic loader lists every library it opens under LD_DEBUG=files.
+        env = {**os.environ, "LD_DEBUG": "files"}
+        trace = os.path.join(SAMPLES, "mlp.et.json.gz")
+        tmp = tempfile.mkdtemp()
+        for args in (["--version"], ["inspect", trace], ["predict", trace, "--platform", "h100_sxm"],
+                     ["export-chakra", trace, "-o", os.path.join(tmp, "mlp")]):
+            with self.subTest(args=args[0]):
+                r = subprocess.run([MIMIC, *args], capture_output=True, text=True, env=env, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+                self.assertNotIn("libtorch", r.stderr)
+        r = subprocess.run([MIMIC, "devices"], capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertIn("libtorch_cpu.so", r.stderr)
 
 
 class FaultTest(unittest.TestCase):

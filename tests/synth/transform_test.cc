@@ -304,28 +304,44 @@ TEST(Bundle, CorruptOrNewerBundlesAreRefused) {
   EXPECT_THAT(ReadBundle(path), StatusIs(StatusCode::kUnsupported));
 }
 
-TEST(Standalone, AppendsOneBundleAndReadsItBack) {
+TEST(Standalone, CarriesLauncherRunnerAndBundleAndReadsThemBack) {
   const std::string dir = ::testing::TempDir() + "/standalone_" + std::to_string(getpid());
-  const std::string runner = dir + ".runner", bundle = dir + ".bundle", exe = dir + ".exe", exe2 = dir + ".exe2";
-  const std::string runner_bytes = "\x7f" "ELF pretend executable";
+  const std::string launcher = dir + ".launcher", runner = dir + ".runner",
+                    bundle = dir + ".bundle", exe = dir + ".exe", exe2 = dir + ".exe2";
+  const std::string launcher_bytes =
+                        "\x7f"
+                        "ELF pretend launcher",
+                    runner_bytes =
+                        "\x7f"
+                        "ELF pretend runner";
+  ASSERT_TRUE(WriteFileAtomic(launcher, launcher_bytes).ok());
   ASSERT_TRUE(WriteFileAtomic(runner, runner_bytes).ok());
   const proto::Bundle b = MakeBundle(Load("mlp"), 77);
   ASSERT_TRUE(WriteBundle(bundle, b).ok());
-  ASSERT_TRUE(BuildStandalone(runner, bundle, exe).ok());
-  // Building from a standalone replaces its bundle instead of stacking a second one.
-  ASSERT_TRUE(BuildStandalone(exe, bundle, exe2).ok());
+  ASSERT_TRUE(BuildStandalone(launcher, runner, bundle, exe).ok());
+  // Building from a standalone replaces its runner and bundle instead of stacking more.
+  ASSERT_TRUE(BuildStandalone(exe, exe, bundle, exe2).ok());
   auto a = ReadFile(exe), c = ReadFile(exe2), raw = ReadFile(bundle);
   ASSERT_THAT(a, IsOk());
   ASSERT_THAT(c, IsOk());
-  EXPECT_EQ(a->bytes.view(), c->bytes.view());
-  EXPECT_EQ(a->bytes.size(), runner_bytes.size() + raw->bytes.size() + 16);
+  EXPECT_EQ(a->bytes.view().substr(0, launcher_bytes.size()), launcher_bytes);
+  EXPECT_EQ(a->bytes.size(), launcher_bytes.size() + runner_bytes.size() + raw->bytes.size() + 32);
+  EXPECT_EQ(c->bytes.size(),
+            launcher_bytes.size() + launcher_bytes.size() + raw->bytes.size() + 32);
   auto embedded = ReadEmbeddedBundle(exe2);
   ASSERT_THAT(embedded, IsOk());
   ASSERT_TRUE(embedded->has_value());
   EXPECT_EQ((*embedded)->SerializeAsString(), b.SerializeAsString());
+  auto part = FindEmbeddedRunner(exe);
+  ASSERT_THAT(part, IsOk());
+  ASSERT_TRUE(part->has_value());
+  EXPECT_EQ(a->bytes.view().substr((*part)->offset, (*part)->size), runner_bytes);
   auto none = ReadEmbeddedBundle(runner);
   ASSERT_THAT(none, IsOk());
   EXPECT_FALSE(none->has_value());
+  auto no_runner = FindEmbeddedRunner(runner);
+  ASSERT_THAT(no_runner, IsOk());
+  EXPECT_FALSE(no_runner->has_value());
 }
 
 }  // namespace

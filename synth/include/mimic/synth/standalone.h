@@ -1,9 +1,15 @@
-// Standalone benchmark executables (`mimic build-benchmark`): a copy of the mimic binary with a
-// bundle appended, followed by a trailer [uint64 little-endian bundle size]["MIMICEXE"]. At
-// start-up mimic looks for the trailer on its own executable and, when it finds one, runs as
-// that benchmark. Stateless; thread-safe.
+// Standalone benchmark executables (`mimic build-benchmark`). One file holds three parts:
+//
+//   [the `mimic` launcher][the `mimic-torch` runner][RUNNER trailer][the bundle][BUNDLE trailer]
+//
+// where each trailer is [uint64 little-endian size of the part before it][8-byte tag]. The
+// launcher needs no LibTorch: at start-up it finds the bundle trailer on its own executable,
+// finds LibTorch on the machine it runs on and executes the embedded runner (docs/cli.md), which
+// replays the bundle. Nothing in the file points into the build machine's filesystem.
+// Stateless; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -12,11 +18,21 @@
 
 namespace mimic::synth {
 
-// Writes `out` (mode 0755, atomically): the executable `runner` (without any bundle it already
-// carries) followed by the bundle file `bundle_path`, which must be a valid bundle.
+// Writes `out` (mode 0755, atomically): `launcher` and `runner` (each without any parts it
+// already carries) followed by the bundle file `bundle_path`, which must be a valid bundle.
 // Errors: those of ReadBundle for the bundle; Io when a file cannot be read or written.
-Status BuildStandalone(const std::string& runner, const std::string& bundle_path,
-                       const std::string& out);
+Status BuildStandalone(const std::string& launcher, const std::string& runner,
+                       const std::string& bundle_path, const std::string& out);
+
+// Where a part lies in a standalone executable.
+struct EmbeddedPart {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+// The embedded runner of standalone executable `exe`, or nullopt when `exe` carries no bundle.
+// Errors: a bundle without a runner (InvalidInput); `exe` cannot be read (Io).
+Result<std::optional<EmbeddedPart>> FindEmbeddedRunner(const std::string& exe);
 
 // The bundle embedded in executable `exe`, or nullopt when it carries none. Errors: the
 // trailer is there but the bundle is corrupt (InvalidInput), or `exe` cannot be read (Io).
