@@ -52,6 +52,7 @@
 #include "mimic/base/host.h"
 #include "mimic/base/stats.h"
 #include "mimic/model/platform.h"
+#include "mimic/replay/executor.h"
 
 namespace mimic::calibrate {
 namespace {
@@ -63,14 +64,9 @@ using Clock = std::chrono::steady_clock;
 // shared machine hits different points in different rounds instead of every trial of one.
 class Probes {
  public:
-  Probes(const CalibrateOptions& o, c10::Device d) : o_(o), device_(d) {
-    if (!device_.is_cpu()) flag_ = at::zeros({1}, at::TensorOptions().device(device_));
-  }
-  // Waits for the device: CPU ops are done when they return; a device copy to the host
-  // waits for every kernel queued before it.
-  void Sync() {
-    if (!device_.is_cpu()) (void)flag_.sum().item<float>();
-  }
+  Probes(const CalibrateOptions& o, replay::Executor& executor) : o_(o), executor_(executor) {}
+  // Waits for the device, as the replay does at the end of an iteration.
+  void Sync() { executor_.Synchronize(); }
   // Registers `fn` (warmed up and sized now) and returns its index.
   int Add(std::function<void()> fn) {
     fn();
@@ -106,8 +102,7 @@ class Probes {
     std::vector<double> trials;
   };
   const CalibrateOptions& o_;
-  c10::Device device_;
-  at::Tensor flag_;
+  replay::Executor& executor_;
   std::vector<Probe> probes_;
 };
 
@@ -158,18 +153,12 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   auto log = [&](const std::string& s) {
     if (log_fn) log_fn(s);
   };
-  c10::Device device(c10::kCPU);
-  try {
-    device = c10::Device(o.device);
-  } catch (const c10::Error&) {
-    return Status::InvalidInput("--device " + o.device + ": not a device name (try cpu or cuda:0)");
-  }
-  if (device.is_cuda() && !at::hasCUDA())
-    return Status::Unsupported("--device " + o.device + ": no CUDA device visible to this build of LibTorch");
   if (o.statistic != "median" && o.statistic != "min")
     return Status::InvalidInput("--statistic " + o.statistic + ": must be median or min");
-  if (!device.is_cpu() && !device.is_cuda())
-    return Status::Unsupported("--device " + o.device + ": only cpu and cuda are calibrated");
+  // The replay's executor: the same device selection, allocator and synchronization.
+  Result<std::unique_ptr<replay::Executor>> executor = replay::CreateExecutor(o.device);
+  if (!executor.ok()) return executor.status();
+  const c10::Device device = (*executor)->device();
   const bool gpu = device.is_cuda();
 
   proto::Platform p;
@@ -200,7 +189,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   // As replay does (docs/cli.md): the probes' outputs are freed and allocated again every call,
   // and must not page-fault in afresh when glibc trims its heap.
   const std::string heap = RetainFreedHeap();
-  Probes probes(o, device);
+  Probes probes(o, **executor);
   const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat).device(device);
   try {
     // Register every probe first; time them all in rounds; then turn times into figures.
