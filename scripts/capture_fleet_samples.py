@@ -243,6 +243,7 @@ def profile_steps(step: Callable[[], None], active: int, et_path: str,
             schedule=profiler.schedule(wait=0, warmup=PROFILER_WARMUP,
                                        active=active, repeat=1),
             record_shapes=True,
+            profile_memory=True,  # "[memory]" events: the step's own peak (docs/replay.md)
             execution_trace_observer=observer,
             on_trace_ready=lambda p: p.export_chrome_trace(kineto_path),
     ) as prof:

@@ -255,6 +255,13 @@ def capture(workload: cfs.Workload, device: torch.device, out_dir: str, warmup: 
     iteration_ms = [cfs.timed(workload.step, sync) for _ in range(timed_steps)]
     nvml = sampler.stop() if sampler else {"source": "none on this device"}
     peak = torch.cuda.max_memory_allocated(device) if cuda else None
+    step_peak = None
+    if cuda:  # the step's own memory: its peak above what was allocated when it began
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        cfs.timed(workload.step, sync)
+        step_peak = torch.cuda.max_memory_allocated(device) - before
     print(f"  unprofiled median {statistics.median(iteration_ms):.2f} ms over {timed_steps} steps", flush=True)
 
     activities = (profiler.ProfilerActivity.CPU,) + ((profiler.ProfilerActivity.CUDA,) if cuda else ())
@@ -274,6 +281,8 @@ def capture(workload: cfs.Workload, device: torch.device, out_dir: str, warmup: 
     entry = cfs.manifest_entry(workload, workload.name, et_name, kineto_name, iteration_ms, profiled_ms, steps,
                                device=torch.cuda.get_device_name(device) if cuda else "cpu")
     entry["peak_memory_bytes"] = peak
+    if step_peak is not None:
+        entry["step_memory_peak_bytes"] = step_peak
     entry["nvml"] = nvml
     return entry
 

@@ -65,6 +65,10 @@ Result<CaptureManifest> ParseCaptureManifest(const std::string& path, std::strin
       if (f < 0) return Status::InvalidInput(where + ".page_faults_per_step is negative");
       c.page_faults_per_step = f;
     }
+    if (int64_t b; e["step_memory_peak_bytes"].get(b) == simdjson::SUCCESS) {
+      if (b < 0) return Status::InvalidInput(where + ".step_memory_peak_bytes is negative");
+      c.step_memory_peak_bytes = b;
+    }
     m.samples.push_back(std::move(c));
   }
   return m;
@@ -81,6 +85,10 @@ void ApplyCaptureSample(const CaptureSample& sample, const std::string& manifest
   o.clear_iteration_ms();
   for (double ms : sample.iteration_ms) o.add_iteration_ms(ms);
   if (sample.page_faults_per_step >= 0) o.set_page_faults_per_iteration(sample.page_faults_per_step);
+  if (sample.step_memory_peak_bytes >= 0) {  // an unprofiled step's, preferred to Kineto's
+    o.set_step_memory_peak_bytes(sample.step_memory_peak_bytes);
+    o.set_step_memory_source("capture manifest (" + sample.name + ", an unprofiled step)");
+  }
   o.set_source("capture manifest " + manifest_path + " (" + sample.name + ": " +
                std::to_string(sample.iteration_ms.size()) + " unprofiled steps)");
   o.set_num_threads(sample.num_threads);

@@ -190,6 +190,35 @@ std::unordered_map<const KinetoEvent*, int> AttributeLaunches(
   return out;
 }
 
+// The most bytes the original's allocator held during a profiled step above what it held when
+// the step began, from its "[memory]" events (profile_memory=True): on the GPU when the trace has
+// GPU samples, else on the CPU (where the profiler counts from zero when profiling begins).
+void RecordStepMemory(const KinetoTrace& trace, proto::Workload& w) {
+  const bool gpu = std::any_of(trace.memory.begin(), trace.memory.end(),
+                               [](const KinetoMemorySample& m) { return m.device_type == 1; });
+  std::vector<const KinetoMemorySample*> samples;  // the device's, in time order
+  for (const KinetoMemorySample& m : trace.memory)
+    if (m.device_type == (gpu ? 1 : 0)) samples.push_back(&m);
+  std::stable_sort(samples.begin(), samples.end(), [](auto* a, auto* b) { return a->ts < b->ts; });
+  int64_t most = -1;
+  for (const proto::Segment& s : w.segments()) {
+    if (s.kind() != proto::Segment::ITERATION || !s.has_span()) continue;
+    int64_t base = 0, peak = -1;
+    for (const KinetoMemorySample* m : samples) {
+      if (m->ts < s.start_us())
+        base = m->total_allocated;
+      else if (m->ts <= s.start_us() + s.duration_us())
+        peak = std::max(peak, m->total_allocated);
+    }
+    if (peak >= 0) most = std::max(most, peak - base);
+  }
+  if (most < 0 || w.original().has_step_memory_peak_bytes()) return;
+  w.mutable_original()->set_step_memory_peak_bytes(most);
+  w.mutable_original()->set_step_memory_source(std::string("Kineto [memory] events, ") +
+                                               (gpu ? "GPU" : "CPU") +
+                                               " allocator, profiled steps");
+}
+
 }  // namespace
 
 Result<KinetoTrace> ParseKinetoTrace(const std::string& path, std::string_view json) {
@@ -203,6 +232,14 @@ Result<KinetoTrace> ParseKinetoTrace(const std::string& path, InputStream& in) {
     if (e.type() != element_type::OBJECT) return Status::Ok();
     std::string_view cat, name;
     if (e["cat"].get(cat) != simdjson::SUCCESS) return Status::Ok();
+    if (cat == "cpu_instant_event" && e["name"].get(name) == simdjson::SUCCESS &&
+        name == "[memory]") {
+      element args;
+      if (e["args"].get(args) == simdjson::SUCCESS && args.type() == element_type::OBJECT)
+        trace.memory.push_back({DoubleOr(e, "ts", 0), IntOr(args, "Total Allocated", 0),
+                                IntOr(args, "Device Type", 0)});
+      return Status::Ok();
+    }
     KinetoEvent::Kind kind;
     if (!KindOfCategory(cat, &kind)) return Status::Ok();
     std::string_view ph;
@@ -338,6 +375,7 @@ Status LinkKineto(const std::string& path, const KinetoTrace& trace, proto::Work
     for (double ms : step_ms) w.mutable_original()->add_iteration_ms(ms);
     w.mutable_original()->set_source("Kineto ProfilerStep spans (measured under the profiler)");
   }
+  RecordStepMemory(trace, w);
 
   auto& prov = *w.mutable_provenance();
   if (trace.rank >= 0) prov.set_rank(trace.rank);

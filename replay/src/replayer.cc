@@ -665,6 +665,7 @@ class Session {
   // Before the first measured iteration: the counters, the device's sampler, the profiler.
   Status StartMeasuring(Executor& lead) {
     faults_at_first_measured_ = MinorPageFaults();
+    result_.allocated_at_start_bytes = lead.Memory().allocated_bytes;
     lead.ResetPeakMemory();
     lead.StartSampling();
     sampling_ = true;

@@ -95,6 +95,12 @@ std::string Format(const char* fmt, double v) {
 }
 
 // The executor's side of a replay: its lanes, device figures and profile.
+// The most the replay's allocator held during a measured iteration above what it held when
+// the first one began.
+int64_t StepPeakBytes(const ReplayResult& r) {
+  return std::max<int64_t>(0, r.memory.peak_allocated_bytes - r.allocated_at_start_bytes);
+}
+
 void WriteExecutor(JsonWriter& j, const ReplayResult& r) {
   j.Key("executor").BeginObject();
   j.Key("type").String(r.executor);
@@ -239,6 +245,14 @@ class JsonReporter final : public Reporter {
       j.Null();
     j.Key("allocations").Int(r.memory.allocations);
     j.Key("estimated_peak_bytes").Int(r.estimated_peak_bytes);
+    // The step's own memory, both sides: the most held above what was held when it began.
+    j.Key("step_peak_bytes").Int(StepPeakBytes(r));
+    j.Key("original_step_peak_bytes");
+    if (w.original().has_step_memory_peak_bytes())
+      j.Int(w.original().step_memory_peak_bytes());
+    else
+      j.Null();
+    j.Key("original_step_peak_source").String(w.original().step_memory_source());
     j.EndObject();
     j.Key("setup_ms").Double(r.setup_ms);
     WriteExecutor(j, r);
@@ -317,7 +331,13 @@ class ConsoleReporter final : public Reporter {
     if (r.memory.peak_allocated_bytes >= (1 << 20))
       line("  memory peak " + Format("%.1f", r.memory.peak_allocated_bytes / 1048576.0) +
            " MiB allocated by tensors (" + Format("%.1f", r.estimated_peak_bytes / 1048576.0) +
-           " MiB by the trace's recorded sizes)");
+           " MiB by the trace's recorded sizes); the step's own " +
+           Format("%.1f", StepPeakBytes(r) / 1048576.0) + " MiB" +
+           (w.original().has_step_memory_peak_bytes()
+                ? ", the original's " +
+                      Format("%.1f", w.original().step_memory_peak_bytes() / 1048576.0) + " MiB (" +
+                      w.original().step_memory_source() + ")"
+                : std::string()));
     if (r.device_metrics.samples > 0)
       line("  device " + Format("%.0f", r.device_metrics.sm_utilization_pct_mean) + "% SM busy, " +
            Format("%.0f", r.device_metrics.power_w_mean) + " W, " +

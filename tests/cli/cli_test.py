@@ -413,6 +413,23 @@ class ExecutorTest(unittest.TestCase):
         self.assertGreater(types["cpu"]["devices"][0]["memory_bytes"], 0)
         self.assertIn(got["best"], types)
 
+    def test_step_memory_of_the_replay_beside_the_originals(self):
+        # tests/data/make_foreach_optimizers.py captures with profile_memory=True: the Kineto
+        # trace's "[memory]" events give the original step's own peak.
+        data = os.path.join(ROOT, "tests", "data")
+        with tempfile.TemporaryDirectory() as d:
+            report = os.path.join(d, "r.json")
+            r = mimic("replay", os.path.join(data, "foreach_optimizers.et.json.gz"), "--kineto",
+                      os.path.join(data, "foreach_optimizers.kineto.json.gz"), "--warmup", "1", "--iters", "3",
+                      "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            mem = load_json(report)["memory"]
+        self.assertIn("Kineto [memory] events", mem["original_step_peak_source"])
+        self.assertGreater(mem["original_step_peak_bytes"], 0)
+        self.assertGreater(mem["step_peak_bytes"], 0)
+        ratio = mem["step_peak_bytes"] / mem["original_step_peak_bytes"]
+        self.assertTrue(0.75 < ratio < 1.33, mem)
+
     def test_profile_is_a_kineto_trace_of_the_replayed_ops(self):
         with tempfile.TemporaryDirectory() as d:
             profile, report = os.path.join(d, "p.json"), os.path.join(d, "r.json")

@@ -26,6 +26,9 @@ struct CaptureSample {
   int64_t world_size = 0;
   std::vector<double> iteration_ms;
   double page_faults_per_step = -1;  // of the unprofiled steps; -1 if not recorded
+  // The most bytes the device's allocator held during a step above what it held when the step
+  // began (torch.cuda.max_memory_allocated on CUDA); -1 if not recorded.
+  int64_t step_memory_peak_bytes = -1;
 };
 
 struct CaptureManifest {

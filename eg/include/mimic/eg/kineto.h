@@ -29,8 +29,17 @@ struct KinetoEvent {
   int64_t device = -1;
 };
 
+// A "[memory]" instant event (profile_memory=True): the allocator's total after one allocation
+// or free.
+struct KinetoMemorySample {
+  double ts = 0;                // µs
+  int64_t total_allocated = 0;  // args["Total Allocated"], bytes
+  int64_t device_type = 0;      // args["Device Type"]: 0 CPU, 1 CUDA (c10::DeviceType)
+};
+
 struct KinetoTrace {
   std::vector<KinetoEvent> events;  // only the categories Mimic uses
+  std::vector<KinetoMemorySample> memory;
   std::vector<std::string> device_names;
   int64_t rank = -1;
   int64_t world_size = -1;

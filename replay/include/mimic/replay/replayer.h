@@ -133,6 +133,7 @@ struct ReplayResult {
   std::vector<LaneStats> lanes;
   int64_t cross_lane_waits = 0;      // event waits the plan holds, per iteration
   MemoryStats memory;                // the executor's allocator, over measured iterations
+  int64_t allocated_at_start_bytes = 0;  // held when the first measured iteration began
   int64_t estimated_peak_bytes = 0;  // prepared + the recorded sizes alive at once
   DeviceMetrics device_metrics;      // sampled during measured iterations (NVML on GPUs)
   bool per_op_timed = true;          // per-op replay_ms are measured (else -1)
