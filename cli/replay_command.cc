@@ -78,6 +78,19 @@ void AddReplayOptions(CLI::App& app, replay::ReplayOptions& o, std::string& repo
                  "alone on buffers of the recorded sizes, each timed on its own (nccl-tests style)")
       ->transform(CLI::CheckedTransformer(kModes, CLI::ignore_case))
       ->default_str("full");
+  static const std::map<std::string, replay::HostGaps> kGaps = {
+      {"recorded", replay::HostGaps::kRecorded}, {"none", replay::HostGaps::kNone}};
+  app.add_option("--host-gaps", o.host_gaps,
+                 "recorded: before each op, wait as long as the original's host did with no op "
+                 "running (Python, the autograd engine, optimizer loops), from its Kineto trace, "
+                 "less the capture's own cost; none: ops back to back (default: recorded when a "
+                 "Kineto trace is linked)")
+      ->transform(CLI::CheckedTransformer(kGaps, CLI::ignore_case));
+  app.add_option("--capture-cost-us", o.capture_cost_us,
+                 "The capture's own cost per event boundary (an op starting or ending) taken off "
+                 "the recorded gaps (default: measured at setup on a known loop under the profiler "
+                 "and the execution-trace observer)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option_function<double>(
          "--timeout", [&o](double s) { o.comm_timeout_ms = static_cast<int64_t>(s * 1000); },
          "Seconds a rank waits for the others (rendezvous, each collective) before it stops with an error "

@@ -73,6 +73,7 @@ class Planner {
     // The store walks every selected op, skipped ones too: their outputs are then known to be
     // produced by the replay (consumers take a stand-in when they are not).
     store_order_.push_back(index);
+    const bool gap = AddHostGap(top, index);
     if (eg::IsDelayOp(op)) {
       auto it = op.attrs().find("delay_us");
       NewStep(Step::Kind::kDelay, index, top).delay_us =
@@ -87,7 +88,38 @@ class Planner {
     } else {
       AddOperator(top, index);
     }
-    plan_.tops[top].runs = plan_.tops[top].num_steps > 0;
+    plan_.tops[top].runs = plan_.tops[top].num_steps > (gap ? 1 : 0);
+  }
+
+  // --host-gaps recorded: the host time the original spent before this op with no op of any
+  // thread running (the replay runs them in start order), less what the capture's
+  // instrumentation added to the gap: its cost per event boundary (an op or record_function
+  // starting or ending) for each boundary in the gap. Returns whether a delay step was added.
+  bool AddHostGap(int top, int index) {
+    const proto::Op& op = w_.ops(index);
+    if (in_.options.host_gaps != HostGaps::kRecorded || !op.has_cpu_span()) return false;
+    if (boundaries_.empty()) {
+      for (const proto::Op& o : w_.ops())
+        if (o.has_cpu_span())
+          boundaries_.insert(boundaries_.end(),
+                             {o.cpu_start_us(), o.cpu_start_us() + o.cpu_duration_us()});
+      std::sort(boundaries_.begin(), boundaries_.end());
+    }
+    const double start = op.cpu_start_us(), end = start + op.cpu_duration_us();
+    double gap = 0;
+    if (latest_end_ >= 0 && start > latest_end_) {
+      const auto in_gap = std::upper_bound(boundaries_.begin(), boundaries_.end(), start) -
+                          std::lower_bound(boundaries_.begin(), boundaries_.end(), latest_end_);
+      gap = start - latest_end_ - static_cast<double>(in_gap) * in_.options.capture_cost_us;
+    }
+    latest_end_ = std::max(latest_end_, end);
+    if (gap <= 0) return false;
+    Step& d = NewStep(Step::Kind::kDelay, index, top);
+    d.delay_us = gap;
+    d.host_gap = true;
+    ++plan_.host_gaps;
+    plan_.host_gap_us += gap;
+    return true;
   }
 
   // A communication op: issued through the communicator when there is one (a multi-rank
@@ -180,11 +212,12 @@ class Planner {
     // store_order_ lists, in order, each top op's steps (or the top op itself when skipped).
     size_t pos = 0;
     for (const TopOp& t : plan_.tops) {
-      if (t.num_steps == 0) {
+      const int first = FirstOpStep(plan_, t);
+      if (first == t.first_step + t.num_steps) {  // skipped: the top op itself
         ++pos;
         continue;
       }
-      for (int i = t.first_step; i < t.first_step + t.num_steps; ++i, ++pos) {
+      for (int i = first; i < t.first_step + t.num_steps; ++i, ++pos) {
         Step& s = plan_.steps[i];
         for (const ops::TensorSlot& slot : s.args.tensors)
           s.sources.push_back(store_.SourceOf(static_cast<int>(pos), slot.entry));
@@ -236,7 +269,8 @@ class Planner {
     // Communication is driven from the host thread; with several lanes that is a lane of its own.
     if (plan_.lanes > 1)
       for (Step& s : plan_.steps)
-        if (s.kind == Step::Kind::kCollective || s.kind == Step::Kind::kWait) s.lane = kHostLane;
+        if (s.kind == Step::Kind::kCollective || s.kind == Step::Kind::kWait || s.host_gap)
+          s.lane = kHostLane;
   }
 
   // The storages a step reads and writes (trace storage ids).
@@ -419,6 +453,8 @@ class Planner {
   Plan plan_;
   std::vector<int> store_order_;  // the ops the store plans, in replay order
   int collectives_ = 0;
+  double latest_end_ = in_.step_start_us;  // of the ops planned so far (Kineto clock)
+  std::vector<double> boundaries_;         // every op's start and end, sorted (host gaps)
 };
 
 }  // namespace

@@ -51,6 +51,7 @@ struct Step {
   bool check = false;  // after it, check the top op's recorded outputs (1st iteration)
   // kDelay
   double delay_us = 0;
+  bool host_gap = false;  // the original's host time before the op (not the op's own time)
   // kCollective / kWait
   int run = -1;  // the CommResult entry of a collective
   int in_entry = -1, out_entry = -1;
@@ -74,7 +75,14 @@ struct Plan {
   // them, or with --lazy-alloc those alive at once) and the intermediates alive at once.
   int64_t peak_bytes = 0;
   int64_t peak_bytes_lazy = 0;
+  int64_t host_gaps = 0;  // delays inserted for the original's host time
+  double host_gap_us = 0;
 };
+
+// The first of a top op's steps that runs the op (after the host gap before it, if any).
+inline int FirstOpStep(const Plan& plan, const TopOp& top) {
+  return top.first_step + (top.num_steps > 0 && plan.steps[top.first_step].host_gap);
+}
 
 struct PlanInputs {
   const proto::Workload& workload;
@@ -83,6 +91,7 @@ struct PlanInputs {
   const ReplayOptions& options;
   c10::Device device;
   bool communicator = false;  // a multi-rank replay: collectives are issued
+  double step_start_us = -1;  // the selected step's start on the Kineto clock (-1: unknown)
 };
 
 // Compiles `in.selected` into steps. Ops that cannot run (no operator, an argument Mimic cannot

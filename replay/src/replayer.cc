@@ -107,10 +107,12 @@ class Runner {
   // Plans `selected`, refuses a replay that cannot fit the device, prepares the tensors and
   // the executor. Ops that cannot run are skipped (under --strict the first of them sets
   // stop_reason, and no iteration runs).
-  Status Plan(const std::vector<int>& selected) {
-    MIMIC_ASSIGN_OR_RETURN(
-        plan_,
-        BuildPlan({w_, tree_, selected, options_, executor_->device(), comm_ != nullptr}, store_));
+  Status Plan(const std::vector<int>& selected, double step_start_us) {
+    MIMIC_ASSIGN_OR_RETURN(plan_, BuildPlan({w_, tree_, selected, options_, executor_->device(),
+                                             comm_ != nullptr, step_start_us},
+                                            store_));
+    result_.host_gaps = {options_.host_gaps == HostGaps::kRecorded, options_.capture_cost_us,
+                         plan_.host_gaps, plan_.host_gap_us / 1000};
     disabled_.assign(plan_.tops.size(), 0);
     checks_.assign(plan_.steps.size(), {});
     stacks_.resize(plan_.lanes);
@@ -271,7 +273,7 @@ class Runner {
     const TopOp& top = plan_.tops[s.top];
     if (s.op_index == top.op_index) return;  // the op runs as itself
     std::unique_ptr<at::RecordFunction>& open = composites_[s.lane];
-    if (begin && i == top.first_step) {
+    if (begin && i == FirstOpStep(plan_, top)) {
       open = std::make_unique<at::RecordFunction>(at::RecordScope::FUNCTION);
       if (open->isActive()) open->before(w_.ops(top.op_index).name().c_str());
     } else if (!begin && s.check) {
@@ -395,7 +397,7 @@ class Runner {
     const std::vector<WorkTime>& times = executor_->work_times();
     bool any = false;
     for (size_t i = 0; i < plan_.steps.size() && i < times.size(); ++i) {
-      if (times[i].start_ms < 0) continue;
+      if (times[i].start_ms < 0 || plan_.steps[i].host_gap) continue;
       any = true;
       op_ms_[plan_.steps[i].top] += times[i].duration_ms;
       if (plan_.steps[i].lane >= 0) lane_ms_[plan_.steps[i].lane] += times[i].duration_ms;
@@ -403,7 +405,7 @@ class Runner {
     per_op_timed_ = any || plan_.steps.empty();
     result_.timeline.clear();
     for (size_t i = 0; i < plan_.steps.size() && i < times.size(); ++i)
-      if (times[i].start_ms >= 0)
+      if (times[i].start_ms >= 0 && !plan_.steps[i].host_gap)
         result_.timeline.push_back({w_.ops(plan_.steps[i].op_index).id(), plan_.steps[i].lane,
                                     times[i].start_ms, times[i].duration_ms});
   }
@@ -542,6 +544,10 @@ void Merge(const ReplayResult& p, bool several, bool comm, ReplayResult& result,
   result.lanes.insert(result.lanes.end(), p.lanes.begin(), p.lanes.end());
   result.timeline.insert(result.timeline.end(), p.timeline.begin(), p.timeline.end());
   result.cross_lane_waits += p.cross_lane_waits;
+  result.host_gaps.recorded = p.host_gaps.recorded;
+  result.host_gaps.capture_cost_us = p.host_gaps.capture_cost_us;
+  result.host_gaps.gaps += p.host_gaps.gaps;
+  result.host_gaps.ms += p.host_gaps.ms;
   result.per_op_timed = p.per_op_timed;
   if (result.stop_reason.empty()) result.stop_reason = p.stop_reason;
   for (const OpNameStats& s : p.per_op) {
@@ -574,8 +580,8 @@ namespace {
 // per tenant, the warm-up and measured iterations, and the merged result.
 class Session {
  public:
-  Session(const proto::Workload& w, const ReplayOptions& options)
-      : w_(w), options_(options), tree_(w) {}
+  Session(const proto::Workload& w, ReplayOptions options)
+      : w_(w), options_(std::move(options)), tree_(w) {}
 
   Result<ReplayResult> Run(const ProgressFn& progress) {
     const std::string device = options_.device.empty() ? BestDevice() : options_.device;
@@ -589,6 +595,7 @@ class Session {
     const auto setup_t0 = Clock::now();
     MIMIC_RETURN_IF_ERROR(Select());
     MIMIC_RETURN_IF_ERROR(Connect(*first));
+    MIMIC_RETURN_IF_ERROR(ResolveHostGaps(first->device()));
     MIMIC_RETURN_IF_ERROR(CreateRunners(std::move(first), device));
     result_.setup_ms = MsSince(setup_t0);
     for (const ReplayResult& p : partials_) stopped_ |= !p.stop_reason.empty();
@@ -606,6 +613,7 @@ class Session {
     MIMIC_ASSIGN_OR_RETURN(const proto::Segment* seg,
                            eg::FindSegment(w_, options_.iteration, options_.label));
     result_.selection = seg ? seg->name() : "whole trace";
+    step_start_us_ = seg && seg->has_span() ? seg->start_us() : -1;
     const int segment = seg ? tree_.IndexOf(seg->op_id()) : -1;
     selected_ = eg::ReplayableOps(w_, tree_, segment, /*include_compiled=*/true);
     result_.mode = options_.mode;
@@ -626,6 +634,17 @@ class Session {
     if (segment >= 0)
       for (int c : tree_.Children(segment))
         if (w_.ops(c).name().rfind("## mimic:tenant:", 0) == 0) tenants_.push_back(c);
+    return Status::Ok();
+  }
+
+  // --host-gaps: recorded by default when the original's host spans are linked; the capture's
+  // own cost per gap measured here unless given.
+  Status ResolveHostGaps(c10::Device device) {
+    if (options_.host_gaps == HostGaps::kAuto)
+      options_.host_gaps = w_.kineto().present() ? HostGaps::kRecorded : HostGaps::kNone;
+    if (options_.host_gaps != HostGaps::kRecorded || options_.capture_cost_us >= 0)
+      return Status::Ok();
+    MIMIC_ASSIGN_OR_RETURN(options_.capture_cost_us, MeasureCaptureCostUs(device));
     return Status::Ok();
   }
 
@@ -657,7 +676,7 @@ class Session {
       const std::vector<int> ops =
           tenants_.empty() ? selected_
                            : eg::ReplayableOps(w_, tree_, tenants_[k], /*include_compiled=*/true);
-      MIMIC_RETURN_IF_ERROR(runners_.back()->Plan(ops));
+      MIMIC_RETURN_IF_ERROR(runners_.back()->Plan(ops, step_start_us_));
     }
     return Status::Ok();
   }
@@ -752,8 +771,9 @@ class Session {
   }
 
   const proto::Workload& w_;
-  const ReplayOptions& options_;
+  ReplayOptions options_;  // host_gaps and capture_cost_us resolved at setup
   const eg::OpTree tree_;
+  double step_start_us_ = -1;  // the selected step's, on the Kineto clock
   ReplayResult result_;
   std::vector<int> selected_, tenants_;
   std::unique_ptr<Communicator> comm_;

@@ -254,6 +254,12 @@ class JsonReporter final : public Reporter {
       j.Null();
     j.Key("original_step_peak_source").String(w.original().step_memory_source());
     j.EndObject();
+    j.Key("host_gaps").BeginObject();
+    j.Key("mode").String(r.host_gaps.recorded ? "recorded" : "none");
+    j.Key("capture_cost_us").Double(r.host_gaps.capture_cost_us);
+    j.Key("gaps").Int(r.host_gaps.gaps);
+    j.Key("ms_per_iteration").Double(r.host_gaps.ms);
+    j.EndObject();
     j.Key("setup_ms").Double(r.setup_ms);
     WriteExecutor(j, r);
 
@@ -328,6 +334,10 @@ class ConsoleReporter final : public Reporter {
       line("  lanes " + std::to_string(r.lanes.size()) + " (the original's streams " + streams +
            "), " + std::to_string(r.cross_lane_waits) + " cross-lane waits per iteration");
     }
+    if (r.host_gaps.recorded)
+      line("  host gaps as recorded: " + std::to_string(r.host_gaps.gaps) + " totalling " +
+           Format("%.3f", r.host_gaps.ms) + " ms per iteration (the capture's " +
+           Format("%.2f", r.host_gaps.capture_cost_us) + " us per event boundary taken off)");
     if (r.memory.peak_allocated_bytes >= (1 << 20))
       line("  memory peak " + Format("%.1f", r.memory.peak_allocated_bytes / 1048576.0) +
            " MiB allocated by tensors (" + Format("%.1f", r.estimated_peak_bytes / 1048576.0) +

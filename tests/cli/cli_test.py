@@ -194,6 +194,13 @@ class ReplayTest(unittest.TestCase):
         self.assertEqual(cov["skipped_by_reason"], {})
         self.assertEqual(rep["outputs"]["mismatched"], 0)
         self.assertEqual(sum(op["calls"] for op in rep["ops"]), cov["total"])
+        # With the Kineto trace linked, the original's host gaps are waited by default, less the
+        # capture's cost per event boundary measured at setup (a few microseconds).
+        gaps = rep["host_gaps"]
+        self.assertEqual(gaps["mode"], "recorded")
+        self.assertTrue(0 < gaps["capture_cost_us"] < 50, gaps)
+        self.assertGreater(gaps["gaps"], 0)
+        self.assertLess(gaps["ms_per_iteration"], rep["original_iteration_ms"])
 
     def test_trace_without_original_reports_null_ratio(self):
         with tempfile.TemporaryDirectory() as d:

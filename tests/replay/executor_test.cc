@@ -89,6 +89,47 @@ TEST(Executor, ATraceWithoutKernelsRunsOnOneLane) {
   EXPECT_GE(r->estimated_peak_bytes, r->preallocated_bytes);
 }
 
+// Two ops the original's host ran 2 ms apart: --host-gaps recorded waits that long before the
+// second (less the capture's cost per event boundary in the gap: here the first op's end and
+// the second's start), and the wait is not the op's own time; --host-gaps none runs them back
+// to back.
+TEST(Executor, RecordedHostGapsWaitAsTheOriginalsHostDid) {
+  WorkloadBuilder b;
+  b.Step(1);
+  const int x = b.Tensor({4}), y = b.Tensor({4}), z = b.Tensor({4});
+  proto::Op& first = b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(y)});
+  proto::Op& second = b.Op(kAdd, {b.T(y), b.T(x), b.I(1)}, {b.T(z)});
+  for (auto [op, start] : {std::pair{&first, 1000.0}, std::pair{&second, 3010.0}}) {
+    op->set_has_cpu_span(true);
+    op->set_cpu_start_us(start);
+    op->set_cpu_duration_us(10);
+  }
+  ReplayOptions options;
+  options.device = "cpu";
+  options.num_threads = 1;
+  options.warmup = 0;
+  options.iters = 1;
+  options.host_gaps = HostGaps::kRecorded;
+  options.capture_cost_us = 250;
+  auto r = Replay(b.workload(), options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_TRUE(r->host_gaps.recorded);
+  EXPECT_EQ(r->host_gaps.gaps, 1);
+  EXPECT_DOUBLE_EQ(r->host_gaps.ms, (3010 - 1010 - 2 * 250) / 1000.0);
+  EXPECT_EQ(r->replayed_ops, 2);
+  ASSERT_EQ(r->iteration_ms.size(), 1u);
+  EXPECT_GE(r->iteration_ms[0], 1.5);
+  double ops_ms = 0;
+  for (const OpTiming& t : r->timeline) ops_ms += t.duration_ms;
+  EXPECT_LT(ops_ms, r->iteration_ms[0] - 1.4) << "the gap was counted as an op's time";
+
+  options.host_gaps = HostGaps::kNone;
+  r = Replay(b.workload(), options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_FALSE(r->host_gaps.recorded);
+  EXPECT_EQ(r->host_gaps.gaps, 0);
+}
+
 // An op that needs more memory than the machine has (its recorded output is small, so the plan
 // cannot see it coming) stops the replay: never a skip, never a completed run.
 TEST(Executor, OutOfMemoryStopsTheReplay) {

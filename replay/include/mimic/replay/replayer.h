@@ -22,6 +22,8 @@ namespace mimic::replay {
 // collectives only, on buffers of the recorded sizes, each run to completion before the next
 // as nccl-tests does (comm).
 enum class ReplayMode { kFull, kCompute, kComm };
+// Host time between ops (docs/replay.md): kAuto is kRecorded when a Kineto trace is linked.
+enum class HostGaps { kAuto, kRecorded, kNone };
 const char* ReplayModeName(ReplayMode mode);
 
 struct ReplayOptions {
@@ -56,6 +58,12 @@ struct ReplayOptions {
   // after their last use, instead of once for the whole replay: for selections whose inputs do
   // not fit the device at once. Outputs are freed after their last use either way.
   bool lazy_alloc = false;
+  // kRecorded: before each top-level op, the time the original's host spent with no op running
+  // (Python, the autograd engine, optimizer loops), from its Kineto trace, less capture_cost_us
+  // for each event boundary in the gap: what the capture's instrumentation adds per boundary
+  // (measured at setup when negative).
+  HostGaps host_gaps = HostGaps::kAuto;
+  double capture_cost_us = -1;
   // Write a Kineto (Chrome trace) profile of the measured iterations here, through LibTorch's
   // profiler: one cpu_op per replayed op, a ProfilerStep#N span per iteration.
   std::string profile_path;
@@ -134,6 +142,12 @@ struct ReplayResult {
   int64_t cross_lane_waits = 0;      // event waits the plan holds, per iteration
   MemoryStats memory;                // the executor's allocator, over measured iterations
   int64_t allocated_at_start_bytes = 0;  // held when the first measured iteration began
+  struct {
+    bool recorded = false;       // --host-gaps recorded (else none)
+    double capture_cost_us = 0;  // taken off a recorded gap per event boundary in it
+    int64_t gaps = 0;            // delays inserted per iteration
+    double ms = 0;               // their sum per iteration
+  } host_gaps;
   int64_t estimated_peak_bytes = 0;  // prepared + the recorded sizes alive at once
   DeviceMetrics device_metrics;      // sampled during measured iterations (NVML on GPUs)
   bool per_op_timed = true;          // per-op replay_ms are measured (else -1)
