@@ -79,6 +79,7 @@ Runner AddExportChakra(CLI::App& app) {
     std::string input, kineto, prefix;
     bool kernel_nodes = false;
     bool gzip = false;
+    bool portable_names = false;
   };
   auto args = std::make_shared<Args>();
   app.add_option("input", args->input, "Execution trace (.json or .json.gz) or .mimic workload")->required();
@@ -87,10 +88,14 @@ Runner AddExportChakra(CLI::App& app) {
   app.add_flag("--kernel-nodes", args->kernel_nodes,
                "One GPU node per linked kernel, after the CPU node of the op that launched it");
   app.add_flag("--gzip", args->gzip, "Write PREFIX.<rank>.et.gz, gzip-compressed");
+  app.add_flag("--portable-names", args->portable_names,
+               "Name vendor ops' nodes (cudnn_*, miopen_*, mkldnn_*) after their portable ATen "
+               "equivalents; the vendor name stays in the attribute vendor_name");
   return [args]() {
     Result<proto::Workload> w = eg::LoadWorkload(args->input, {.kineto_path = args->kineto});
     if (!w.ok()) return Fail(w.status());
-    const synth::ChakraTrace trace = synth::ToChakra(*w, {.kernel_nodes = args->kernel_nodes});
+    const synth::ChakraTrace trace = synth::ToChakra(
+        *w, {.kernel_nodes = args->kernel_nodes, .portable_names = args->portable_names});
     std::string path = synth::ChakraPath(args->prefix, w->provenance().rank());
     if (args->gzip) path += ".gz";
     Status st = synth::WriteChakra(path, trace);

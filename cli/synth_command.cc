@@ -1,4 +1,5 @@
-// mimic synth INPUT [--iteration N | --label L] [--filter P] [--dtype T] [--repeat K] -o OUT
+// mimic synth INPUT [--iteration N | --label L] [--filter P] [--portable [--target cpu|cuda]]
+//   [--dtype T] [--repeat K] -o OUT
 // mimic pack INPUT [--kineto K] [--seed S] -o OUT.bundle
 #include <cstdio>
 #include <cstdlib>
@@ -15,7 +16,8 @@ namespace mimic::cli {
 Runner AddSynth(CLI::App& app) {
   struct Args {
     std::vector<std::string> inputs;
-    std::string kineto, out, label, filter, dtype, compose = "seq", substitute;
+    std::string kineto, out, label, filter, dtype, compose = "seq", substitute, target = "cpu";
+    bool portable = false;
     std::vector<int> weights;
     int64_t iteration = -1;
     int repeat = 1;
@@ -35,6 +37,12 @@ Runner AddSynth(CLI::App& app) {
   auto* scale = app.add_option("--batch-scale", args->batch_scale, "Scale the batch size by F")
                     ->check(CLI::PositiveNumber);
   app.add_option("--batch", args->batch, "Set the batch size to N")->check(CLI::PositiveNumber)->excludes(scale);
+  app.add_flag("--portable", args->portable,
+               "Rewrite vendor ops (cudnn_*, miopen_*, mkldnn_*, pin_memory) that --target has no "
+               "kernel for as their portable ATen equivalents");
+  app.add_option("--target", args->target, "Device the --portable workload is for: cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   app.add_option("--dtype", args->dtype, "Change floating-point tensors to bf16, fp16 or fp32");
   app.add_option("--substitute", args->substitute,
                  "Substitution table (docs/substitution.md): drop ops, or keep their time as a delay");
@@ -54,7 +62,8 @@ Runner AddSynth(CLI::App& app) {
   app.add_option("-o,--output", args->out, "Workload file to write (.mimic)")->required();
   app.footer(
       "Transformations run in this order, on each input: rank, select (always: one iteration or "
-      "label), filter, substitute, batch, dtype; then the inputs are composed, repeated, and scaled "
+      "label), filter, substitute, portable, batch, dtype; then the inputs are composed, repeated, "
+      "and scaled "
       "to the world size. Each is recorded in the workload.");
   return [args]() {
     if (args->inputs.size() > 1 && !args->kineto.empty())
@@ -76,6 +85,7 @@ Runner AddSynth(CLI::App& app) {
       Result<proto::Workload> w = synth::Select(in->workload, {.iteration = args->iteration, .label = args->label});
       if (w.ok() && !args->filter.empty()) w = synth::Filter(*w, args->filter);
       if (w.ok() && !args->substitute.empty()) w = synth::Substitute(*w, args->substitute);
+      if (w.ok() && args->portable) w = synth::MakePortable(*w, args->target);
       if (w.ok() && (args->batch > 0 || args->batch_scale > 0))
         w = synth::ScaleBatch(*w, {.factor = args->batch_scale, .batch = args->batch});
       if (w.ok() && dtype != proto::DTYPE_UNKNOWN) w = synth::ChangeDtype(*w, dtype);

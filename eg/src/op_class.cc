@@ -1,6 +1,9 @@
 #include "mimic/eg/op_class.h"
 
 #include <array>
+#include <charconv>
+#include <string>
+#include <vector>
 
 namespace mimic::eg {
 namespace {
@@ -70,6 +73,136 @@ constexpr std::array<std::string_view, 48> kElementwise = {
     "aten::normal_", "aten::_foreach_add_", "aten::_foreach_mul_", "aten::_foreach_addcmul_",
     "aten::_foreach_addcdiv_", "aten::_foreach_lerp_", "aten::_foreach_sqrt"};
 
+// cuDNN and MIOpen kernels run on NVIDIA and AMD GPUs only, oneDNN's convolution on CPUs only;
+// pinning host memory needs a CUDA driver. Argument positions are those of the schemas in
+// LibTorch's native_functions.yaml.
+constexpr std::string_view kNativeBatchNorm =
+    "aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
+    "Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)";
+constexpr std::string_view kNativeBatchNormBackward =
+    "aten::native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? "
+    "running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, "
+    "float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)";
+constexpr std::string_view kConvolution =
+    "aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] "
+    "padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> "
+    "Tensor";
+constexpr std::string_view kGridSampler =
+    "aten::grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, "
+    "bool align_corners) -> Tensor";
+constexpr std::string_view kGridSamplerBackward =
+    "aten::grid_sampler_2d_backward(Tensor grad_output, Tensor input, Tensor grid, int "
+    "interpolation_mode, int padding_mode, bool align_corners, bool[2] output_mask) -> (Tensor, "
+    "Tensor)";
+constexpr std::string_view kClone =
+    "aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor";
+
+const PortableEquivalent kPortable[] = {
+    // (input, weight, bias, running_mean, running_var, training, factor, eps) -> (out,
+    // save_mean, save_var, reserve): the reserve is cuDNN's own.
+    {"aten::cudnn_batch_norm",
+     "aten::native_batch_norm",
+     kNativeBatchNorm,
+     {"0", "1", "2", "3", "4", "5", "6", "7"},
+     {0, 1, 2},
+     false,
+     true},
+    {"aten::miopen_batch_norm",
+     "aten::native_batch_norm",
+     kNativeBatchNorm,
+     {"0", "1", "2", "3", "4", "5", "6", "7"},
+     {0, 1, 2},
+     false,
+     false},
+    // (input, grad_output, weight, running_mean, running_var, save_mean, save_var, eps[,
+    // reserve]): run in training mode, every gradient asked for.
+    {"aten::cudnn_batch_norm_backward",
+     "aten::native_batch_norm_backward",
+     kNativeBatchNormBackward,
+     {"1", "0", "2", "3", "4", "5", "6", "true", "7", "true*3"},
+     {0, 1, 2},
+     false,
+     true},
+    {"aten::miopen_batch_norm_backward",
+     "aten::native_batch_norm_backward",
+     kNativeBatchNormBackward,
+     {"1", "0", "2", "3", "4", "5", "6", "true", "7", "true*3"},
+     {0, 1, 2},
+     false,
+     false},
+    // (self, weight, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32)
+    {"aten::cudnn_convolution",
+     "aten::convolution",
+     kConvolution,
+     {"0", "1", "none", "3", "2", "4", "false", "zeros:3", "5"},
+     {0},
+     false,
+     true},
+    // (self, weight, padding, output_padding, stride, dilation, groups, ...)
+    {"aten::cudnn_convolution_transpose",
+     "aten::convolution",
+     kConvolution,
+     {"0", "1", "none", "4", "2", "5", "true", "3", "6"},
+     {0},
+     false,
+     true},
+    // (self, weight, bias, padding, stride, dilation, groups[, benchmark, deterministic])
+    {"aten::miopen_convolution",
+     "aten::convolution",
+     kConvolution,
+     {"0", "1", "2", "4", "3", "5", "false", "zeros:4", "6"},
+     {0},
+     false,
+     false},
+    {"aten::miopen_depthwise_convolution",
+     "aten::convolution",
+     kConvolution,
+     {"0", "1", "2", "4", "3", "5", "false", "zeros:4", "6"},
+     {0},
+     false,
+     false},
+    {"aten::mkldnn_convolution",
+     "aten::convolution",
+     kConvolution,
+     {"0", "1", "2", "4", "3", "5", "false", "zeros:4", "6"},
+     {0},
+     true,
+     false},
+    // (self, weight, bias, padding, output_padding, stride, dilation, groups, ...)
+    {"aten::miopen_convolution_transpose",
+     "aten::convolution",
+     kConvolution,
+     {"0", "1", "2", "5", "3", "6", "true", "4", "7"},
+     {0},
+     false,
+     false},
+    // cuDNN samples bilinearly, pads with zeros and aligns corners, nothing else.
+    {"aten::cudnn_grid_sampler",
+     "aten::grid_sampler_2d",
+     kGridSampler,
+     {"0", "1", "int:0", "int:0", "true"},
+     {0},
+     false,
+     true},
+    {"aten::cudnn_grid_sampler_backward",
+     "aten::grid_sampler_2d_backward",
+     kGridSamplerBackward,
+     {"2", "0", "1", "int:0", "int:0", "true", "true*2"},
+     {0, 1},
+     false,
+     true},
+    {"aten::cudnn_affine_grid_generator",
+     "aten::affine_grid_generator",
+     "aten::affine_grid_generator(Tensor theta, SymInt[] size, bool align_corners) -> Tensor",
+     {"0", "list:1,2,3,4", "true"},
+     {0},
+     false,
+     true},
+    // A copy into pinned host memory: a copy into host memory where no driver pins it.
+    {"aten::_pin_memory", "aten::clone", kClone, {"0", "none"}, {0}, false, true},
+    {"aten::pin_memory", "aten::clone", kClone, {"0", "none"}, {0}, false, true},
+};
+
 std::string_view BaseName(std::string_view name) {
   const size_t ns = name.find("::");
   const size_t dot = name.find('.', ns == std::string_view::npos ? 0 : ns + 2);
@@ -79,6 +212,7 @@ std::string_view BaseName(std::string_view name) {
 }  // namespace
 
 OpClass ClassOf(std::string_view op_name) {
+  if (const PortableEquivalent* e = PortableOf(op_name)) op_name = e->portable;
   const std::string_view name = BaseName(op_name);
   if (name == "record_param_comms" || name.substr(0, 6) == "c10d::" || name.substr(0, 5) == "nccl:")
     return OpClass::kCollective;
@@ -110,6 +244,162 @@ bool ParseOpClass(std::string_view name, OpClass* out) {
     }
   }
   return false;
+}
+
+}  // namespace mimic::eg
+
+namespace mimic::eg {
+namespace {
+
+bool ParseInt(std::string_view s, int64_t* v) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// The index of `s` in `list`, added when absent.
+int Intern(google::protobuf::RepeatedPtrField<std::string>* list, std::string_view s) {
+  for (int k = 0; k < list->size(); ++k)
+    if (list->Get(k) == s) return k;
+  list->Add(std::string(s));
+  return list->size() - 1;
+}
+
+proto::Value Typed(proto::Workload* w, std::string_view type) {
+  proto::Value v;
+  v.set_type(w ? Intern(w->mutable_types(), type) : 0);
+  return v;
+}
+
+// A list of `n` values that `item` fills in.
+template <typename Fill>
+proto::Value ListOf(proto::Workload* w, std::string_view item_type, int64_t n, Fill item) {
+  std::string type = "GenericList[";
+  for (int64_t k = 0; k < n; ++k) type += std::string(k ? "," : "") + std::string(item_type);
+  proto::Value v = Typed(w, type + "]");
+  for (int64_t k = 0; k < n; ++k) {
+    proto::Value* it = v.mutable_list()->add_items();
+    *it = Typed(w, item_type);
+    item(k, it);
+  }
+  return v;
+}
+
+// The value one argument spec of a PortableEquivalent names; false when the op lacks it.
+bool ArgValue(std::string_view spec, const proto::Op& op, proto::Workload* w, proto::Value* out) {
+  int64_t n = 0;
+  auto after = [&](std::string_view prefix) {
+    return spec.substr(0, prefix.size()) == prefix ? spec.substr(prefix.size())
+                                                   : std::string_view();
+  };
+  auto input = [&](int64_t k) -> const proto::Value* {
+    return k >= 0 && k < op.inputs_size() ? &op.inputs(static_cast<int>(k)) : nullptr;
+  };
+  if (ParseInt(spec, &n)) {
+    if (!input(n)) return false;
+    *out = *input(n);
+  } else if (spec == "none") {
+    *out = Typed(w, "None");
+    out->set_none(true);
+  } else if (spec == "true" || spec == "false") {
+    *out = Typed(w, "Bool");
+    out->set_bool_value(spec == "true");
+  } else if (ParseInt(after("int:"), &n)) {
+    *out = Typed(w, "Int");
+    out->set_int_value(n);
+  } else if (ParseInt(after("true*"), &n)) {
+    *out = ListOf(w, "Bool", n, [](int64_t, proto::Value* v) { v->set_bool_value(true); });
+  } else if (ParseInt(after("zeros:"), &n)) {
+    const proto::Value* like = input(n);
+    if (!like) return false;
+    const int64_t len = like->kind_case() == proto::Value::kList ? like->list().items_size() : 1;
+    *out = ListOf(w, "Int", len, [](int64_t, proto::Value* v) { v->set_int_value(0); });
+  } else if (std::string_view items = after("list:"); !items.empty()) {
+    std::vector<const proto::Value*> parts;
+    for (size_t pos = 0; pos <= items.size();) {
+      const size_t comma = std::min(items.find(',', pos), items.size());
+      if (!ParseInt(items.substr(pos, comma - pos), &n) || !input(n)) return false;
+      parts.push_back(input(n));
+      pos = comma + 1;
+    }
+    *out = ListOf(w, "Int", static_cast<int64_t>(parts.size()),
+                  [&](int64_t k, proto::Value* v) { *v = *parts[k]; });
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::span<const PortableEquivalent> PortableEquivalents() { return kPortable; }
+
+const PortableEquivalent* PortableOf(std::string_view op_name) {
+  const std::string_view name = BaseName(op_name);
+  for (const PortableEquivalent& e : kPortable)
+    if (e.vendor == name) return &e;
+  return nullptr;
+}
+
+std::string_view TargetOf(std::string_view device) {
+  return device.substr(0, 4) == "cuda" ? "cuda" : "cpu";
+}
+
+bool VendorOpRunsOn(const PortableEquivalent& e, std::string_view target) {
+  return TargetOf(target) == "cuda" ? e.on_cuda : e.on_cpu;
+}
+
+bool RewriteAsPortable(const PortableEquivalent& e, proto::Op* op, proto::Workload* w) {
+  std::vector<proto::Value> args(e.args.size());
+  size_t k = 0;
+  for (std::string_view spec : e.args)
+    if (!ArgValue(spec, *op, w, &args[k++])) return false;
+  std::vector<proto::Value> outs;
+  for (int i : e.outputs)
+    if (i < op->outputs_size()) outs.push_back(op->outputs(i));
+  op->set_name(std::string(e.portable));
+  op->clear_inputs();
+  for (proto::Value& v : args) *op->add_inputs() = std::move(v);
+  op->clear_outputs();
+  for (proto::Value& v : outs) *op->add_outputs() = std::move(v);
+  return true;
+}
+
+bool NeedsPortable(const proto::Workload& w, std::string_view target) {
+  for (const proto::Op& op : w.ops())
+    if (const PortableEquivalent* e = PortableOf(op.name()); e && !VendorOpRunsOn(*e, target))
+      return true;
+  return false;
+}
+
+PortableRewrites MakePortable(proto::Workload* w, std::string_view target) {
+  PortableRewrites done;
+  for (int i = 0; i < w->ops_size(); ++i) {
+    proto::Op* op = w->mutable_ops(i);
+    const PortableEquivalent* e = PortableOf(op->name());
+    if (!e || VendorOpRunsOn(*e, target) || !RewriteAsPortable(*e, op, w)) continue;
+    op->set_schema(Intern(w->mutable_schemas(), e->schema));
+    ++done[std::string(e->vendor)];
+  }
+  return done;
+}
+
+proto::Transformation PortableTransformation(const PortableRewrites& rewrites,
+                                             std::string_view target) {
+  proto::Transformation t;
+  t.set_name("portable");
+  (*t.mutable_params())["target"] = std::string(TargetOf(target));
+  std::string summary;
+  int64_t total = 0;
+  for (const auto& [vendor, n] : rewrites) {
+    const std::string_view portable = PortableOf(vendor)->portable;
+    (*t.mutable_params())[vendor] = std::string(portable);
+    summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + vendor + " -> " +
+               std::string(portable);
+    total += n;
+  }
+  t.set_summary("rewrote " + std::to_string(total) + " vendor ops as portable ATen ops" +
+                (summary.empty() ? "" : ": " + summary));
+  return t;
 }
 
 }  // namespace mimic::eg

@@ -443,6 +443,11 @@ double ShapeEfficiency(const proto::Platform& p,
 }
 
 OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p, double cold_fraction) {
+  // A vendor op (cuDNN, MIOpen, oneDNN) costs what its portable equivalent does.
+  if (const eg::PortableEquivalent* e = eg::PortableOf(op.name())) {
+    proto::Op portable = op;
+    if (eg::RewriteAsPortable(*e, &portable)) return LeafCost(w, portable, p, cold_fraction);
+  }
   Ctx c{w, op, p, BaseName(op.name()), Tensors(w, op.inputs()), Tensors(w, op.outputs()), cold_fraction};
   const OpClass cls = eg::ClassOf(op.name());
   OpCost cost;

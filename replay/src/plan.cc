@@ -32,6 +32,28 @@ void ForEachTensor(const proto::Value& v, const std::function<void(int)>& fn) {
 
 bool IsCollective(const proto::Op& op) { return op.has_collective() || eg::IsCollectiveOp(op); }
 
+// An operator of an extension library (fbgemm::, torchrec::, a model's own): not ATen's.
+bool IsCustomOperator(const std::string& name) {
+  const size_t ns = name.find("::");
+  if (ns == std::string::npos) return false;
+  const std::string_view space = std::string_view(name).substr(0, ns);
+  for (std::string_view builtin : {"aten", "prim", "c10d", "_c10d_functional", "profiler", "cuda"})
+    if (space == builtin) return false;
+  return true;
+}
+
+// False for an operator with a kernel for the other device only (CPU or CUDA) and none that
+// serves `device`: a vendor op without a portable equivalent (eg::PortableOf), _cudnn_rnn say.
+bool RunsOn(const c10::OperatorHandle& h, c10::Device device) {
+  using K = c10::DispatchKey;
+  if (!device.is_cpu() && !device.is_cuda()) return true;
+  if (!h.hasKernelForDispatchKey(device.is_cuda() ? K::CPU : K::CUDA)) return true;
+  for (K k : {device.is_cuda() ? K::CUDA : K::CPU, K::CompositeImplicitAutograd,
+              K::CompositeExplicitAutograd, K::CompositeExplicitAutogradNonFunctional})
+    if (h.hasKernelForDispatchKey(k)) return true;
+  return false;
+}
+
 // A table entry or buffer used on more than one lane (ScheduleReleases, ScheduleLeaves).
 constexpr int kSeveralLanes = -100;
 constexpr int kNoLane = -200;
@@ -159,7 +181,13 @@ class Planner {
   void AddOperator(int top, int index) {
     const proto::Op& op = w_.ops(index);
     Result<c10::OperatorHandle> handle = ops::ResolveOperator(w_.schemas(op.schema()));
-    if (!handle.ok()) return Skip(top, "unknown_operator", handle.status().message());
+    if (!handle.ok())
+      return Skip(top, IsCustomOperator(op.name()) ? "custom_operator" : "unknown_operator",
+                  handle.status().message());
+    if (!RunsOn(*handle, in_.device))
+      return Skip(
+          top, "device_specific",
+          op.name() + " has no kernel for " + in_.device.str() + " and no portable equivalent");
     std::vector<std::pair<int, c10::OperatorHandle>> parts;
     if (!in_.options.decompose || !Decompose(index, *handle, parts)) parts = {{index, *handle}};
     std::vector<ops::CompiledArgs> compiled;
@@ -188,7 +216,7 @@ class Planner {
   // state the replay does not have (no autograd): run as itself, cnn_bn's max_pool2d takes
   // half the time of the max_pool2d_with_indices its trace recorded under it (and ran). False
   // when a recorded child cannot run on its own (no schema, an unknown operator, a
-  // collective); the op then runs as itself.
+  // collective, an op of another device's library); the op then runs as itself.
   bool Decompose(int index, const c10::OperatorHandle& h,
                  std::vector<std::pair<int, c10::OperatorHandle>>& out) {
     const std::vector<int>& children = in_.tree.Children(index);
@@ -201,7 +229,7 @@ class Planner {
       const proto::Op& child = w_.ops(c);
       if (child.schema() < 0 || IsCollective(child) || eg::IsDelayOp(child)) return false;
       Result<c10::OperatorHandle> ch = ops::ResolveOperator(w_.schemas(child.schema()));
-      if (!ch.ok() || !Decompose(c, *ch, out)) return false;
+      if (!ch.ok() || !RunsOn(*ch, in_.device) || !Decompose(c, *ch, out)) return false;
     }
     return true;
   }

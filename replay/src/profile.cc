@@ -3,6 +3,7 @@
 #include <ATen/ops/add.h>
 #include <ATen/ops/ones.h>
 #include <ATen/record_function.h>
+#include <fcntl.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/csrc/profiler/standalone/execution_trace_observer.h>
 #include <unistd.h>
@@ -75,7 +76,38 @@ Status ProfileSession::Stop(const std::string& path) {
   return Status::Ok();
 }
 
+namespace {
+
+// Sends what LibTorch and Kineto print to stderr (observer and device-probe notices) to
+// /dev/null while it lives: the measurement is setup, not news for the user.
+class SilencedStderr {
+ public:
+  SilencedStderr() : saved_(dup(STDERR_FILENO)) {
+    std::fflush(stderr);
+    const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+      dup2(null, STDERR_FILENO);
+      close(null);
+    }
+  }
+  ~SilencedStderr() {
+    std::fflush(stderr);
+    if (saved_ >= 0) {
+      dup2(saved_, STDERR_FILENO);
+      close(saved_);
+    }
+  }
+  SilencedStderr(const SilencedStderr&) = delete;
+  SilencedStderr& operator=(const SilencedStderr&) = delete;
+
+ private:
+  int saved_;
+};
+
+}  // namespace
+
 Result<double> MeasureCaptureCostUs(c10::Device device) {
+  SilencedStderr quiet;
   constexpr int kCalls = 2000;
   const at::Tensor a = at::ones({1}, at::TensorOptions().device(device));
   for (int i = 0; i < 100; ++i) (void)at::add(a, a);  // warm the dispatcher and allocator

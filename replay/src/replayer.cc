@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -24,6 +25,7 @@
 #include "mimic/base/file.h"
 #include "mimic/base/host.h"
 #include "mimic/eg/collective.h"
+#include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 #include "mimic/ops/dispatch.h"
 #include "mimic/replay/executor.h"
@@ -581,10 +583,18 @@ namespace {
 class Session {
  public:
   Session(const proto::Workload& w, ReplayOptions options)
-      : w_(w), options_(std::move(options)), tree_(w) {}
+      : device_(options.device.empty() ? BestDevice() : options.device),
+        portable_(Portable(w, device_)),
+        w_(portable_ ? *portable_ : w),
+        options_(std::move(options)),
+        tree_(w_) {
+    if (portable_)
+      result_.transformations.push_back(
+          eg::PortableTransformation(eg::MakePortable(&*portable_, device_), device_));
+  }
 
   Result<ReplayResult> Run(const ProgressFn& progress) {
-    const std::string device = options_.device.empty() ? BestDevice() : options_.device;
+    const std::string& device = device_;
     MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> first, CreateExecutor(device));
     if (options_.num_threads > 0) at::set_num_threads(options_.num_threads);
     result_.heap = options_.retain_heap ? RetainFreedHeap() : "";
@@ -770,6 +780,16 @@ class Session {
       result_.selection += " (" + std::to_string(tenants_.size()) + " concurrent tenants)";
   }
 
+  // A copy of the workload to rewrite when it holds vendor ops the device has no kernel for
+  // (eg::MakePortable); none otherwise.
+  static std::optional<proto::Workload> Portable(const proto::Workload& w,
+                                                 const std::string& device) {
+    if (!eg::NeedsPortable(w, device)) return std::nullopt;
+    return w;
+  }
+
+  const std::string device_;
+  std::optional<proto::Workload> portable_;
   const proto::Workload& w_;
   ReplayOptions options_;  // host_gaps and capture_cost_us resolved at setup
   const eg::OpTree tree_;

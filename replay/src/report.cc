@@ -191,7 +191,11 @@ class JsonReporter final : public Reporter {
     j.EndObject();
 
     j.Key("transformations").BeginArray();
-    for (const proto::Transformation& t : w.transformations()) {
+    std::vector<const proto::Transformation*> all;
+    for (const proto::Transformation& t : w.transformations()) all.push_back(&t);
+    for (const proto::Transformation& t : r.transformations) all.push_back(&t);
+    for (const proto::Transformation* tp : all) {
+      const proto::Transformation& t = *tp;
       j.BeginObject();
       j.Key("name").String(t.name());
       j.Key("params").BeginObject();
@@ -323,6 +327,8 @@ class ConsoleReporter final : public Reporter {
     for (const auto& [reason, n] : r.skipped_by_reason)
       line("  skipped " + std::to_string(n) + " (" + reason + ")");
     for (const proto::Transformation& t : w.transformations())
+      line("  transformed: " + t.name() + ": " + t.summary());
+    for (const proto::Transformation& t : r.transformations)
       line("  transformed: " + t.name() + ": " + t.summary());
     if (!r.stop_reason.empty())
       line("  STOPPED after " + std::to_string(r.iteration_ms.size()) + " measured iterations: " + r.stop_reason);

@@ -12,6 +12,7 @@
 #include "mimic/base/file.h"
 #include "mimic/base/json_writer.h"
 #include "mimic/eg/collective.h"
+#include "mimic/eg/op_class.h"
 #include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
 
@@ -467,7 +468,10 @@ class Exporter {
     const bool gpu = w_.kineto().present() ? !kernels.empty() : TouchesDevice(w_, op);
     const bool cpu_node = split || !gpu;
     const int64_t flops = EstimateFlops(w_, op);
-    Node& n = NewNode(op.name(), cpm::COMP_NODE);
+    const eg::PortableEquivalent* portable =
+        options_.portable_names ? eg::PortableOf(op.name()) : nullptr;
+    Node& n = NewNode(portable ? std::string(portable->portable) : op.name(), cpm::COMP_NODE);
+    if (portable) AddString(n, "vendor_name", op.name());
     const uint64_t id = n.id();
     Deps deps;
     DependOn(deps.ctrl, last_cpu_of_thread_, op.thread());

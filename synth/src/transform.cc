@@ -654,4 +654,11 @@ Result<proto::Workload> ScaleWorldSize(const proto::Workload& w, int world_size)
   return out;
 }
 
+proto::Workload MakePortable(const proto::Workload& w, std::string_view target) {
+  proto::Workload out = w;
+  const eg::PortableRewrites done = eg::MakePortable(&out, target);
+  *out.add_transformations() = eg::PortableTransformation(done, target);
+  return out;
+}
+
 }  // namespace mimic::synth

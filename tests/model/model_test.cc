@@ -6,11 +6,13 @@
 #include <numeric>
 
 #include "mimic/eg/collective.h"
+#include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 #include "mimic/model/compare.h"
 #include "mimic/model/platform.h"
 #include "mimic/model/predict.h"
 #include "mimic/model/shapes.h"
+#include "op_models.h"
 #include "testing.h"
 
 namespace mimic::model {
@@ -182,6 +184,41 @@ TEST(Shapes, ConvolutionsReadStridePaddingAndGroupsAsTheRecordedOutputsSay) {
   EXPECT_TRUE(forward && backward);
   EXPECT_FALSE(ShapesOf(LoadSample("embbag_rec")).embeddings.empty());
   EXPECT_FALSE(ShapesOf(LoadSample("transformer")).attentions.empty());
+}
+
+// A GPU trace's cuDNN ops cost what their portable equivalents do: the convolution the flops
+// of the aten::_convolution that called it, the batch norm backward at least the bytes of its
+// tensors (it was priced at 0 as an unknown op).
+TEST(Predict, VendorOpsArePricedAsTheirPortableEquivalents) {
+  const std::string path = testing::SharedTraces() + "/param-resnet-1gpu/resnet_1gpu_et.json.gz";
+  MIMIC_SKIP_UNLESS_EXISTS(path);
+  auto w = eg::LoadWorkload(path);
+  ASSERT_THAT(w, IsOk());
+  const eg::OpTree tree(*w);
+  const proto::Platform v100 = Builtin("v100");
+  int convs = 0, norms = 0;
+  for (const proto::Op& op : w->ops()) {
+    if (op.name() == "aten::cudnn_convolution" && convs < 20) {
+      const proto::Op& parent = w->ops(tree.IndexOf(op.parent()));
+      ASSERT_EQ(parent.name(), "aten::_convolution");
+      const OpCost vendor = LeafCost(*w, op, v100), called = LeafCost(*w, parent, v100);
+      EXPECT_STREQ(vendor.model, "conv");
+      EXPECT_GT(vendor.flops, 0);
+      EXPECT_DOUBLE_EQ(vendor.flops, called.flops);
+      ++convs;
+    }
+    if (op.name() == "aten::cudnn_batch_norm_backward" && norms < 20) {
+      double bytes = 0;
+      for (const proto::Tensor* t : Tensors(*w, op.outputs())) bytes += Bytes(t);
+      const OpCost cost = LeafCost(*w, op, v100);
+      EXPECT_GE(cost.bytes, bytes);
+      EXPECT_GT(cost.compute_us, 0);
+      EXPECT_EQ(eg::ClassOf(op.name()), eg::OpClass::kReductionNorm);
+      ++norms;
+    }
+  }
+  EXPECT_EQ(convs, 20);
+  EXPECT_EQ(norms, 20);
 }
 
 TEST(Predict, BandwidthBoundOpsScaleWithTheBandwidth) {

@@ -13,10 +13,27 @@
 
 #include <set>
 
+#include "mimic/eg/op_class.h"
 #include "testing.h"
 
 namespace mimic::ops {
 namespace {
+
+// The portable equivalents of vendor ops (eg/op_class.h) name operators of this LibTorch, with
+// one value per argument, and the vendor ops are this LibTorch's, with fewer or as many outputs
+// as the record keeps.
+TEST(PortableTable, SchemasResolveInThisLibTorch) {
+  for (const eg::PortableEquivalent& e : eg::PortableEquivalents()) {
+    SCOPED_TRACE(std::string(e.vendor));
+    Result<c10::OperatorHandle> h = ResolveOperator(std::string(e.schema));
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    EXPECT_EQ(h->schema().arguments().size(), e.args.size());
+    EXPECT_EQ(h->schema().returns().size(), e.outputs.size());
+    auto vendor = c10::Dispatcher::singleton().findOp({std::string(e.vendor), ""});
+    ASSERT_TRUE(vendor.has_value());
+    for (int out : e.outputs) EXPECT_LT(out, static_cast<int>(vendor->schema().returns().size()));
+  }
+}
 
 using ::testing::HasSubstr;
 

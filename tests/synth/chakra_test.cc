@@ -12,6 +12,7 @@
 
 #include "mimic/base/file.h"
 #include "mimic/eg/collective.h"
+#include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 #include "testing.h"
 
@@ -274,6 +275,27 @@ TEST(ChakraExport, ResnetCollectivesKeepTheirKindsSizesAndGroup) {
     EXPECT_EQ(StringAttr(n, "pg_name"), "0");  // from the (pg_name, pg_desc) argument
   }
   EXPECT_EQ(got, expected);
+}
+
+TEST(ChakraExport, PortableNamesNameVendorNodesAfterTheirEquivalents) {
+  const std::string path =
+      mimic::testing::SharedTraces() + "/param-resnet-1gpu/resnet_1gpu_et.json.gz";
+  MIMIC_SKIP_UNLESS_EXISTS(path);
+  auto w = eg::LoadWorkload(path);
+  ASSERT_THAT(w, IsOk());
+  std::multiset<std::string> vendor;  // node names as recorded
+  for (const cpm::Node& n : ToChakra(*w).nodes)
+    if (eg::PortableOf(n.name())) vendor.insert(n.name());
+  ASSERT_FALSE(vendor.empty());
+  std::multiset<std::string> renamed;
+  for (const cpm::Node& n : ToChakra(*w, {.portable_names = true}).nodes) {
+    EXPECT_EQ(eg::PortableOf(n.name()), nullptr) << n.name();
+    const std::optional<std::string> was = StringAttr(n, "vendor_name");
+    if (!was) continue;
+    renamed.insert(*was);
+    EXPECT_EQ(n.name(), eg::PortableOf(*was)->portable);
+  }
+  EXPECT_EQ(renamed, vendor);
 }
 
 TEST(ChakraExport, KernelNodesFollowTheirLaunchingOps) {

@@ -3,6 +3,10 @@
 // Immutable data; thread-safe.
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -22,12 +26,56 @@ enum class OpClass {
   kOther,
 };
 
-// The class of an operator by its name ("aten::addmm" -> kGemm).
+// The class of an operator by its name ("aten::addmm" -> kGemm). A vendor op with a portable
+// equivalent (PortableOf) is of its equivalent's class.
 OpClass ClassOf(std::string_view op_name);
 // "gemm", "conv", "attention", "embedding", "reduction_norm", "memcpy", "collective",
 // "elementwise", "other".
 std::string_view OpClassName(OpClass c);
 // The class named `name`; false when there is none.
 bool ParseOpClass(std::string_view name, OpClass* out);
+
+// A device-specific ("vendor") operator and the portable ATen operator that computes the same
+// from the same tensors: cuDNN, MIOpen and oneDNN kernels, pinned-memory copies. One record per
+// vendor op, read by replay (rewritten before planning where the target lacks a kernel for
+// it), by the model (priced as its equivalent) and by synth (--portable, Chakra names).
+struct PortableEquivalent {
+  std::string_view vendor;    // "aten::cudnn_batch_norm"
+  std::string_view portable;  // "aten::native_batch_norm"
+  std::string_view schema;    // the portable op's schema, as an ET records one
+  // Per argument of the portable schema, where its value comes from: "3" the vendor op's input
+  // 3; "none", "true", "false"; "int:N" the integer N; "zeros:K" a list of as many zeros as
+  // input K holds items; "true*N" a list of N trues; "list:A,B,..." the inputs A, B, ... as a
+  // list.
+  std::initializer_list<std::string_view> args;
+  std::initializer_list<int> outputs;  // the vendor outputs the portable op produces, in order
+  bool on_cpu = false;                 // the vendor op has a kernel there: left alone
+  bool on_cuda = false;
+};
+
+// Every record, for tests and listings.
+std::span<const PortableEquivalent> PortableEquivalents();
+// The record of a vendor op (overload and all: "aten::cudnn_convolution.default"); nullptr for
+// any other op.
+const PortableEquivalent* PortableOf(std::string_view op_name);
+// The target a device string names: "cuda" for "cuda" and "cuda:N", "cpu" for anything else.
+std::string_view TargetOf(std::string_view device);
+// Whether the vendor op has a kernel on `target` ("cpu", "cuda").
+bool VendorOpRunsOn(const PortableEquivalent& e, std::string_view target);
+// Rewrites `op` as its portable equivalent `e` computes it: name, inputs and outputs mapped
+// (the schema index is the caller's). Constants take `w`'s type strings when `w` is given.
+// False when the op's recorded inputs do not fit the record (too few); `op` is then unchanged.
+bool RewriteAsPortable(const PortableEquivalent& e, proto::Op* op, proto::Workload* w = nullptr);
+
+// What MakePortable did: vendor op name -> ops rewritten.
+using PortableRewrites = std::map<std::string, int64_t>;
+// Rewrites every op of `w` that has a portable equivalent and no kernel on `target` ("cpu",
+// "cuda"), adding the portable schemas to w. Ops whose inputs do not fit are left as they are.
+PortableRewrites MakePortable(proto::Workload* w, std::string_view target);
+// Whether MakePortable would rewrite any op of `w` (no copy needed when not).
+bool NeedsPortable(const proto::Workload& w, std::string_view target);
+// The transformation record of `rewrites` ("portable", params vendor -> portable and count).
+proto::Transformation PortableTransformation(const PortableRewrites& rewrites,
+                                             std::string_view target);
 
 }  // namespace mimic::eg

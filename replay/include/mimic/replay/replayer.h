@@ -158,6 +158,9 @@ struct ReplayResult {
   std::string stop_reason;
   ReplayMode mode = ReplayMode::kFull;
   CommResult comm;
+  // What the replay changed in the workload before planning: "portable" when it rewrote vendor
+  // ops the device has no kernel for (eg::MakePortable).
+  std::vector<proto::Transformation> transformations;
 };
 
 // Called after each iteration: (done, total, that iteration's milliseconds).

@@ -30,6 +30,9 @@ struct ChakraExportOptions {
   // the node of the op that launched it; that op's node then stands for its CPU time only.
   // Without it, an op that launched kernels is one GPU node timed by its summed kernel time.
   bool kernel_nodes = false;
+  // Name a vendor op's node (cudnn_*, miopen_*, mkldnn_*: eg::PortableOf) after its portable
+  // ATen equivalent, the vendor's name kept in the attribute "vendor_name".
+  bool portable_names = false;
 };
 
 // Converts `workload` into the Chakra trace of its rank: one node per top-level replayable op

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "mimic/base/status.h"
 #include "proto/workload.pb.h"
@@ -49,6 +50,11 @@ Result<proto::Workload> ScaleWorldSize(const proto::Workload& w, int world_size)
 // "bf16", "fp16", "fp32" (and the LibTorch names) -> the dtype; false for others.
 bool ParseFloatDType(const std::string& name, proto::DType* out);
 
+// Rewrites the vendor ops (cuDNN, MIOpen, oneDNN, pinned copies) that `target` ("cpu",
+// "cuda") has no kernel for as their portable ATen equivalents (eg::PortableOf), the same
+// tensors in and out: the workload then replays there op for op. Recorded as "portable".
+proto::Workload MakePortable(const proto::Workload& w, std::string_view target);
+
 }  // namespace mimic::synth
 
 namespace mimic::synth {
@@ -75,5 +81,10 @@ Result<proto::Workload> Compose(const std::vector<proto::Workload>& parts,
 // delay_us). Errors: InvalidInput naming the table file and rule for a malformed table, or an
 // op to delay whose time is unknown.
 Result<proto::Workload> Substitute(const proto::Workload& w, const std::string& table_path);
+
+// Rewrites the vendor ops (cuDNN, MIOpen, oneDNN, pinned copies) that `target` ("cpu",
+// "cuda") has no kernel for as their portable ATen equivalents (eg::PortableOf), the same
+// tensors in and out: the workload then replays there op for op. Recorded as "portable".
+proto::Workload MakePortable(const proto::Workload& w, std::string_view target);
 
 }  // namespace mimic::synth

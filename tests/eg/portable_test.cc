@@ -1,0 +1,139 @@
+// The table of vendor ops and their portable equivalents (eg/op_class.h): its records are
+// well formed, a rewrite maps arguments and outputs as recorded, and a real GPU trace's vendor
+// ops all become portable ones for a CPU and stay as they are for a GPU.
+#include <set>
+
+#include "mimic/eg/op_class.h"
+#include "mimic/eg/schema_args.h"
+#include "mimic/eg/workload.h"
+#include "testing.h"
+
+namespace mimic::eg {
+namespace {
+
+TEST(Portable, EveryRecordNamesItsSchemaAndFillsEveryArgument) {
+  std::set<std::string_view> vendors;
+  for (const PortableEquivalent& e : PortableEquivalents()) {
+    SCOPED_TRACE(std::string(e.vendor));
+    EXPECT_TRUE(vendors.insert(e.vendor).second) << "listed twice";
+    EXPECT_EQ(e.schema.substr(0, e.portable.size() + 1), std::string(e.portable) + "(");
+    EXPECT_EQ(ParseSchemaArgs(std::string(e.schema)).size(), e.args.size());
+    EXPECT_GT(e.outputs.size(), 0u);
+    // Every spec is one the rewrite understands: an op with enough list inputs rewrites.
+    proto::Op op;
+    op.set_name(std::string(e.vendor));
+    for (int k = 0; k < 12; ++k) {
+      proto::Value* v = op.add_inputs();
+      v->mutable_list()->add_items()->set_int_value(k);
+      v->mutable_list()->add_items()->set_int_value(k);
+    }
+    for (int k = 0; k < 5; ++k) op.add_outputs()->set_tensor(k);
+    ASSERT_TRUE(RewriteAsPortable(e, &op));
+    EXPECT_EQ(op.name(), e.portable);
+    EXPECT_EQ(op.inputs_size(), static_cast<int>(e.args.size()));
+    EXPECT_EQ(op.outputs_size(), static_cast<int>(e.outputs.size()));
+    EXPECT_EQ(ClassOf(e.vendor), ClassOf(e.portable));
+  }
+}
+
+TEST(Portable, BatchNormBackwardTakesItsArgumentsInNativeOrder) {
+  const PortableEquivalent* e = PortableOf("aten::cudnn_batch_norm_backward");
+  ASSERT_NE(e, nullptr);
+  proto::Op op;
+  op.set_name("aten::cudnn_batch_norm_backward");
+  for (int k = 0; k < 7; ++k) op.add_inputs()->set_tensor(10 + k);  // input .. save_var
+  op.add_inputs()->set_double_value(1e-5);                          // epsilon
+  op.add_inputs()->set_tensor(17);                                  // reserveSpace
+  for (int k = 0; k < 3; ++k) op.add_outputs()->set_tensor(20 + k);
+  ASSERT_TRUE(RewriteAsPortable(*e, &op));
+  EXPECT_EQ(op.name(), "aten::native_batch_norm_backward");
+  ASSERT_EQ(op.inputs_size(), 10);
+  EXPECT_EQ(op.inputs(0).tensor(), 11);  // grad_out was cuDNN's grad_output
+  EXPECT_EQ(op.inputs(1).tensor(), 10);  // input
+  EXPECT_EQ(op.inputs(6).tensor(), 16);  // save_invstd
+  EXPECT_TRUE(op.inputs(7).bool_value());
+  EXPECT_DOUBLE_EQ(op.inputs(8).double_value(), 1e-5);
+  ASSERT_EQ(op.inputs(9).list().items_size(), 3);
+  EXPECT_EQ(op.outputs(2).tensor(), 22);
+  EXPECT_EQ(ClassOf("aten::cudnn_batch_norm_backward"), OpClass::kReductionNorm);
+}
+
+TEST(Portable, ConvolutionGetsOutputPaddingOfItsRank) {
+  proto::Op op;
+  op.set_name("aten::cudnn_convolution");
+  op.add_inputs()->set_tensor(1);
+  op.add_inputs()->set_tensor(2);
+  for (int k = 0; k < 3; ++k) {  // padding, stride, dilation of a 3-d convolution
+    proto::ValueList* l = op.add_inputs()->mutable_list();
+    for (int d = 0; d < 3; ++d) l->add_items()->set_int_value(k + 1);
+  }
+  op.add_inputs()->set_int_value(4);  // groups
+  for (int k = 0; k < 3; ++k) op.add_inputs()->set_bool_value(false);
+  op.add_outputs()->set_tensor(3);
+  ASSERT_TRUE(RewriteAsPortable(*PortableOf(op.name()), &op));
+  ASSERT_EQ(op.inputs_size(), 9);
+  EXPECT_TRUE(op.inputs(2).none());
+  EXPECT_EQ(op.inputs(3).list().items(0).int_value(), 2);  // stride
+  EXPECT_EQ(op.inputs(4).list().items(0).int_value(), 1);  // padding
+  ASSERT_EQ(op.inputs(7).list().items_size(), 3);          // output_padding
+  EXPECT_EQ(op.inputs(7).list().items(2).int_value(), 0);
+  EXPECT_EQ(op.inputs(8).int_value(), 4);
+}
+
+TEST(Portable, TooFewRecordedInputsLeaveTheOpAlone) {
+  proto::Op op;
+  op.set_name("aten::cudnn_batch_norm");
+  op.add_inputs()->set_tensor(1);
+  EXPECT_FALSE(RewriteAsPortable(*PortableOf(op.name()), &op));
+  EXPECT_EQ(op.name(), "aten::cudnn_batch_norm");
+  EXPECT_EQ(op.inputs_size(), 1);
+}
+
+TEST(Portable, TargetsKeepTheVendorOpsTheyHaveKernelsFor) {
+  EXPECT_EQ(PortableOf("aten::addmm"), nullptr);
+  const PortableEquivalent* cudnn = PortableOf("aten::cudnn_batch_norm.default");
+  const PortableEquivalent* onednn = PortableOf("aten::mkldnn_convolution");
+  ASSERT_NE(cudnn, nullptr);
+  ASSERT_NE(onednn, nullptr);
+  EXPECT_TRUE(VendorOpRunsOn(*cudnn, "cuda:1"));
+  EXPECT_FALSE(VendorOpRunsOn(*cudnn, "cpu"));
+  EXPECT_TRUE(VendorOpRunsOn(*onednn, "cpu"));
+  EXPECT_FALSE(VendorOpRunsOn(*onednn, "cuda"));
+}
+
+// Counts the ops of `w` whose name has `part`.
+int Count(const proto::Workload& w, std::string_view part) {
+  int n = 0;
+  for (const proto::Op& op : w.ops()) n += op.name().find(part) != std::string::npos;
+  return n;
+}
+
+TEST(Portable, GpuResnetTraceBecomesPortableForTheCpu) {
+  const std::string path = testing::SharedTraces() + "/param-resnet-1gpu/resnet_1gpu_et.json.gz";
+  MIMIC_SKIP_UNLESS_EXISTS(path);
+  Result<proto::Workload> w = LoadWorkload(path);
+  ASSERT_THAT(w, IsOk());
+  const int vendor = Count(*w, "::cudnn_");
+  ASSERT_GT(vendor, 0);
+  EXPECT_FALSE(NeedsPortable(*w, "cuda"));
+  ASSERT_TRUE(NeedsPortable(*w, "cpu"));
+  const int native_bn = Count(*w, "aten::native_batch_norm");
+  PortableRewrites done = MakePortable(&*w, "cpu");
+  int64_t total = 0;
+  for (const auto& [name, n] : done) total += n;
+  EXPECT_EQ(total, vendor);
+  EXPECT_EQ(Count(*w, "::cudnn_"), 0);
+  EXPECT_EQ(Count(*w, "aten::native_batch_norm"),
+            native_bn + done["aten::cudnn_batch_norm"] + done["aten::cudnn_batch_norm_backward"]);
+  const Status checked = CheckWorkload(path, *w);
+  EXPECT_TRUE(checked.ok()) << checked.ToString();
+  for (const proto::Op& op : w->ops())
+    if (op.name() == "aten::native_batch_norm_backward")
+      EXPECT_EQ(w->schemas(op.schema()).substr(0, 32), "aten::native_batch_norm_backward");
+  const proto::Transformation t = PortableTransformation(done, "cpu");
+  EXPECT_EQ(t.params().at("aten::cudnn_convolution"), "aten::convolution");
+  EXPECT_EQ(t.params().at("target"), "cpu");
+}
+
+}  // namespace
+}  // namespace mimic::eg
