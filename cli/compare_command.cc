@@ -1,11 +1,14 @@
 // mimic compare TRACE [--kineto K] [--platform P] [--device D] --report R.json --html R.html:
 // replays the workload, predicts it, and sets original, replay and prediction side by side.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 
 #include "cli.h"
+#include "mimic/base/file.h"
 #include "mimic/base/stats.h"
+#include "mimic/eg/kineto.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 #include "mimic/model/compare.h"
@@ -31,6 +34,64 @@ void PrintRow(const std::string& name, const model::SideBySide& s) {
               Pct(model::RelativeError(s.replay_ms, s.original_ms)).c_str(),
               Pct(model::RelativeError(s.predicted_ms, s.replay_ms)).c_str(),
               Pct(model::RelativeError(s.predicted_ms, s.original_ms)).c_str());
+}
+
+// The replay's profile (compare --profile) set beside the original's Kineto spans, per op name
+// and iteration: the top-level cpu_ops of each ProfilerStep#N of the profile against the
+// selected ops' spans. Both sides carry the profiler's cost, so per-op differences are the
+// replay's own.
+Status AddProfiledOps(const std::string& profile, const proto::Workload& w,
+                      const std::vector<model::OpPrediction>& ops, model::Comparison& c) {
+  MIMIC_ASSIGN_OR_RETURN(FileContents file, ReadFile(profile));
+  MIMIC_ASSIGN_OR_RETURN(const eg::KinetoTrace trace,
+                         eg::ParseKinetoTrace(profile, file.bytes.view()));
+  std::vector<const eg::KinetoEvent*> steps, cpu_ops;
+  for (const eg::KinetoEvent& e : trace.events) {
+    if (e.name.rfind("ProfilerStep#", 0) == 0)
+      steps.push_back(&e);
+    else if (e.kind == eg::KinetoEvent::Kind::kHostOp)
+      cpu_ops.push_back(&e);
+  }
+  if (steps.empty())
+    return Status::Internal(profile + ": the replay's profile holds no ProfilerStep");
+  std::sort(cpu_ops.begin(), cpu_ops.end(),
+            [](auto* a, auto* b) { return a->ts < b->ts || (a->ts == b->ts && a->dur > b->dur); });
+  std::map<int64_t, double> open_until;  // per thread: the end of the outermost op open
+  for (const eg::KinetoEvent* e : cpu_ops) {
+    double& until = open_until[e->tid];
+    if (e->ts < until) continue;  // nested under another op
+    until = e->ts + e->dur;
+    const bool in_step = std::any_of(steps.begin(), steps.end(), [e](auto* s) {
+      return e->ts >= s->ts && e->ts <= s->ts + s->dur;
+    });
+    if (!in_step) continue;
+    model::SideBySide& s = c.profiled_ops[e->name];
+    s.replay_ms = s.replay_ms.value_or(0) + e->dur / 1000 / static_cast<double>(steps.size());
+  }
+  const eg::OpTree tree(w);
+  for (const model::OpPrediction& o : ops) {
+    const proto::Op& op = w.ops(tree.IndexOf(o.op_id));
+    if (!op.has_cpu_span()) continue;
+    model::SideBySide& s = c.profiled_ops[o.name];
+    s.original_ms = s.original_ms.value_or(0) + op.cpu_duration_us() / 1000;
+    ++s.ops;
+  }
+  return Status::Ok();
+}
+
+void PrintProfiledOps(const model::Comparison& c) {
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto& [name, s] : c.profiled_ops) order.emplace_back(s.original_ms.value_or(0), name);
+  std::sort(order.rbegin(), order.rend());
+  std::printf(
+      "\n  both under the profiler (per iteration)      calls  original ms  replay ms  rep/orig\n");
+  for (size_t i = 0; i < order.size() && i < 12; ++i) {
+    const model::SideBySide& s = c.profiled_ops.at(order[i].second);
+    const std::optional<double> e = model::RelativeError(s.replay_ms, s.original_ms);
+    std::printf("  %-44s %5lld %12s %10s %9s\n", order[i].second.substr(0, 44).c_str(),
+                static_cast<long long>(s.ops), Fmt(s.original_ms).c_str(), Fmt(s.replay_ms).c_str(),
+                Fmt(e ? std::optional<double>(1 + *e) : std::nullopt, "%.2f").c_str());
+  }
 }
 
 }  // namespace
@@ -59,6 +120,9 @@ Runner AddCompare(CLI::App& app) {
                "Let the C library hand freed host memory back to the kernel during the replay (see replay --help)");
   app.add_option("--report", args->report, "JSON report to write ('-' for stdout)")->required();
   app.add_option("--html", args->html, "Self-contained HTML report to write");
+  app.add_option("--profile", args->options.profile_path,
+                 "Also profile the replay (a Kineto trace, as replay --profile) and set each op "
+                 "name's profiled time beside the original's Kineto spans (profiled_ops)");
   return [args, &app]() -> int {
     args->seed_given = app.count("--seed") > 0;
     Result<LoadedInput> in = LoadInput(args->input, args->kineto);
@@ -160,6 +224,11 @@ Runner AddCompare(CLI::App& app) {
       c.notes.push_back("the platform's device type differs from the replay's: the prediction is a cross-platform "
                         "prediction, and its differences from the replay and the original are not errors");
     c.notes.push_back("replay timeline: per-call means of each op name laid end to end (the replay records no per-op start times)");
+    if (!ro.profile_path.empty()) {
+      if (Status st = AddProfiledOps(ro.profile_path, w, pred->ops, c); !st.ok()) return Fail(st);
+      c.notes.push_back("profiled_ops: the replay's profile " + ro.profile_path +
+                        " beside the original's Kineto spans, both under the profiler");
+    }
 
     // Both reports or neither: the HTML first, and it goes again if the JSON cannot be written.
     if (!args->html.empty()) {
@@ -177,6 +246,7 @@ Runner AddCompare(CLI::App& app) {
                 "pred/rep", "pred/orig");
     PrintRow("end to end (ms)", c.end_to_end);
     for (const auto& [name, s] : c.op_classes) PrintRow(name, s);
+    if (!c.profiled_ops.empty()) PrintProfiledOps(c);
     return kExitOk;
   };
 }

@@ -194,6 +194,16 @@ std::string RenderComparisonJson(const Comparison& c) {
   j.Key("predicted_vs_replay").Optional(GeomeanAbsError(c, &SideBySide::predicted_ms, &SideBySide::replay_ms));
   j.Key("predicted_vs_original").Optional(GeomeanAbsError(c, &SideBySide::predicted_ms, &SideBySide::original_ms));
   j.EndObject();
+  j.Key("profiled_ops").BeginObject();
+  for (const auto& [name, s] : c.profiled_ops) {
+    j.Key(name).BeginObject();
+    j.Key("calls").Int(s.ops);
+    j.Key("original_ms").Optional(s.original_ms);
+    j.Key("replay_ms").Optional(s.replay_ms);
+    j.Key("error_replay_vs_original").Optional(RelativeError(s.replay_ms, s.original_ms));
+    j.EndObject();
+  }
+  j.EndObject();
   j.Key("timeline").BeginObject();
   j.Key("original");
   WriteTimeline(j, c.original_timeline);

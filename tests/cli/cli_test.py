@@ -437,6 +437,28 @@ class ExecutorTest(unittest.TestCase):
         ratio = mem["step_peak_bytes"] / mem["original_step_peak_bytes"]
         self.assertTrue(0.75 < ratio < 1.33, mem)
 
+    def test_compare_sets_the_replay_profile_beside_the_original_per_op(self):
+        with tempfile.TemporaryDirectory() as d:
+            report, profile = os.path.join(d, "c.json"), os.path.join(d, "p.json")
+            r = mimic("compare", os.path.join(SAMPLES, "mlp.et.json.gz"), "--warmup", "1", "--iters", "2",
+                      "--report", report, "--profile", profile)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("both under the profiler", r.stdout)
+            got = load_json(report)["profiled_ops"]
+            trace = load_json(profile)
+        steps = [e for e in trace["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
+        self.assertEqual(len(steps), 2)
+        mm = got["aten::mm"]
+        self.assertGreater(mm["calls"], 0)
+        self.assertGreater(mm["original_ms"], 0)
+        self.assertGreater(mm["replay_ms"], 0)
+        # The replay's side is its profile's: the aten::mm spans inside the steps, per step.
+        spans = sum(e["dur"] for e in trace["traceEvents"]
+                    if e.get("name") == "aten::mm" and e.get("cat") == "cpu_op"
+                    and any(s["ts"] <= e["ts"] <= s["ts"] + s["dur"] for s in steps)) / 1000 / len(steps)
+        self.assertLessEqual(mm["replay_ms"], spans * 1.0001)
+        self.assertGreater(mm["replay_ms"], 0.5 * spans)
+
     def test_profile_is_a_kineto_trace_of_the_replayed_ops(self):
         with tempfile.TemporaryDirectory() as d:
             profile, report = os.path.join(d, "p.json"), os.path.join(d, "r.json")

@@ -29,6 +29,9 @@ struct Comparison {
   std::map<std::string, SideBySide> op_classes;
   double gpu_active_ms = 0, exposed_comm_ms = 0;  // predicted
   std::vector<Span> original_timeline, replay_timeline, predicted_timeline;
+  // compare --profile: per op name, per iteration, both measured under the profiler: the
+  // original's Kineto spans and the replay's own profile (ops = calls per iteration).
+  std::map<std::string, SideBySide> profiled_ops;
   std::vector<std::string> notes;
 };
 
