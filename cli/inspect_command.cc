@@ -1,5 +1,6 @@
 // mimic inspect TRACE [--kineto K] [--json]
 #include <cstdio>
+#include <map>
 
 #include "cli.h"
 #include "mimic/base/json_writer.h"
@@ -14,6 +15,17 @@ struct InspectArgs {
   std::string kineto;
   bool json = false;
 };
+
+// The first step's replayable ops per thread (the step holds its ops on every thread).
+std::map<int64_t, int64_t> StepOpsPerThread(const proto::Workload& w) {
+  std::map<int64_t, int64_t> out;
+  Result<const proto::Segment*> seg = eg::FindSegment(w, -1, "");
+  if (!seg.ok() || !*seg) return out;
+  const eg::OpTree tree(w);
+  for (int i : eg::ReplayableOps(w, tree, tree.IndexOf((*seg)->op_id()), true))
+    ++out[w.ops(i).thread()];
+  return out;
+}
 
 std::string InspectJson(const proto::Workload& w, const eg::Summary& s) {
   JsonWriter j;
@@ -39,6 +51,21 @@ std::string InspectJson(const proto::Workload& w, const eg::Summary& s) {
   j.EndObject();
   j.EndObject();
   j.Key("threads").Int(s.threads);
+  j.Key("per_thread").BeginArray();
+  const std::map<int64_t, int64_t> in_step = StepOpsPerThread(w);
+  for (const eg::Summary::Thread& t : s.per_thread) {
+    j.BeginObject()
+        .Key("tid")
+        .Int(t.tid)
+        .Key("ops")
+        .Int(t.ops)
+        .Key("replayable_ops")
+        .Int(t.replayable_ops);
+    j.Key("first_step_replayable_ops")
+        .Int(in_step.count(t.tid) ? in_step.at(t.tid) : 0)
+        .EndObject();
+  }
+  j.EndArray();
   j.Key("process_groups").BeginArray();
   for (const proto::ProcessGroup& g : w.provenance().process_groups()) {
     j.BeginObject().Key("name").String(g.name()).Key("desc").String(g.desc()).Key("backend").String(g.backend());
@@ -84,6 +111,12 @@ void PrintText(const std::string& path, const proto::Workload& w, const eg::Summ
   std::printf("  iterations      %lld   labels %lld   threads %lld\n",
               static_cast<long long>(s.iterations), static_cast<long long>(s.labels),
               static_cast<long long>(s.threads));
+  const std::map<int64_t, int64_t> in_step = StepOpsPerThread(w);
+  for (const eg::Summary::Thread& t : s.per_thread)
+    std::printf("    thread %-6lld %lld ops, %lld replayable top-level, %lld in the first step\n",
+                static_cast<long long>(t.tid), static_cast<long long>(t.ops),
+                static_cast<long long>(t.replayable_ops),
+                static_cast<long long>(in_step.count(t.tid) ? in_step.at(t.tid) : 0));
   std::printf("  collectives     %lld   process groups %d\n", static_cast<long long>(s.collectives),
               w.provenance().process_groups_size());
   for (const auto& [type, n] : eg::CountCollectives(w).by_type)

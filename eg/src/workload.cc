@@ -1,6 +1,7 @@
 #include "mimic/eg/workload.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <unordered_set>
 
@@ -150,6 +151,34 @@ bool IsCompiledKernel(const proto::Op& op) {
   return op.schema() < 0 && !op.kernel_backend().empty();
 }
 
+std::vector<char> SegmentMembers(const proto::Workload& w, const OpTree& tree, int segment_op) {
+  const int n = w.ops_size();
+  std::vector<char> member(n, 0);
+  if (segment_op < 0 || segment_op >= n) return member;
+  const proto::Op& seg = w.ops(segment_op);
+  // Ops are sorted by id, which is start order: the segment ends, in id order, where its own
+  // thread starts an op outside it.
+  int end = n;
+  for (int j = segment_op + 1; j < n; ++j)
+    if (w.ops(j).thread() == seg.thread() && !tree.IsWithin(j, segment_op)) {
+      end = j;
+      break;
+    }
+  const bool spans = seg.has_cpu_span();
+  const double seg_end = seg.cpu_start_us() + seg.cpu_duration_us();
+  for (int j = segment_op; j < end; ++j) {
+    const proto::Op& op = w.ops(j);
+    if (op.thread() == seg.thread()) {
+      member[j] = tree.IsWithin(j, segment_op);
+    } else {
+      const int p = tree.Parent(j);
+      member[j] =
+          (p >= 0 && member[p]) || !spans || !op.has_cpu_span() || op.cpu_start_us() <= seg_end;
+    }
+  }
+  return member;
+}
+
 std::vector<int> ReplayableOps(const proto::Workload& w, const OpTree& tree, int segment_op,
                                bool include_compiled) {
   const int n = w.ops_size();
@@ -159,6 +188,7 @@ std::vector<int> ReplayableOps(const proto::Workload& w, const OpTree& tree, int
     return op.schema() >= 0 || IsDelayOp(op) || op.has_collective() ||
            (include_compiled && IsCompiledKernel(op));
   };
+  const std::vector<char> member = SegmentMembers(w, tree, segment_op);
   std::vector<int> out;
   for (int i = 0; i < n; ++i) {
     if (!candidate(i)) continue;
@@ -171,7 +201,7 @@ std::vector<int> ReplayableOps(const proto::Workload& w, const OpTree& tree, int
       }
     }
     if (nested) continue;
-    if (segment_op >= 0 && !tree.IsWithin(i, segment_op)) continue;
+    if (segment_op >= 0 && !member[i]) continue;
     out.push_back(i);
   }
   return out;
@@ -188,7 +218,15 @@ Summary Summarize(const proto::Workload& w) {
   }
   s.threads = static_cast<int64_t>(threads.size());
   const OpTree tree(w);
-  s.replayable_ops = static_cast<int64_t>(ReplayableOps(w, tree).size());
+  const std::vector<int> replayable = ReplayableOps(w, tree);
+  s.replayable_ops = static_cast<int64_t>(replayable.size());
+  std::map<int64_t, Summary::Thread> per_thread;
+  for (const proto::Op& op : w.ops()) ++per_thread[op.thread()].ops;
+  for (int i : replayable) ++per_thread[w.ops(i).thread()].replayable_ops;
+  for (auto& [tid, t] : per_thread) {
+    t.tid = tid;
+    s.per_thread.push_back(t);
+  }
   s.tensors = w.tensors_size();
   std::unordered_set<int64_t> storages;
   for (const proto::Tensor& t : w.tensors()) storages.insert(t.storage_id());

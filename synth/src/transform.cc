@@ -237,8 +237,11 @@ Result<proto::Workload> Select(const proto::Workload& w, const SelectSpec& spec)
   MIMIC_ASSIGN_OR_RETURN(const proto::Segment* chosen, eg::FindSegment(w, spec.iteration, spec.label));
   if (!chosen) return Status::InvalidInput("the workload has no ProfilerStep iteration to select");
   const eg::OpTree tree(w);
-  std::vector<char> keep(w.ops_size(), 0);
-  MarkSubtree(tree, tree.IndexOf(chosen->op_id()), keep);
+  // The step's ops on every thread (the backward on the autograd thread too), with the thread
+  // roots they hang off.
+  std::vector<char> keep = eg::SegmentMembers(w, tree, tree.IndexOf(chosen->op_id()));
+  for (int i = 0; i < w.ops_size(); ++i)
+    for (int p = keep[i] ? tree.Parent(i) : -1; p >= 0 && !keep[p]; p = tree.Parent(p)) keep[p] = 1;
   proto::Workload out = Shell(w);
   for (int i = 0; i < w.ops_size(); ++i)
     if (keep[i]) *out.add_ops() = w.ops(i);

@@ -260,6 +260,20 @@ class SynthTest(unittest.TestCase):
             r = mimic("synth", os.path.join(SAMPLES, "mlp.et.json.gz"), "--dtype", "int8", "-o", out)
             self.assertEqual(r.returncode, 2)
 
+    def test_a_selected_step_keeps_its_backward_on_the_autograd_thread(self):
+        # tests/data/make_autograd_thread.py: the backward ran on a thread of its own.
+        data = os.path.join(ROOT, "tests", "data")
+        with tempfile.TemporaryDirectory() as d:
+            out, report = os.path.join(d, "step.mimic"), os.path.join(d, "r.json")
+            r = mimic("synth", os.path.join(data, "autograd_thread.et.json.gz"), "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = mimic("replay", out, "--warmup", "0", "--iters", "1", "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            ops = {op["name"]: op["calls"] for op in load_json(report)["ops"]}
+            cov = load_json(report)["coverage"]
+        self.assertEqual(ops.get("aten::convolution_backward"), 2)
+        self.assertEqual(cov["replayed"], cov["total"])
+
     def test_pack_then_replay_the_bundle_with_its_seed(self):
         with tempfile.TemporaryDirectory() as d:
             bundle = os.path.join(d, "mlp.bundle")

@@ -75,15 +75,24 @@ const std::string& TypeName(const proto::Workload& workload, int32_t type_index)
 Result<const proto::Segment*> FindSegment(const proto::Workload& workload, int64_t iteration,
                                           const std::string& label);
 
+// The ops that ran during the segment whose op is `segment_op` (an index), on every thread:
+// its own subtree, and on every other thread the ops that started while it ran (their ids, which
+// are start order across threads, lie between the segment op's and that of the first op its own
+// thread started after it; with Kineto spans on both, the op started before the segment ended),
+// with their subtrees. A training step's backward on the autograd engine's thread is part of it.
+// Returns one flag per op of the workload.
+std::vector<char> SegmentMembers(const proto::Workload& workload, const OpTree& tree,
+                                 int segment_op);
+
 // True for ops Mimic never replays itself: profiler and record_function wrappers, thread roots.
 bool IsWrapperOp(const proto::Op& op);
 
-// The ops a replay executes, in order: within the subtree of `segment_op` (or everywhere when
-// segment_op < 0), the top-most ops that have a schema and are not wrappers; never their
-// children; `mimic::delay` ops count as replayable. With `include_compiled`, also the top-most
-// compiled kernels (Triton: ops with a
-// kernel_backend and no schema), which a replay must account for even though it never runs
-// the code they carry. Returns indices into workload.ops().
+// The ops a replay executes, in start order across threads: among the segment's members
+// (SegmentMembers; everywhere when segment_op < 0), the top-most ops that have a schema and are not
+// wrappers; never their children; `mimic::delay` ops count as replayable. With `include_compiled`,
+// also the top-most compiled kernels (Triton: ops with a kernel_backend and no schema), which a
+// replay must account for even though it never runs the code they carry. Returns indices into
+// workload.ops().
 std::vector<int> ReplayableOps(const proto::Workload& workload, const OpTree& tree,
                                int segment_op = -1, bool include_compiled = false);
 
@@ -106,6 +115,12 @@ struct Summary {
   int64_t labels = 0;
   int64_t collectives = 0;
   int64_t threads = 0;
+  struct Thread {
+    int64_t tid = 0;
+    int64_t ops = 0;
+    int64_t replayable_ops = 0;  // top-level ops a replay of the whole trace runs on it
+  };
+  std::vector<Thread> per_thread;  // by tid
 };
 Summary Summarize(const proto::Workload& workload);
 
