@@ -11,15 +11,30 @@ namespace mimic::cli {
 
 Runner AddRun(CLI::App& app) {
   struct Args {
-    std::string report;
+    std::string report, from;
     replay::ReplayOptions options;
   };
   auto args = std::make_shared<Args>();
   args->options.iters = 20;
   args->options.warmup = 3;
   AddReplayOptions(app, args->options, args->report);
+  app.add_option(
+      "--from", args->from,
+      "Replay the same sample captured afresh into this folder by "
+      "scripts/capture_fleet_samples.py (scripts/run.sh does), so that the original ran on "
+      "this machine");
   return [args]() {
     const fleet_samples::EmbeddedSample& sample = fleet_samples::DefaultSample();
+    if (!args->from.empty()) {
+      const std::string trace = args->from + "/" + std::string(sample.et_name);
+      Result<LoadedInput> in = LoadInput(trace, "");
+      if (!in.ok()) return Fail(in.status());
+      if (args->options.device.empty()) args->options.device = replay::BestDevice();
+      std::fprintf(stderr, "mimic: replaying the fleet sample '%s' captured in %s on %s\n",
+                   std::string(sample.name).c_str(), args->from.c_str(),
+                   args->options.device.c_str());
+      return ReplayAndReport(in->workload, trace, args->options, args->report);
+    }
     const std::string origin = "embedded:fleet_samples/";
     Result<proto::Workload> w = eg::LoadWorkloadFromMemory(
         origin + std::string(sample.et_name), sample.et_bytes, origin + std::string(sample.kineto_name),

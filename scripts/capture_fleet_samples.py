@@ -318,15 +318,18 @@ def host_cpu() -> str:
 
 
 def capture(workload: Workload, out_dir: str, warmup_steps: int,
-            timed_steps: int, profiled_steps: int) -> dict[str, Any]:
-    """Times and profiles one workload; returns its manifest entry."""
+            timed_steps: int, profiled_steps: int,
+            max_et_only: int = 0) -> dict[str, Any]:
+    """Times and profiles one workload; returns its manifest entry (up to `max_et_only` ET
+    ops may lack a Kineto event: an aten::empty under SDPA's backward, say)."""
     print(f"{workload.name}: {workload.model}")
     for _ in range(warmup_steps):
         workload.step()
-    faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    before = resource.getrusage(resource.RUSAGE_SELF)
     iteration_ms = [timed(workload.step) for _ in range(timed_steps)]
-    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt -
-              faults_before) / timed_steps
+    system = system_per_step(before, resource.getrusage(resource.RUSAGE_SELF),
+                             iteration_ms)
+    faults = system["minor_faults"]
     median = statistics.median(iteration_ms)
     print(f"  unprofiled median {median:.2f} ms over {timed_steps} steps, "
           f"{faults:.0f} page faults per step")
@@ -343,7 +346,7 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
             et = json.load(f)
         with open(kineto_path) as f:
             kineto = json.load(f)
-        steps = verify(et, kineto)
+        steps = verify(et, kineto, max_et_only)
         if steps != sorted(profiled_ms):
             raise RuntimeError(
                 f"ET steps {steps} != timed steps {sorted(profiled_ms)}")
@@ -353,8 +356,29 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
         size_kb = os.path.getsize(os.path.join(out_dir, name)) / 1024
         print(f"  {name}: {size_kb:.0f} KB")
 
-    return manifest_entry(workload, workload.name, et_name, kineto_name,
-                          iteration_ms, profiled_ms, steps, faults)
+    entry = manifest_entry(workload, workload.name, et_name, kineto_name,
+                           iteration_ms, profiled_ms, steps, faults)
+    entry["system"] = system
+    return entry
+
+
+def system_per_step(before: resource.struct_rusage, after: resource.struct_rusage,
+                    iteration_ms: list[float]) -> dict[str, float]:
+    """This process's use of the host per step between two getrusage readings (the manifest's
+    "system"; a replay reports its own beside it)."""
+    n = len(iteration_ms)
+    user = (after.ru_utime - before.ru_utime) * 1e3
+    sys_ = (after.ru_stime - before.ru_stime) * 1e3
+    return {
+        "cpu_user_ms": round(user / n, 3),
+        "cpu_sys_ms": round(sys_ / n, 3),
+        "cpu_utilization": round((user + sys_) / sum(iteration_ms), 3),
+        "peak_rss_bytes": after.ru_maxrss * 1024,
+        "minor_faults": round((after.ru_minflt - before.ru_minflt) / n, 1),
+        "major_faults": round((after.ru_majflt - before.ru_majflt) / n, 1),
+        "voluntary_switches": round((after.ru_nvcsw - before.ru_nvcsw) / n, 1),
+        "involuntary_switches": round((after.ru_nivcsw - before.ru_nivcsw) / n, 1),
+    }
 
 
 def manifest_entry(workload: Workload, name: str, et_name: str,

@@ -252,7 +252,9 @@ def capture(workload: cfs.Workload, device: torch.device, out_dir: str, warmup: 
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats(device)
     sampler = NvmlSampler(device) if cuda else None
+    before = cfs.resource.getrusage(cfs.resource.RUSAGE_SELF)
     iteration_ms = [cfs.timed(workload.step, sync) for _ in range(timed_steps)]
+    system = cfs.system_per_step(before, cfs.resource.getrusage(cfs.resource.RUSAGE_SELF), iteration_ms)
     nvml = sampler.stop() if sampler else {"source": "none on this device"}
     peak = torch.cuda.max_memory_allocated(device) if cuda else None
     step_peak = None
@@ -284,6 +286,7 @@ def capture(workload: cfs.Workload, device: torch.device, out_dir: str, warmup: 
     if step_peak is not None:
         entry["step_memory_peak_bytes"] = step_peak
     entry["nvml"] = nvml
+    entry["system"] = system
     return entry
 
 

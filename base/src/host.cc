@@ -83,6 +83,15 @@ int64_t AvailableHostMemory() {
   return std::max<int64_t>(available, 0);
 }
 
+ProcessUsage CurrentProcessUsage() {
+  rusage ru{};
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return {};
+  auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  return {ms(ru.ru_utime), ms(ru.ru_stime), static_cast<int64_t>(ru.ru_maxrss) * 1024,
+          ru.ru_minflt,    ru.ru_majflt,    ru.ru_nvcsw,
+          ru.ru_nivcsw};
+}
+
 int64_t MinorPageFaults() {
   rusage ru{};
   if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;

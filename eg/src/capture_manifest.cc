@@ -21,6 +21,35 @@ const CaptureSample* CaptureManifest::FindByTrace(const std::string& trace_path)
   return nullptr;
 }
 
+namespace {
+
+// A sample's "system": the original process's figures per unprofiled step; every key is a
+// non-negative number.
+Status ParseSystem(const std::string& where, simdjson::dom::object o, proto::SystemMetrics& s) {
+  const std::pair<const char*, void (proto::SystemMetrics::*)(double)> doubles[] = {
+      {"cpu_user_ms", &proto::SystemMetrics::set_cpu_user_ms},
+      {"cpu_sys_ms", &proto::SystemMetrics::set_cpu_sys_ms},
+      {"cpu_utilization", &proto::SystemMetrics::set_cpu_utilization},
+      {"minor_faults", &proto::SystemMetrics::set_minor_faults},
+      {"major_faults", &proto::SystemMetrics::set_major_faults},
+      {"voluntary_switches", &proto::SystemMetrics::set_voluntary_switches},
+      {"involuntary_switches", &proto::SystemMetrics::set_involuntary_switches}};
+  for (const auto& [key, set] : doubles) {
+    double v = 0;
+    if (o[key].get(v) != simdjson::SUCCESS || v < 0)
+      return Status::InvalidInput(where + "." + key + " is missing or not a non-negative number");
+    (s.*set)(v);
+  }
+  int64_t rss = 0;
+  if (o["peak_rss_bytes"].get(rss) != simdjson::SUCCESS || rss < 0)
+    return Status::InvalidInput(where + ".peak_rss_bytes is missing or not a non-negative integer");
+  s.set_peak_rss_bytes(rss);
+  s.set_present(true);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<CaptureManifest> ParseCaptureManifest(const std::string& path, std::string_view json) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -65,6 +94,8 @@ Result<CaptureManifest> ParseCaptureManifest(const std::string& path, std::strin
       if (f < 0) return Status::InvalidInput(where + ".page_faults_per_step is negative");
       c.page_faults_per_step = f;
     }
+    if (simdjson::dom::object sys; e["system"].get(sys) == simdjson::SUCCESS)
+      MIMIC_RETURN_IF_ERROR(ParseSystem(where + ".system", sys, c.system));
     if (int64_t b; e["step_memory_peak_bytes"].get(b) == simdjson::SUCCESS) {
       if (b < 0) return Status::InvalidInput(where + ".step_memory_peak_bytes is negative");
       c.step_memory_peak_bytes = b;
@@ -85,6 +116,7 @@ void ApplyCaptureSample(const CaptureSample& sample, const std::string& manifest
   o.clear_iteration_ms();
   for (double ms : sample.iteration_ms) o.add_iteration_ms(ms);
   if (sample.page_faults_per_step >= 0) o.set_page_faults_per_iteration(sample.page_faults_per_step);
+  if (sample.system.present()) *o.mutable_system() = sample.system;
   if (sample.step_memory_peak_bytes >= 0) {  // an unprofiled step's, preferred to Kineto's
     o.set_step_memory_peak_bytes(sample.step_memory_peak_bytes);
     o.set_step_memory_source("capture manifest (" + sample.name + ", an unprofiled step)");

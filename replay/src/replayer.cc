@@ -694,6 +694,7 @@ class Session {
   // Before the first measured iteration: the counters, the device's sampler, the profiler.
   Status StartMeasuring(Executor& lead) {
     faults_at_first_measured_ = MinorPageFaults();
+    usage_at_first_measured_ = CurrentProcessUsage();
     result_.allocated_at_start_bytes = lead.Memory().allocated_bytes;
     lead.ResetPeakMemory();
     lead.StartSampling();
@@ -763,8 +764,29 @@ class Session {
     if (!result_.stop_reason.empty() || stopped_) comm_->Abandon();
   }
 
+  // The process's use of the host per measured iteration (getrusage across them).
+  void MeasureSystem(int measured) {
+    if (measured <= 0) return;
+    const ProcessUsage a = usage_at_first_measured_, b = CurrentProcessUsage();
+    double wall_ms = 0;
+    for (double ms : result_.iteration_ms) wall_ms += ms;
+    proto::SystemMetrics& s = result_.system;
+    s.set_present(true);
+    s.set_cpu_user_ms((b.user_ms - a.user_ms) / measured);
+    s.set_cpu_sys_ms((b.sys_ms - a.sys_ms) / measured);
+    if (wall_ms > 0) s.set_cpu_utilization((b.user_ms - a.user_ms + b.sys_ms - a.sys_ms) / wall_ms);
+    s.set_peak_rss_bytes(b.peak_rss_bytes);
+    s.set_minor_faults(static_cast<double>(b.minor_faults - a.minor_faults) / measured);
+    s.set_major_faults(static_cast<double>(b.major_faults - a.major_faults) / measured);
+    s.set_voluntary_switches(static_cast<double>(b.voluntary_switches - a.voluntary_switches) /
+                             measured);
+    s.set_involuntary_switches(
+        static_cast<double>(b.involuntary_switches - a.involuntary_switches) / measured);
+  }
+
   void Finish() {
     const int measured = static_cast<int>(result_.iteration_ms.size());
+    MeasureSystem(measured);
     if (measured > 0)
       result_.page_faults_per_iteration =
           static_cast<double>(MinorPageFaults() - faults_at_first_measured_) / measured;
@@ -802,6 +824,7 @@ class Session {
   std::unique_ptr<ProfileSession> profile_;
   bool sampling_ = false, stopped_ = false;
   int64_t faults_at_first_measured_ = 0;
+  ProcessUsage usage_at_first_measured_;
 };
 
 }  // namespace

@@ -101,6 +101,56 @@ int64_t StepPeakBytes(const ReplayResult& r) {
   return std::max<int64_t>(0, r.memory.peak_allocated_bytes - r.allocated_at_start_bytes);
 }
 
+// Why the replay's time cannot be set against the original's as if comparable: a compute- or
+// comm-only replay, or an original measured on another CPU model, with other intra-op threads or
+// another torch. Empty when comparable.
+std::vector<std::string> NotComparable(const proto::Workload& w, const ReportContext& c,
+                                       const ReplayResult& r) {
+  std::vector<std::string> why;
+  if (r.mode != ReplayMode::kFull)
+    why.push_back(std::string("a ") + ReplayModeName(r.mode) + "-only replay");
+  const proto::OriginalRun& o = w.original();
+  if (!o.host().empty() && o.host() != c.cpu)
+    why.push_back("the original ran on " + o.host() + ", this replay on " + c.cpu);
+  if (o.num_threads() > 0 && o.num_threads() != r.num_threads)
+    why.push_back("the original used " + std::to_string(o.num_threads()) +
+                  " intra-op threads, this replay " + std::to_string(r.num_threads));
+  const std::string& torch = w.provenance().torch_version();
+  if (!torch.empty() &&
+      torch.substr(0, torch.find('+')) != c.torch_version.substr(0, c.torch_version.find('+')))
+    why.push_back("the original ran torch " + torch + ", this replay " + c.torch_version);
+  if (r.executor == "cpu" && !o.device().empty() && o.device() != "cpu")
+    why.push_back("the original ran on " + o.device() + ", this replay on the CPU");
+  return why;
+}
+
+// One side's system figures per step, or null when not recorded.
+void WriteSystem(JsonWriter& j, const proto::SystemMetrics& s) {
+  if (!s.present()) {
+    j.Null();
+    return;
+  }
+  j.BeginObject();
+  j.Key("cpu_user_ms").Double(s.cpu_user_ms());
+  j.Key("cpu_sys_ms").Double(s.cpu_sys_ms());
+  j.Key("cpu_utilization").Double(s.cpu_utilization());
+  j.Key("peak_rss_bytes").Int(s.peak_rss_bytes());
+  j.Key("minor_faults").Double(s.minor_faults());
+  j.Key("major_faults").Double(s.major_faults());
+  j.Key("voluntary_switches").Double(s.voluntary_switches());
+  j.Key("involuntary_switches").Double(s.involuntary_switches());
+  j.EndObject();
+}
+
+std::string SystemLine(const proto::SystemMetrics& s) {
+  return Format("%.2f", s.cpu_utilization()) + " cores busy (" + Format("%.2f", s.cpu_user_ms()) +
+         " ms user, " + Format("%.2f", s.cpu_sys_ms()) + " ms sys), " +
+         Format("%.0f", s.minor_faults()) + " faults, " +
+         Format("%.0f", s.voluntary_switches() + s.involuntary_switches()) +
+         " context switches per step, peak RSS " + Format("%.0f", s.peak_rss_bytes() / 1048576.0) +
+         " MiB";
+}
+
 void WriteExecutor(JsonWriter& j, const ReplayResult& r) {
   j.Key("executor").BeginObject();
   j.Key("type").String(r.executor);
@@ -177,8 +227,14 @@ class JsonReporter final : public Reporter {
 
     const std::optional<double> original = OriginalMedianMs(w);
     j.Key("original_iteration_ms").Optional(original);
-    // A compute- or comm-only iteration is not the original's: no ratio.
-    j.Key("ratio").Optional(r.mode == ReplayMode::kFull ? Ratio(r.iteration_ms, original) : std::nullopt);
+    // Only where both ran the same way on the same kind of machine.
+    const std::vector<std::string> not_comparable = NotComparable(w, c, r);
+    j.Key("ratio").Optional(not_comparable.empty() ? Ratio(r.iteration_ms, original)
+                                                   : std::nullopt);
+    j.Key("comparable").Bool(not_comparable.empty());
+    j.Key("not_comparable_because").BeginArray();
+    for (const std::string& s : not_comparable) j.String(s);
+    j.EndArray();
     j.Key("original").BeginObject();
     j.Key("source").String(w.original().source());
     j.Key("num_threads").Int(w.original().num_threads());
@@ -257,6 +313,12 @@ class JsonReporter final : public Reporter {
     else
       j.Null();
     j.Key("original_step_peak_source").String(w.original().step_memory_source());
+    j.EndObject();
+    j.Key("system").BeginObject();
+    j.Key("replay");
+    WriteSystem(j, r.system);
+    j.Key("original");
+    WriteSystem(j, w.original().system());
     j.EndObject();
     j.Key("host_gaps").BeginObject();
     j.Key("mode").String(r.host_gaps.recorded ? "recorded" : "none");
@@ -340,6 +402,9 @@ class ConsoleReporter final : public Reporter {
       line("  lanes " + std::to_string(r.lanes.size()) + " (the original's streams " + streams +
            "), " + std::to_string(r.cross_lane_waits) + " cross-lane waits per iteration");
     }
+    if (r.system.present()) line("  system   replay:   " + SystemLine(r.system));
+    if (w.original().system().present())
+      line("           original: " + SystemLine(w.original().system()));
     if (r.host_gaps.recorded)
       line("  host gaps as recorded: " + std::to_string(r.host_gaps.gaps) + " totalling " +
            Format("%.3f", r.host_gaps.ms) + " ms per iteration (the capture's " +
@@ -374,13 +439,17 @@ class ConsoleReporter final : public Reporter {
     if (original) {
       const auto& s = w.original().iteration_ms();
       const std::vector<double> samples(s.begin(), s.end());
-      const bool comparable = r.mode == ReplayMode::kFull;
+      const std::vector<std::string> not_comparable = NotComparable(w, c, r);
       std::snprintf(buf, sizeof(buf), "  %-34s %10.3f %10.3f %10.3f %8s", "original", *original,
                     Percentile(samples, 10), Percentile(samples, 90),
-                    comparable ? Format("%.3f", Median(r.iteration_ms) / *original).c_str() : "-");
+                    not_comparable.empty()
+                        ? Format("%.3f", Median(r.iteration_ms) / *original).c_str()
+                        : "-");
       line(buf);
-      line("  (original: " + w.original().source() + "; ratio = replay median / original median" +
-           (comparable ? ")" : "; none in " + std::string(ReplayModeName(r.mode)) + " mode)"));
+      line("  (original: " + w.original().source() + "; ratio = replay median / original median)");
+      for (const std::string& why : not_comparable) line("  no ratio: " + why);
+      if (!not_comparable.empty())
+        line("  (scripts/run.sh captures a fresh original on this machine and replays it)");
     } else {
       line("  original: unknown (no Kineto trace or capture manifest)");
     }

@@ -25,6 +25,16 @@ int64_t AvailableHostMemory();
 // mapped and zeroed on first touch.
 int64_t MinorPageFaults();
 
+// What this process has used so far (getrusage RUSAGE_SELF): CPU time, its peak resident set,
+// page faults and context switches. Subtract two to get a span's use.
+struct ProcessUsage {
+  double user_ms = 0, sys_ms = 0;
+  int64_t peak_rss_bytes = 0;  // over the whole life of the process
+  int64_t minor_faults = 0, major_faults = 0;
+  int64_t voluntary_switches = 0, involuntary_switches = 0;
+};
+ProcessUsage CurrentProcessUsage();
+
 // Keeps freed host memory in the process's heap instead of handing it back to the kernel.
 // glibc trims the top of its heap once more than 128 KiB-64 MiB is free there, and serves
 // larger blocks with mmap, so a loop that frees and reallocates the same tensors page-faults

@@ -29,6 +29,7 @@ struct CaptureSample {
   // The most bytes the device's allocator held during a step above what it held when the step
   // began (torch.cuda.max_memory_allocated on CUDA); -1 if not recorded.
   int64_t step_memory_peak_bytes = -1;
+  proto::SystemMetrics system;  // per unprofiled step; present() false if not recorded
 };
 
 struct CaptureManifest {

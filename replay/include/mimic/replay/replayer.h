@@ -142,6 +142,7 @@ struct ReplayResult {
   int64_t cross_lane_waits = 0;      // event waits the plan holds, per iteration
   MemoryStats memory;                // the executor's allocator, over measured iterations
   int64_t allocated_at_start_bytes = 0;  // held when the first measured iteration began
+  proto::SystemMetrics system;           // this process over the measured iterations, per one
   struct {
     bool recorded = false;       // --host-gaps recorded (else none)
     double capture_cost_us = 0;  // taken off a recorded gap per event boundary in it

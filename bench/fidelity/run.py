@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Fidelity over the zoo (bench/fidelity/zoo.py): each run captures every model fresh on this
+machine and replays each capture at once with `mimic replay` (same torch, same threads); prints
+one markdown table per run and a summary of the median ratio over the runs. The per-op
+attribution is the three op names whose replay time differs most from the original's profiled
+spans; the system figures are both processes' per step (getrusage). Nothing is tuned here.
+
+Usage: python3 bench/fidelity/run.py [--runs 5] [--only a,b] [--work DIR] [--host-gaps recorded|none]
+Environment: MIMIC (default build/default/cli/mimic)."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+MIMIC = os.environ.get("MIMIC", os.path.join(ROOT, "build", "default", "cli", "mimic"))
+
+
+def replay(work: str, name: str, args: argparse.Namespace) -> dict:
+    report = os.path.join(work, f"{name}.replay.json")
+    cmd = [MIMIC, "replay", os.path.join(work, f"{name}.et.json.gz"), "--warmup", str(args.warmup),
+           "--iters", str(args.iters), "--host-gaps", args.host_gaps, "--report", report]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr[-500:]}")
+    with open(report) as f:
+        return json.load(f)
+
+
+def attribution(rep: dict) -> str:
+    diffs = [(op["replay_ms"] - op["original_profiled_ms"], op["name"]) for op in rep["ops"]
+             if op.get("replay_ms") is not None and op.get("original_profiled_ms") is not None]
+    diffs.sort(key=lambda d: -abs(d[0]))
+    return ", ".join(f"{n.removeprefix('aten::')} {d:+.2f}" for d, n in diffs[:3])
+
+
+def system(s: dict | None) -> str:
+    if not s:
+        return "-"
+    return f"{s['cpu_utilization']:.2f} cores, {s['minor_faults']:.0f} flt, {s['peak_rss_bytes'] / 2**20:.0f} MiB"
+
+
+def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, float]:
+    work = os.path.join(args.work, f"run{k}")
+    os.makedirs(work, exist_ok=True)
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "fidelity", "zoo.py"), "--out", work,
+                    "--only", ",".join(names)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ratios = {}
+    print(f"\n### Run {k}\n")
+    print("| model | original ms | replay ms | ratio | coverage | largest per-op differences (ms) |"
+          " original system | replay system |")
+    print("|---|---:|---:|---:|---|---|---|---|")
+    for name in names:
+        rep = replay(work, name, args)
+        ratio = rep["ratio"]
+        ratios[name] = ratio
+        cov = rep["coverage"]
+        print(f"| {name} | {rep['original_iteration_ms']:.2f} | {rep['iteration_ms']['median']:.2f} | "
+              f"{ratio:.3f} | {cov['replayed']}/{cov['total']} | {attribution(rep)} | "
+              f"{system(rep['system']['original'])} | {system(rep['system']['replay'])} |", flush=True)
+    return ratios
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--only", default="")
+    p.add_argument("--work", default="")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--host-gaps", default="recorded", choices=("recorded", "none"))
+    args = p.parse_args()
+    args.work = args.work or tempfile.mkdtemp(prefix="mimic_zoo.")
+    listed = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "fidelity", "zoo.py"), "--list"],
+                            check=True, capture_output=True, text=True).stdout.split()
+    names = [n for n in args.only.split(",") if n] or listed
+    print(f"captures and reports in {args.work}; host gaps {args.host_gaps}", file=sys.stderr)
+    runs = [one_run(k + 1, args, names) for k in range(args.runs)]
+    print("\n### Median over the runs\n")
+    print("| model | median ratio | within +-5% |")
+    print("|---|---:|---|")
+    for name in names:
+        m = statistics.median(r[name] for r in runs)
+        print(f"| {name} | {m:.3f} | {'yes' if abs(m - 1) <= 0.05 else 'no'} |")
+
+
+if __name__ == "__main__":
+    main()
