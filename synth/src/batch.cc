@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <numeric>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -53,12 +55,17 @@ class MetaTensors final : public ops::TensorSource {
     if (auto it = values_.find(t); it != values_.end()) return it->second;
     const proto::Tensor& rec = w_.tensors(t);
     // Another view of a storage an op produced, recorded with that output's shape (saved
-    // activations come back under a new tensor id): it is that output.
+    // activations and an RNN's workspace come back under a new tensor id): it is that output,
+    // the latest one of the same recorded layout (views of it, a matmul's reshape of a saved
+    // softmax, may have been produced on the storage since).
     if (auto it = by_storage_.find(rec.storage_id()); it != by_storage_.end()) {
-      const proto::Tensor& producer = w_.tensors(it->second);
-      if (producer.dtype() == rec.dtype() && producer.offset() == rec.offset() &&
-          std::equal(producer.shape().begin(), producer.shape().end(), rec.shape().begin(), rec.shape().end())) {
-        const at::Tensor& v = values_.at(it->second);
+      for (auto e = it->second.rbegin(); e != it->second.rend(); ++e) {
+        const proto::Tensor& producer = w_.tensors(*e);
+        if (producer.dtype() != rec.dtype() || producer.offset() != rec.offset() ||
+            !std::equal(producer.shape().begin(), producer.shape().end(), rec.shape().begin(),
+                        rec.shape().end()))
+          continue;
+        const at::Tensor& v = values_.at(*e);
         aliased_[t] = std::vector<int64_t>(v.sizes().begin(), v.sizes().end());
         return v;
       }
@@ -82,7 +89,7 @@ class MetaTensors final : public ops::TensorSource {
 
   void Put(int t, const at::Tensor& v) {
     values_[t] = v;
-    by_storage_[w_.tensors(t).storage_id()] = t;
+    by_storage_[w_.tensors(t).storage_id()].push_back(t);
   }
   void SetLeafShape(int t, std::vector<int64_t> shape) { new_shape_[t] = std::move(shape); }
   // Entries that resolved to another entry's value through their shared storage, with the
@@ -92,7 +99,8 @@ class MetaTensors final : public ops::TensorSource {
  private:
   const proto::Workload& w_;
   std::unordered_map<int, at::Tensor> values_;
-  std::unordered_map<int64_t, int> by_storage_;  // storage id -> the entry last produced on it
+  std::unordered_map<int64_t, std::vector<int>>
+      by_storage_;  // storage id -> entries produced on it
   std::unordered_map<int, std::vector<int64_t>> aliased_;
   std::unordered_map<int, std::vector<int64_t>> new_shape_;
 };
@@ -115,7 +123,12 @@ void RunOnCpu(const c10::OperatorHandle& handle, torch::jit::Stack& stack) {
       iv = c10::Device(c10::kCPU);
     }
   }
-  handle.callBoxed(&stack);
+  {
+    // Kernels that keep state for their backward (oneDNN's RNN workspace) make it only with
+    // grad mode on; the inputs require no grad, so nothing is recorded.
+    c10::AutoGradMode grad(true);
+    handle.callBoxed(&stack);
+  }
   for (c10::IValue& iv : stack)
     if (iv.isTensor() && iv.toTensor().defined())
       iv = at::empty_strided(iv.toTensor().sizes(), iv.toTensor().strides(), iv.toTensor().options().device(c10::kMeta));
@@ -178,6 +191,30 @@ bool IsSizeArg(const std::string& name) {
          name == "self_sizes" || name == "input_size";
 }
 
+// The batch: of the leading dimensions of the leaf inputs, the one most tensors computed in
+// the step lead with too. Data flows at the batch through the whole step ([B, ...] activations
+// and their gradients); a parameter that no op writes in the trace (no optimizer step
+// recorded, or a weight passed as mat2) is a leaf too, and a model has more of them than data
+// inputs, but its leading dimension (GPT-2's hidden size 1280) leads only its own gradient.
+// Ties go to the dimension more leaves have, then to the smaller.
+int64_t BatchOf(const proto::Workload& w, const std::vector<int>& inputs) {
+  std::map<int64_t, std::pair<int, int>> votes;  // leading dim -> (computed tensors, leaves)
+  for (int t : inputs) ++votes[w.tensors(t).shape(0)].second;
+  std::unordered_set<int> seen;
+  for (const proto::Op& op : w.ops())
+    for (const proto::Value& v : op.outputs())
+      ForEachTensor(v, [&](int t) {
+        const proto::Tensor& rec = w.tensors(t);
+        if (rec.shape_size() == 0 || !seen.insert(t).second) return;
+        if (auto it = votes.find(rec.shape(0)); it != votes.end()) ++it->second.first;
+      });
+  return std::max_element(votes.begin(), votes.end(),
+                          [](const auto& x, const auto& y) {
+                            return x.second != y.second ? x.second < y.second : x.first > y.first;
+                          })
+      ->first;
+}
+
 }  // namespace
 
 Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& spec, BatchReport* report) {
@@ -193,11 +230,20 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
   // updates, out= buffers, batch norm's running statistics).
   std::unordered_set<int> produced;
   std::unordered_set<int64_t> written;  // storage ids
+  using Shape = std::vector<int64_t>;
+  auto shape_of = [&](int t) {
+    return Shape(w.tensors(t).shape().begin(), w.tensors(t).shape().end());
+  };
+  std::map<Shape, std::set<int64_t>> written_of_shape;  // shape -> storages written at it
   for (const proto::Op& op : w.ops()) {
     if (op.schema() < 0) continue;
     const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(w.schemas(op.schema()));
     for (int a = 0; a < op.inputs_size() && a < static_cast<int>(args.size()); ++a)
-      if (args[a].mutated) ForEachTensor(op.inputs(a), [&](int t) { written.insert(w.tensors(t).storage_id()); });
+      if (args[a].mutated)
+        ForEachTensor(op.inputs(a), [&](int t) {
+          written.insert(w.tensors(t).storage_id());
+          written_of_shape[shape_of(t)].insert(w.tensors(t).storage_id());
+        });
   }
   // Module state passed by name (weights, biases, batch norm statistics) is not an input
   // either, even where the schema does not mark it mutated.
@@ -207,6 +253,16 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
     for (int a = 0; a < op.inputs_size() && a < static_cast<int>(args.size()); ++a)
       if (IsStateArg(args[a].name)) ForEachTensor(op.inputs(a), [&](int t) { written.insert(w.tensors(t).storage_id()); });
   }
+  // Parameters that no op writes (no optimizer step in the trace) are leaves too; each gets a
+  // gradient of its shape, which AccumulateGrad takes. Data (ids, images, labels) gets none.
+  // Where a shape's gradients outnumber the storages written at it (the parameters an
+  // optimizer stepped) by at least its leaves, those leaves are parameters, not data.
+  std::map<Shape, std::set<int64_t>> grads_of_shape;
+  for (const proto::Op& op : w.ops())
+    if (op.name() == "torch::autograd::AccumulateGrad")
+      for (const proto::Value& v : op.inputs())
+        ForEachTensor(
+            v, [&](int t) { grads_of_shape[shape_of(t)].insert(w.tensors(t).storage_id()); });
   std::vector<int> inputs;
   for (int i : order) {
     for (const proto::Value& v : w.ops(i).inputs())
@@ -219,12 +275,22 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
       });
     for (const proto::Value& v : w.ops(i).outputs()) ForEachTensor(v, [&](int t) { produced.insert(t); });
   }
-  std::map<int64_t, int> votes;  // leading dimension -> how many inputs have it
-  for (int t : inputs) ++votes[w.tensors(t).shape(0)];
-  if (votes.empty()) return Status::InvalidInput("no batch dimension: the workload has no model inputs with a leading dimension");
-  const int64_t b = std::max_element(votes.begin(), votes.end(), [](auto& x, auto& y) {
-                      return x.second != y.second ? x.second < y.second : x.first > y.first;
-                    })->first;
+  std::map<Shape, int64_t> leaves_of_shape;
+  for (int t : inputs) ++leaves_of_shape[shape_of(t)];
+  std::erase_if(inputs, [&](int t) {
+    const Shape s = shape_of(t);
+    auto g = grads_of_shape.find(s);
+    if (g == grads_of_shape.end()) return false;
+    auto wr = written_of_shape.find(s);
+    const int64_t unstepped =
+        static_cast<int64_t>(g->second.size()) -
+        (wr == written_of_shape.end() ? 0 : static_cast<int64_t>(wr->second.size()));
+    return unstepped >= leaves_of_shape[s];
+  });
+  if (inputs.empty())
+    return Status::InvalidInput(
+        "no batch dimension: the workload has no model inputs with a leading dimension");
+  const int64_t b = BatchOf(w, inputs);
   const int64_t nb = spec.batch > 0 ? spec.batch : static_cast<int64_t>(std::llround(b * spec.factor));
   if (nb < 1) return Status::InvalidInput("the new batch size must be at least 1");
 
@@ -276,8 +342,16 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
     proto::Op& op = *out.mutable_ops(index);
     // Only ops that consume a tensor whose shape changed get their size lists rewritten (a
     // gradient computed from the batch is not batch-shaped itself).
-    bool depends = false;
-    for (const proto::Value& v : op.inputs()) ForEachTensor(v, [&](int t) { depends |= new_shapes.count(t) > 0; });
+    bool depends = false, factory = top_level.count(index) > 0;
+    for (const proto::Value& v : op.inputs())
+      ForEachTensor(v, [&](int t) {
+        depends |= new_shapes.count(t) > 0;
+        factory = false;
+      });
+    // A factory the model calls (zeros, ones, empty, full: no tensor in; not one inside
+    // another op's kernel, like batch norm's statistics) sized from the batch makes state of
+    // the batch's size, an RNN's initial hidden state [layers, B, H] say: its size list's entry
+    // equal to the batch scales with it.
     MIMIC_ASSIGN_OR_RETURN(c10::OperatorHandle handle, ops::ResolveOperator(out.schemas(op.schema())));
     const auto& args = handle.schema().arguments();
     // Explicit size lists of ops on batch-dependent tensors hold the batch too (view, reshape,
@@ -287,7 +361,9 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
     // retried with the recorded sizes.
     proto::Op patched = op;
     int64_t rewritten = 0;
-    for (int a = 0; depends && a < patched.inputs_size() && a < static_cast<int>(args.size()); ++a) {
+    for (int a = 0;
+         (depends || factory) && a < patched.inputs_size() && a < static_cast<int>(args.size());
+         ++a) {
       proto::Value& v = *patched.mutable_inputs(a);
       if (!IsSizeArg(args[a].name()) || v.kind_case() != proto::Value::kList) continue;
       std::vector<int64_t> sizes;
@@ -296,8 +372,18 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
       if (IsViewLike(op.name()) && op.inputs(0).kind_case() == proto::Value::kTensor && op.inputs(0).tensor() >= 0) {
         const proto::Tensor& in = w.tensors(op.inputs(0).tensor());
         const at::Tensor now = meta.Get(op.inputs(0).tensor());
+        // A -1 (view(-1, hidden), view(b, s, -1)) is regrouped as the size it was inferred to,
+        // and stays -1: regrouping scales the batch's dimension, never the hidden size (which
+        // may well be a multiple of the batch).
         std::vector<int64_t> resized = sizes;
+        const auto inferred = std::find(resized.begin(), resized.end(), -1);
+        if (inferred != resized.end()) {
+          const int64_t known = -std::accumulate(resized.begin(), resized.end(), int64_t{1},
+                                                 std::multiplies<int64_t>());
+          *inferred = known > 0 ? Numel({in.shape().begin(), in.shape().end()}) / known : -1;
+        }
         if (RescaleViewSizes({in.shape().begin(), in.shape().end()}, {now.sizes().begin(), now.sizes().end()}, b, resized)) {
+          if (inferred != resized.end()) *inferred = -1;
           for (int k = 0; k < v.list().items_size(); ++k) v.mutable_list()->mutable_items(k)->set_int_value(resized[k]);
           rewritten += resized != sizes;
           continue;
@@ -310,7 +396,8 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
         continue;
       }
       for (proto::Value& item : *v.mutable_list()->mutable_items()) {
-        if (item.kind_case() == proto::Value::kIntValue && item.int_value() > 0 && item.int_value() % b == 0) {
+        if (item.kind_case() == proto::Value::kIntValue && item.int_value() > 0 &&
+            (factory ? item.int_value() == b : item.int_value() % b == 0)) {
           item.set_int_value(item.int_value() / b * nb);
           ++rewritten;
           break;

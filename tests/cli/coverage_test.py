@@ -1,5 +1,6 @@
 """Coverage of every execution trace Mimic ships with or reads in place: each public trace in
-../shared/traces and each fleet sample (with its Kineto trace where there is one) replays on the
+../shared/traces, each fleet sample and each capture in tests/data (with its Kineto trace where
+there is one) replays on the
 CPU, one iteration, with every compute op run. The only ops allowed to be skipped are those
 no CPU replay can run by design: extension libraries' own operators (custom_operator, named in
 the report) and compiled kernels whose code the trace does not carry (compiled_kernel).
@@ -31,7 +32,8 @@ def execution_traces():
         kineto = et.replace("_et.json.gz", "_kineto.json.gz")
         extra = ["--kineto", kineto] if kineto != et and os.path.exists(kineto) else []
         out.append((os.path.relpath(et, SHARED), [et, *extra]))
-    for et in sorted(glob.glob(os.path.join(SAMPLES, "**", "*.et.json.gz"), recursive=True)):
+    captures = glob.glob(os.path.join(ROOT, "tests", "data", "*.et.json.gz"))
+    for et in sorted(glob.glob(os.path.join(SAMPLES, "**", "*.et.json.gz"), recursive=True)) + sorted(captures):
         kineto = et.replace(".et.json.gz", ".kineto.json.gz")
         extra = ["--kineto", kineto] if os.path.exists(kineto) else []
         out.append((os.path.relpath(et, ROOT), [et, *extra]))

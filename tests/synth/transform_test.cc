@@ -222,6 +222,37 @@ TEST(Substitute, DelaysKeepTheRecordedTimeAndDropsRemove) {
 
 INSTANTIATE_TEST_SUITE_P(Fleet, Sample, ::testing::Values("mlp", "cnn_bn", "transformer", "embbag_rec"));
 
+// Captures of real model kinds (tests/data/make_*.py): an LSTM (its initial hidden state
+// [layers, B, H] made by aten::zeros in the step; oneDNN's RNN layers on the CPU, whose
+// backward reads a workspace the forward sized) and a GPT-2-shaped decoder without an
+// optimizer step (its parameters are leaves no op writes, several leading with a multiple of
+// the batch). The batch found is the leading dimension of the token ids the first embedding
+// looks up, and the scaled workload replays fully at twice that batch.
+class Capture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Capture, BatchIsTheDataInputsAndScales) {
+  const std::string dir = mimic::testing::SourceDir() + "/tests/data/";
+  auto w = eg::LoadWorkload(dir + GetParam() + ".et.json.gz",
+                            {.kineto_path = dir + GetParam() + ".kineto.json.gz"});
+  ASSERT_THAT(w, IsOk());
+  auto s = Select(*w, {});
+  ASSERT_THAT(s, IsOk());
+  int ids = -1;
+  for (const proto::Op& op : s->ops())
+    if (ids < 0 && op.name() == "aten::embedding") ids = op.inputs(1).tensor();
+  ASSERT_GE(ids, 0);
+  BatchReport rep;
+  auto b = ScaleBatch(*s, {.factor = 2}, &rep);
+  ASSERT_THAT(b, IsOk());
+  EXPECT_EQ(rep.old_batch, s->tensors(ids).shape(0));
+  EXPECT_EQ(b->tensors(ids).shape(0), 2 * s->tensors(ids).shape(0));
+  for (int d = 1; d < s->tensors(ids).shape_size(); ++d)
+    EXPECT_EQ(b->tensors(ids).shape(d), s->tensors(ids).shape(d));
+  ExpectReplaysFully(*b);
+}
+
+INSTANTIATE_TEST_SUITE_P(Data, Capture, ::testing::Values("lstm", "gpt2_like"));
+
 TEST(Substitute, ReplaceRunsAnAtenEquivalentOnTheSameTensors) {
   auto s = Select(Load("mlp"), {});
   ASSERT_THAT(s, IsOk());

@@ -1,6 +1,10 @@
 // Batch-size scaling of a workload. The batch dimension is identified from the model's leaf
-// inputs (tensors no op produces and no op writes: the batch, its labels, its indices); their
-// leading dimension is scaled, and every downstream tensor shape is re-derived by running the
+// inputs (tensors no op produces and no op writes: the batch, its labels, its indices; not
+// parameters, which an optimizer writes or, without an optimizer step, AccumulateGrad receives
+// a gradient of the shape of): of their leading dimensions, the one most tensors computed in
+// the step lead with too. Their leading dimension is scaled (and factories the model calls with
+// a size list holding the batch, an RNN's initial hidden state say), and every downstream tensor
+// shape is re-derived by running the
 // workload's ops on LibTorch's meta device (the operators' own shape semantics; an op without a
 // meta kernel runs once on small real CPU tensors instead). Not thread-safe (uses LibTorch's
 // dispatcher, which is, but also process-wide grad mode).
