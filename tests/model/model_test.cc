@@ -196,6 +196,37 @@ TEST(Predict, GemmFlopsComeFromTheRecordedShapes) {
   EXPECT_GT(checked, 0);
 }
 
+// On a datasheet GPU (no measured batch_norm point), training batch norm reads its input twice
+// and the backward its grad_output and input twice; the bytes say so.
+TEST(Predict, BatchNormPaysItsSecondPassOnADatasheetGpu) {
+  const proto::Workload w = LoadSample("cnn_bn");
+  auto p = Predict(w, Builtin("v100"));
+  ASSERT_THAT(p, IsOk());
+  const eg::OpTree tree(w);
+  auto bytes = [&](const proto::Value& v) {
+    if (v.kind_case() != proto::Value::kTensor) return 0.0;
+    const proto::Tensor& t = w.tensors(v.tensor());
+    return static_cast<double>(t.numel()) * static_cast<double>(t.itemsize());
+  };
+  int forward = 0, backward = 0;
+  for (const OpPrediction& o : p->ops) {
+    const proto::Op& op = w.ops(tree.IndexOf(o.op_id));
+    const bool bwd = o.name.find("native_batch_norm_backward") != std::string::npos;
+    if (o.name.find("aten::batch_norm") == std::string::npos && !bwd) continue;
+    double touched = 0;
+    for (const proto::Value& v : op.inputs()) touched += bytes(v);
+    for (const proto::Value& v : op.outputs()) touched += bytes(v);
+    const bool training = !bwd && op.inputs(5).bool_value();
+    const double second = bwd        ? bytes(op.inputs(0)) + bytes(op.inputs(1))
+                          : training ? bytes(op.inputs(0))
+                                     : 0;
+    EXPECT_DOUBLE_EQ(o.bytes, touched + second) << o.name;
+    (bwd ? backward : forward) += training || bwd;
+  }
+  EXPECT_GT(forward, 0);
+  EXPECT_GT(backward, 0);
+}
+
 TEST(Shapes, ConvolutionsReadStridePaddingAndGroupsAsTheRecordedOutputsSay) {
   const proto::Workload w = LoadSample("cnn_bn");
   int checked = 0;
