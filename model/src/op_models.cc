@@ -29,8 +29,7 @@ const proto::Tensor* TensorOf(const proto::Workload& w, const proto::Value& v) {
   return &w.tensors(v.tensor());
 }
 
-void CollectTensors(const proto::Workload& w, const proto::Value& v,
-                    std::vector<const proto::Tensor*>& out) {
+void CollectTensors(const proto::Workload& w, const proto::Value& v, std::vector<const proto::Tensor*>& out) {
   if (const proto::Tensor* t = TensorOf(w, v)) {
     out.push_back(t);
   } else if (v.kind_case() == proto::Value::kList) {
@@ -40,8 +39,7 @@ void CollectTensors(const proto::Workload& w, const proto::Value& v,
 
 double Prod(const proto::Tensor* t, int from, int to) {
   double p = 1;
-  for (int i = std::max(from, 0); i < std::min(to, t->shape_size()); ++i)
-    p *= static_cast<double>(t->shape(i));
+  for (int i = std::max(from, 0); i < std::min(to, t->shape_size()); ++i) p *= static_cast<double>(t->shape(i));
   return p;
 }
 
@@ -52,8 +50,7 @@ int64_t Dim(const proto::Tensor* t, int i) {
 
 // Bytes of every tensor an op reads (`a`) and writes (`b`): an in-place op's tensor counts once
 // read and once written.
-double TouchedBytes(const std::vector<const proto::Tensor*>& a,
-                    const std::vector<const proto::Tensor*>& b) {
+double TouchedBytes(const std::vector<const proto::Tensor*>& a, const std::vector<const proto::Tensor*>& b) {
   double sum = 0;
   for (const proto::Tensor* t : a) sum += Bytes(t);
   for (const proto::Tensor* t : b) sum += Bytes(t);
@@ -77,7 +74,7 @@ struct Ctx {
   const proto::Platform& p;
   std::string_view name;  // base name
   std::vector<const proto::Tensor*> in, out;
-  double cold_fraction;  // of the input bytes, not in cache
+  double cold_fraction;   // of the input bytes, not in cache
 };
 
 // Extra time a compute-bound op spends bringing its cold operands from DRAM (HBM): its
@@ -95,16 +92,14 @@ double ColdOperandsUs(const Ctx& c) {
 // A compute-bound op of `flops` whose efficiency `table` holds by GEMM shape (m, n, k): the
 // roofline at that efficiency, plus its cold operands.
 OpCost ComputeBound(const Ctx& c, const char* model, double flops,
-                    const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table,
-                    double m, double n, double k, std::string_view dtype, std::string_view pass) {
+                    const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table, double m, double n, double k,
+                    std::string_view dtype, std::string_view pass) {
   OpCost cost;
   cost.model = model;
   cost.flops = flops;
   cost.bytes = TouchedBytes(c.in, c.out);
   const double eff = ShapeEfficiency(c.p, table, m, n, k, dtype, pass);
-  cost.compute_us =
-      RooflineUs(c.p, flops, cost.bytes, PeakFlops(c.p, dtype, UsesTensorCores(dtype)), eff) +
-      ColdOperandsUs(c);
+  cost.compute_us = RooflineUs(c.p, flops, cost.bytes, PeakFlops(c.p, dtype, UsesTensorCores(dtype)), eff) + ColdOperandsUs(c);
   return cost;
 }
 
@@ -112,10 +107,9 @@ OpCost ComputeBound(const Ctx& c, const char* model, double flops,
 OpCost GemmModel(const Ctx& c) {
   GemmShape g;
   if (!GemmShapeOf(c.w, c.op, &g)) return OpCost{"gemm"};
-  const double batch = static_cast<double>(g.batch), m = static_cast<double>(g.m),
-               n = static_cast<double>(g.n), k = static_cast<double>(g.k);
-  return ComputeBound(c, "gemm", 2 * batch * m * n * k, c.p.gemm_efficiency(), batch * m, n, k,
-                      g.dtype, "");
+  const double batch = static_cast<double>(g.batch), m = static_cast<double>(g.m), n = static_cast<double>(g.n),
+               k = static_cast<double>(g.k);
+  return ComputeBound(c, "gemm", 2 * batch * m * n * k, c.p.gemm_efficiency(), batch * m, n, k, g.dtype, "");
 }
 
 // Convolutions as implicit GEMMs: m = N x output pixels, n = output channels, k = input
@@ -124,8 +118,8 @@ OpCost ConvModel(const Ctx& c) {
   ConvShape cs;
   if (!ConvShapeOf(c.w, c.op, &cs)) return OpCost{"conv"};
   const ImplicitGemm g = ImplicitGemmOf(cs);
-  return ComputeBound(c, "conv", 2 * g.m * g.n * g.k * cs.passes, c.p.conv_efficiency(), g.m, g.n,
-                      g.k, cs.dtype, cs.backward ? "backward" : "forward");
+  return ComputeBound(c, "conv", 2 * g.m * g.n * g.k * cs.passes, c.p.conv_efficiency(), g.m, g.n, g.k, cs.dtype,
+                      cs.backward ? "backward" : "forward");
 }
 
 // Fused attention: Q.K^T and P.V, 4 x B x H x L x S x E FLOPs (the backward about 2.5x).
@@ -141,10 +135,9 @@ OpCost AttentionModel(const Ctx& c) {
   const double e = static_cast<double>(Dim(qq, -1));
   // The fused kernel's own table where calibrated (its backward at the forward's efficiency),
   // else the GEMM table.
-  const auto& table =
-      c.p.attention_efficiency_size() > 0 ? c.p.attention_efficiency() : c.p.gemm_efficiency();
-  return ComputeBound(c, "attention", 4 * bh * l * s * e * (backward ? 2.5 : 1.0), table, bh * l, s,
-                      e, DtypeKey(qq->dtype()), "");
+  const auto& table = c.p.attention_efficiency_size() > 0 ? c.p.attention_efficiency() : c.p.gemm_efficiency();
+  return ComputeBound(c, "attention", 4 * bh * l * s * e * (backward ? 2.5 : 1.0), table, bh * l, s, e,
+                      DtypeKey(qq->dtype()), "");
 }
 
 // Memory-bound ops: bytes read and written over the effective bandwidth at that size, the
@@ -165,16 +158,14 @@ OpCost BandwidthModel(const Ctx& c, std::string_view kind, double bytes) {
 OpCost EmbeddingModel(const Ctx& c) {
   if (c.in.empty()) return BandwidthModel(c, "gather", TouchedBytes(c.in, c.out));
   const bool backward = c.name.find("backward") != std::string_view::npos;
-  const bool scatter = c.name.find("scatter") != std::string_view::npos ||
-                       c.name.find("index_add") != std::string_view::npos ||
+  const bool scatter = c.name.find("scatter") != std::string_view::npos || c.name.find("index_add") != std::string_view::npos ||
                        c.name.find("index_put") != std::string_view::npos;
   double out_bytes = 0;
   for (const proto::Tensor* t : c.out) out_bytes += Bytes(t);
   if (c.name == "aten::embedding_bag" || c.name == "aten::_embedding_bag" ||
       c.name == "aten::_embedding_bag_forward_only" || c.name == "aten::embedding") {
     const proto::Tensor* table = c.in[0];
-    const double row_bytes =
-        static_cast<double>(Dim(table, -1)) * static_cast<double>(table->itemsize());
+    const double row_bytes = static_cast<double>(Dim(table, -1)) * static_cast<double>(table->itemsize());
     const double lookups = c.in.size() >= 2 ? static_cast<double>(c.in[1]->numel()) : 0;
     const double gathered = lookups * row_bytes;
     double index_bytes = 0;
@@ -183,26 +174,21 @@ OpCost EmbeddingModel(const Ctx& c) {
     OpCost cost;
     cost.model = "embedding";
     cost.bytes = gathered + index_bytes + (c.out.empty() ? 0 : Bytes(c.out[0]));
-    cost.compute_us =
-        cost.bytes / EffectiveBandwidth(c.p, "gather", std::max(working_set, 1.0)) * 1e6;
+    cost.compute_us = cost.bytes / EffectiveBandwidth(c.p, "gather", std::max(working_set, 1.0)) * 1e6;
     return cost;
   }
   if (backward || scatter) {
     // grad (or src) rows scattered into the output; the output is written once whole.
     const proto::Tensor* grad = c.in[0];
     bool calibrated = false;
-    for (const proto::BandwidthPoint& b : c.p.bandwidth())
-      calibrated |= b.kind() == "embedding_backward";
+    for (const proto::BandwidthPoint& b : c.p.bandwidth()) calibrated |= b.kind() == "embedding_backward";
     // The calibrated backward is embedding_bag's (sort + accumulate); other backwards scatter.
-    const bool bag_backward = c.name == "aten::_embedding_bag_backward" ||
-                              c.name == "aten::_embedding_bag_dense_backward";
-    OpCost cost = BandwidthModel(c, bag_backward && calibrated ? "embedding_backward" : "binary",
-                                 out_bytes + 2 * Bytes(grad));
+    const bool bag_backward = c.name == "aten::_embedding_bag_backward" || c.name == "aten::_embedding_bag_dense_backward";
+    OpCost cost = BandwidthModel(c, bag_backward && calibrated ? "embedding_backward" : "binary", out_bytes + 2 * Bytes(grad));
     cost.model = "embedding";
     return cost;
   }
-  OpCost cost =
-      BandwidthModel(c, "gather", 2 * out_bytes + (c.in.size() >= 2 ? Bytes(c.in.back()) : 0));
+  OpCost cost = BandwidthModel(c, "gather", 2 * out_bytes + (c.in.size() >= 2 ? Bytes(c.in.back()) : 0));
   cost.model = "embedding";
   return cost;
 }
@@ -219,10 +205,8 @@ double SecondPassBytes(const Ctx& c) {
   const bool batch = c.name.find("batch_norm") != std::string_view::npos;
   const bool layer = c.name.find("layer_norm") != std::string_view::npos;
   if ((!batch && !layer) || c.in.empty()) return 0;
-  if (c.name.find("backward") != std::string_view::npos)
-    return Bytes(c.in[0]) + (c.in.size() >= 2 ? Bytes(c.in[1]) : 0);
-  const bool training = c.op.inputs_size() > 5 &&
-                        c.op.inputs(5).kind_case() == proto::Value::kBoolValue &&
+  if (c.name.find("backward") != std::string_view::npos) return Bytes(c.in[0]) + (c.in.size() >= 2 ? Bytes(c.in[1]) : 0);
+  const bool training = c.op.inputs_size() > 5 && c.op.inputs(5).kind_case() == proto::Value::kBoolValue &&
                         c.op.inputs(5).bool_value();
   return batch && training ? Bytes(c.in[0]) : 0;
 }
@@ -233,24 +217,17 @@ OpCost ReductionNormModel(const Ctx& c) {
   std::string_view kind = "reduction";
   if (c.name.find("softmax") != std::string_view::npos) kind = "softmax";
   // Adaptive average pooling to a small output (a global average) is a mean over each map.
-  else if (c.name.find("adaptive_avg_pool") != std::string_view::npos &&
-           c.name.find("backward") == std::string_view::npos)
-    kind = "reduction";
-  else if (c.name.find("pool") != std::string_view::npos)
-    kind = c.name.find("backward") != std::string_view::npos ? "pool_backward" : "pool";
-  else if (c.name.find("batch_norm") != std::string_view::npos)
-    kind = c.name.find("backward") != std::string_view::npos ? "batch_norm_backward" : "batch_norm";
-  else if (c.name.find("norm") != std::string_view::npos)
-    kind = "norm";
-  return BandwidthModel(c, kind,
-                        TouchedBytes(c.in, c.out) + (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
+  else if (c.name.find("adaptive_avg_pool") != std::string_view::npos && c.name.find("backward") == std::string_view::npos) kind = "reduction";
+  else if (c.name.find("pool") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "pool_backward" : "pool";
+  else if (c.name.find("batch_norm") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "batch_norm_backward" : "batch_norm";
+  else if (c.name.find("norm") != std::string_view::npos) kind = "norm";
+  return BandwidthModel(c, kind, TouchedBytes(c.in, c.out) + (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
 }
 
 // Elementwise ops that generate random numbers cost far more per byte than arithmetic.
-const std::string_view kRandomOps[] = {
-    "aten::dropout",         "aten::native_dropout", "aten::bernoulli_", "aten::bernoulli",
-    "aten::feature_dropout", "aten::uniform_",       "aten::normal_",    "aten::rand",
-    "aten::randn",           "aten::rand_like",      "aten::randn_like"};
+const std::string_view kRandomOps[] = {"aten::dropout", "aten::native_dropout", "aten::bernoulli_", "aten::bernoulli",
+                                       "aten::feature_dropout", "aten::uniform_", "aten::normal_", "aten::rand",
+                                       "aten::randn", "aten::rand_like", "aten::randn_like"};
 
 bool HasKind(const proto::Platform& p, std::string_view kind) {
   for (const proto::BandwidthPoint& b : p.bandwidth())
@@ -264,8 +241,7 @@ OpCost ElementwiseModel(const Ctx& c) {
   // Math the vector units spend longer on than the bytes take to move: a kind of its own where
   // the platform measured it (sqrt is 4x and tanh 26x relu's time on the CPU host).
   const std::string_view math = MathKindOf(c.name);
-  if (!math.empty() && HasKind(c.p, math))
-    return BandwidthModel(c, math, TouchedBytes(c.in, c.out));
+  if (!math.empty() && HasKind(c.p, math)) return BandwidthModel(c, math, TouchedBytes(c.in, c.out));
   return BandwidthModel(c, c.in.size() >= 2 ? "binary" : "unary", TouchedBytes(c.in, c.out));
 }
 
@@ -280,61 +256,23 @@ OpCost MemcpyModel(const Ctx& c) {
   for (const proto::Tensor* t : c.in)
     for (const proto::Tensor* o : c.out)
       if ((t->device().rfind("cuda", 0) == 0) != (o->device().rfind("cuda", 0) == 0)) cross = true;
-  if (cross && c.p.host_device_bytes_per_s() > 0)
-    cost.compute_us = out_bytes / c.p.host_device_bytes_per_s() * 1e6;
+  if (cross && c.p.host_device_bytes_per_s() > 0) cost.compute_us = out_bytes / c.p.host_device_bytes_per_s() * 1e6;
   cost.model = "memcpy";
   return cost;
 }
 
 // Views and metadata ops: no data moves, only the dispatch.
-const std::string_view kViewOps[] = {"aten::view",
-                                     "aten::_unsafe_view",
-                                     "aten::reshape",
-                                     "aten::_reshape_alias",
-                                     "aten::t",
-                                     "aten::transpose",
-                                     "aten::permute",
-                                     "aten::expand",
-                                     "aten::expand_as",
-                                     "aten::as_strided",
-                                     "aten::unsqueeze",
-                                     "aten::squeeze",
-                                     "aten::select",
-                                     "aten::slice",
-                                     "aten::narrow",
-                                     "aten::detach",
-                                     "aten::detach_",
-                                     "aten::alias",
-                                     "aten::empty",
-                                     "aten::empty_like",
-                                     "aten::empty_strided",
-                                     "aten::new_empty",
-                                     "aten::new_empty_strided",
-                                     "aten::resize_",
-                                     "aten::set_",
-                                     "aten::lift_fresh",
-                                     "aten::split",
-                                     "aten::split_with_sizes",
-                                     "aten::chunk",
-                                     "aten::unbind",
-                                     "aten::flatten",
-                                     "aten::unflatten",
-                                     "aten::view_as",
-                                     "aten::numpy_T",
-                                     "aten::result_type",
-                                     "aten::is_nonzero",
-                                     "aten::size",
-                                     "aten::stride",
-                                     "aten::contiguous",
-                                     "aten::_has_compatible_shallow_copy_type",
-                                     "aten::to",
-                                     "aten::type_as",
-                                     "aten::matrix_H",
-                                     "aten::unfold",
-                                     "aten::diagonal",
-                                     "aten::movedim",
-                                     "aten::swapaxes",
-                                     "aten::mT"};
+const std::string_view kViewOps[] = {
+    "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias", "aten::t",
+    "aten::transpose", "aten::permute", "aten::expand", "aten::expand_as", "aten::as_strided",
+    "aten::unsqueeze", "aten::squeeze", "aten::select", "aten::slice", "aten::narrow",
+    "aten::detach", "aten::detach_", "aten::alias", "aten::empty", "aten::empty_like",
+    "aten::empty_strided", "aten::new_empty", "aten::new_empty_strided", "aten::resize_",
+    "aten::set_", "aten::lift_fresh", "aten::split", "aten::split_with_sizes", "aten::chunk",
+    "aten::unbind", "aten::flatten", "aten::unflatten", "aten::view_as", "aten::numpy_T",
+    "aten::result_type", "aten::is_nonzero", "aten::size", "aten::stride", "aten::contiguous",
+    "aten::_has_compatible_shallow_copy_type", "aten::to", "aten::type_as", "aten::matrix_H",
+    "aten::unfold", "aten::diagonal", "aten::movedim", "aten::swapaxes", "aten::mT"};
 
 // True when every output shares storage with an input and the op is not in place (a
 // trailing '_'): a view, whatever its name.
@@ -342,8 +280,7 @@ bool AliasesInputs(const Ctx& c) {
   if (c.out.empty() || c.name.empty() || c.name.back() == '_') return false;
   for (const proto::Tensor* o : c.out) {
     bool shared = false;
-    for (const proto::Tensor* i : c.in)
-      shared |= i->storage_id() == o->storage_id() && o->storage_id() != 0;
+    for (const proto::Tensor* i : c.in) shared |= i->storage_id() == o->storage_id() && o->storage_id() != 0;
     if (!shared) return false;
   }
   return true;
@@ -360,8 +297,7 @@ OpCost OtherModel(const Ctx& c) {
     return cost;
   }
   const std::string_view math = MathKindOf(c.name);  // in-place twins of the elementwise math
-  return BandwidthModel(c, !math.empty() && HasKind(c.p, math) ? math : "unary",
-                        TouchedBytes(c.in, c.out));
+  return BandwidthModel(c, !math.empty() && HasKind(c.p, math) ? math : "unary", TouchedBytes(c.in, c.out));
 }
 
 struct ClassModel {
@@ -381,19 +317,18 @@ const ClassModel kModels[] = {
     {OpClass::kOther, OtherModel},
 };
 
+
 }  // namespace
 
-std::vector<const proto::Tensor*> Tensors(
-    const proto::Workload& w, const google::protobuf::RepeatedPtrField<proto::Value>& values) {
+std::vector<const proto::Tensor*> Tensors(const proto::Workload& w,
+                                          const google::protobuf::RepeatedPtrField<proto::Value>& values) {
   std::vector<const proto::Tensor*> out;
   for (const proto::Value& v : values) CollectTensors(w, v, out);
   return out;
 }
 
 double Bytes(const proto::Tensor* t) {
-  return t ? static_cast<double>(std::max<int64_t>(t->numel(), 0)) *
-                 static_cast<double>(std::max<int64_t>(t->itemsize(), 1))
-           : 0;
+  return t ? static_cast<double>(std::max<int64_t>(t->numel(), 0)) * static_cast<double>(std::max<int64_t>(t->itemsize(), 1)) : 0;
 }
 
 std::string_view MathKindOf(std::string_view op) {
@@ -402,28 +337,15 @@ std::string_view MathKindOf(std::string_view op) {
   };
   // The backwards that evaluate the same function price as it; tanh's and sigmoid's reuse
   // the forward's output and are plain arithmetic (binary).
-  static constexpr MathOp kMathOps[] = {{"aten::sqrt", "sqrt"},
-                                        {"aten::sqrt_", "sqrt"},
-                                        {"aten::_foreach_sqrt", "sqrt"},
-                                        {"aten::_foreach_sqrt_", "sqrt"},
-                                        {"aten::rsqrt", "rsqrt"},
-                                        {"aten::rsqrt_", "rsqrt"},
-                                        {"aten::exp", "exp"},
-                                        {"aten::exp_", "exp"},
-                                        {"aten::_foreach_exp", "exp"},
-                                        {"aten::log", "log"},
-                                        {"aten::log_", "log"},
-                                        {"aten::_foreach_log", "log"},
-                                        {"aten::tanh", "tanh"},
-                                        {"aten::tanh_", "tanh"},
-                                        {"aten::sigmoid", "sigmoid"},
-                                        {"aten::sigmoid_", "sigmoid"},
-                                        {"aten::gelu", "gelu"},
-                                        {"aten::gelu_", "gelu"},
-                                        {"aten::gelu_backward", "gelu"},
-                                        {"aten::silu", "silu"},
-                                        {"aten::silu_", "silu"},
-                                        {"aten::silu_backward", "silu"}};
+  static constexpr MathOp kMathOps[] = {
+      {"aten::sqrt", "sqrt"},       {"aten::sqrt_", "sqrt"},       {"aten::_foreach_sqrt", "sqrt"},
+      {"aten::_foreach_sqrt_", "sqrt"}, {"aten::rsqrt", "rsqrt"},  {"aten::rsqrt_", "rsqrt"},
+      {"aten::exp", "exp"},         {"aten::exp_", "exp"},         {"aten::_foreach_exp", "exp"},
+      {"aten::log", "log"},         {"aten::log_", "log"},         {"aten::_foreach_log", "log"},
+      {"aten::tanh", "tanh"},       {"aten::tanh_", "tanh"},       {"aten::sigmoid", "sigmoid"},
+      {"aten::sigmoid_", "sigmoid"}, {"aten::gelu", "gelu"},       {"aten::gelu_", "gelu"},
+      {"aten::gelu_backward", "gelu"}, {"aten::silu", "silu"},     {"aten::silu_", "silu"},
+      {"aten::silu_backward", "silu"}};
   op = op.substr(0, op.find('.', op.find("::") == std::string_view::npos ? 0 : op.find("::") + 2));
   for (const MathOp& m : kMathOps)
     if (m.op == op) return m.kind;
@@ -432,20 +354,14 @@ std::string_view MathKindOf(std::string_view op) {
 
 std::string_view DtypeKey(proto::DType d) {
   switch (d) {
-    case proto::FLOAT64:
-      return "fp64";
-    case proto::FLOAT16:
-      return "fp16";
-    case proto::BFLOAT16:
-      return "bf16";
+    case proto::FLOAT64: return "fp64";
+    case proto::FLOAT16: return "fp16";
+    case proto::BFLOAT16: return "bf16";
     case proto::FLOAT8_E4M3FN:
-    case proto::FLOAT8_E5M2:
-      return "fp8";
+    case proto::FLOAT8_E5M2: return "fp8";
     case proto::INT8:
-    case proto::UINT8:
-      return "int8";
-    default:
-      return "fp32";
+    case proto::UINT8: return "int8";
+    default: return "fp32";
   }
 }
 
@@ -467,12 +383,10 @@ double Interpolate(std::vector<std::pair<double, double>> pts, double bytes) {
   return std::exp(pts.back().second);
 }
 
-std::vector<std::pair<double, double>> Points(const proto::Platform& p, std::string_view kind,
-                                              bool cold) {
+std::vector<std::pair<double, double>> Points(const proto::Platform& p, std::string_view kind, bool cold) {
   std::vector<std::pair<double, double>> pts;
   for (const proto::BandwidthPoint& b : p.bandwidth())
-    if (b.cold() == cold && (kind.empty() || b.kind() == kind))
-      pts.emplace_back(std::log(b.bytes()), std::log(b.bytes_per_s()));
+    if (b.cold() == cold && (kind.empty() || b.kind() == kind)) pts.emplace_back(std::log(b.bytes()), std::log(b.bytes_per_s()));
   return pts;
 }
 
@@ -492,31 +406,26 @@ double ColdSlowdown(const proto::Platform& p, std::string_view kind, double byte
     if (cold.empty()) continue;
     const double smallest = std::min_element(cold.begin(), cold.end())->first;
     if (std::log(std::max(bytes, 1.0)) < smallest) return 1;
-    return std::max(1.0, Interpolate(Points(p, k, /*cold=*/false), bytes) /
-                             Interpolate(std::move(cold), bytes));
+    return std::max(1.0, Interpolate(Points(p, k, /*cold=*/false), bytes) / Interpolate(std::move(cold), bytes));
   }
   return 1;
 }
 
 double ShapeEfficiency(const proto::Platform& p,
                        const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table,
-                       double m, double n, double k, std::string_view dtype,
-                       std::string_view pass) {
+                       double m, double n, double k, std::string_view dtype, std::string_view pass) {
   m = std::max(m, 1.0), n = std::max(n, 1.0), k = std::max(k, 1.0);
   struct Near {
     double d2, eff;
   };
   std::vector<Near> near;
-  auto pass_of = [](const proto::EfficiencyPoint& e) {
-    return e.pass().empty() ? std::string_view("forward") : std::string_view(e.pass());
-  };
+  auto pass_of = [](const proto::EfficiencyPoint& e) { return e.pass().empty() ? std::string_view("forward") : std::string_view(e.pass()); };
   const std::string_view want_pass = pass.empty() ? "forward" : pass;
   for (int attempt = 0; attempt < 3 && near.empty(); ++attempt) {
     for (const proto::EfficiencyPoint& e : table) {
       if (attempt == 0 && (e.dtype() != dtype || pass_of(e) != want_pass)) continue;
       if (attempt == 1 && e.dtype() != dtype && e.dtype() != "fp32") continue;
-      const double dm =
-          std::log2(m) - std::log2(static_cast<double>(e.m()) * std::max<int64_t>(e.batch(), 1));
+      const double dm = std::log2(m) - std::log2(static_cast<double>(e.m()) * std::max<int64_t>(e.batch(), 1));
       const double dn = std::log2(n) - std::log2(static_cast<double>(e.n()));
       const double dk = std::log2(k) - std::log2(static_cast<double>(e.k()));
       near.push_back({dm * dm + dn * dn + dk * dk, e.efficiency()});
@@ -551,15 +460,8 @@ double ShapeEfficiency(const proto::Platform& p,
   return best * (k / (k + 64));
 }
 
-OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p,
-                double cold_fraction) {
-  Ctx c{w,
-        op,
-        p,
-        BaseName(op.name()),
-        Tensors(w, op.inputs()),
-        Tensors(w, op.outputs()),
-        cold_fraction};
+OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p, double cold_fraction) {
+  Ctx c{w, op, p, BaseName(op.name()), Tensors(w, op.inputs()), Tensors(w, op.outputs()), cold_fraction};
   const OpClass cls = eg::ClassOf(op.name());
   OpCost cost;
   for (const ClassModel& m : kModels)
@@ -585,19 +487,15 @@ OpCost CollectiveCost(const proto::Op& op, const proto::Platform& p, int64_t ran
   double bus = 0;
   const proto::CollectiveParams* best = nullptr;
   for (const proto::CollectiveParams& cp : p.collectives())
-    if (cp.collective() == coll &&
-        (!best || std::llabs(cp.ranks() - ranks) < std::llabs(best->ranks() - ranks)))
-      best = &cp;
+    if (cp.collective() == coll && (!best || std::llabs(cp.ranks() - ranks) < std::llabs(best->ranks() - ranks))) best = &cp;
   if (best) {
     alpha_us = best->alpha_us();
     bus = best->bus_bytes_per_s();
   } else {
-    const double link = ranks > 8 && p.inter_node_bytes_per_s() > 0 ? p.inter_node_bytes_per_s()
-                                                                    : p.gpu_gpu_bytes_per_s();
+    const double link = ranks > 8 && p.inter_node_bytes_per_s() > 0 ? p.inter_node_bytes_per_s() : p.gpu_gpu_bytes_per_s();
     bus = link > 0 ? 0.8 * link : 0.5 * p.memory_bandwidth_bytes_per_s();
   }
-  const double factor =
-      c.type() == proto::Collective::BARRIER ? 0 : eg::BusBandwidthFactor(c.type(), ranks);
+  const double factor = c.type() == proto::Collective::BARRIER ? 0 : eg::BusBandwidthFactor(c.type(), ranks);
   cost.compute_us = alpha_us + (ranks > 1 ? s * factor / bus * 1e6 : 0);
   return cost;
 }
@@ -616,14 +514,10 @@ std::vector<int64_t> IntList(const proto::Op& op, int i) {
 }
 
 int64_t IntAt(const proto::Op& op, int i, int64_t fallback) {
-  return i < op.inputs_size() && op.inputs(i).kind_case() == proto::Value::kIntValue
-             ? op.inputs(i).int_value()
-             : fallback;
+  return i < op.inputs_size() && op.inputs(i).kind_case() == proto::Value::kIntValue ? op.inputs(i).int_value() : fallback;
 }
 
-std::vector<int64_t> Shape(const proto::Tensor* t) {
-  return {t->shape().begin(), t->shape().end()};
-}
+std::vector<int64_t> Shape(const proto::Tensor* t) { return {t->shape().begin(), t->shape().end()}; }
 
 // A product of recorded sizes as an int64, 0 when it does not fit (then no shape is read).
 int64_t ToInt(double v) { return v >= 1 && v < 9e18 ? static_cast<int64_t>(v) : 0; }
@@ -671,12 +565,9 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
   const bool backward = name == "aten::convolution_backward";
   // Argument positions of stride, padding, dilation and groups in each schema.
   int s = 3, p = 4, d = 5, g = 8;
-  if (name == "aten::conv1d" || name == "aten::conv2d" || name == "aten::conv3d")
-    g = 6;
-  else if (backward)
-    s = 4, p = 5, d = 6, g = 9;
-  else if (name != "aten::convolution" && name != "aten::_convolution")
-    return false;
+  if (name == "aten::conv1d" || name == "aten::conv2d" || name == "aten::conv3d") g = 6;
+  else if (backward) s = 4, p = 5, d = 6, g = 9;
+  else if (name != "aten::convolution" && name != "aten::_convolution") return false;
   const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
   if (in.size() < (backward ? 3u : 2u)) return false;
   const proto::Tensor* x = backward ? in[1] : in[0];
@@ -694,16 +585,14 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
   fill(c.stride, 1), fill(c.padding, 0), fill(c.dilation, 1);
   for (size_t i = 0; i < spatial; ++i)
     if (c.stride[i] <= 0 || c.padding[i] < 0 || c.dilation[i] <= 0) return false;
-  if (c.groups <= 0 || c.input[1] != c.weight[1] * c.groups)
-    c.groups = std::max<int64_t>(1, c.input[1] / std::max<int64_t>(c.weight[1], 1));
+  if (c.groups <= 0 || c.input[1] != c.weight[1] * c.groups) c.groups = std::max<int64_t>(1, c.input[1] / std::max<int64_t>(c.weight[1], 1));
   c.backward = backward;
   if (backward) {
     // output_mask, the last bool list: grad_input, grad_weight, grad_bias.
     c.passes = 2;
     const proto::Value& last = op.inputs(op.inputs_size() - 1);
     if (last.kind_case() == proto::Value::kList && last.list().items_size() >= 2)
-      c.passes =
-          (last.list().items(0).bool_value() ? 1 : 0) + (last.list().items(1).bool_value() ? 1 : 0);
+      c.passes = (last.list().items(0).bool_value() ? 1 : 0) + (last.list().items(1).bool_value() ? 1 : 0);
     if (c.passes == 0) return false;
   }
   c.dtype = std::string(DtypeKey(x->dtype()));
@@ -728,13 +617,10 @@ ImplicitGemm ImplicitGemmOf(const ConvShape& c) {
 
 bool EmbeddingShapeOf(const proto::Workload& w, const proto::Op& op, EmbeddingShape* out) {
   const std::string_view name = BaseName(op.name());
-  if (name != "aten::embedding_bag" && name != "aten::_embedding_bag" &&
-      name != "aten::_embedding_bag_forward_only")
+  if (name != "aten::embedding_bag" && name != "aten::_embedding_bag" && name != "aten::_embedding_bag_forward_only")
     return false;
   const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
-  if (in.size() < 3 || in[0]->shape_size() != 2 || in[1]->shape_size() != 1 ||
-      in[2]->shape_size() != 1)
-    return false;
+  if (in.size() < 3 || in[0]->shape_size() != 2 || in[1]->shape_size() != 1 || in[2]->shape_size() != 1) return false;
   EmbeddingShape e;
   e.num_weights = in[0]->shape(0), e.dim = in[0]->shape(1);
   e.lookups = in[1]->shape(0), e.bags = in[2]->shape(0);
@@ -745,13 +631,9 @@ bool EmbeddingShapeOf(const proto::Workload& w, const proto::Op& op, EmbeddingSh
 }
 
 bool AttentionShapeOf(const proto::Workload& w, const proto::Op& op, AttentionShape* out) {
-  if (eg::ClassOf(op.name()) != OpClass::kAttention ||
-      op.name().find("backward") != std::string::npos)
-    return false;
+  if (eg::ClassOf(op.name()) != OpClass::kAttention || op.name().find("backward") != std::string::npos) return false;
   const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
-  if (in.size() < 3 || in[0]->shape_size() != 4 || in[1]->shape_size() != 4 ||
-      in[2]->shape_size() != 4)
-    return false;
+  if (in.size() < 3 || in[0]->shape_size() != 4 || in[1]->shape_size() != 4 || in[2]->shape_size() != 4) return false;
   AttentionShape a;
   a.query = Shape(in[0]), a.key = Shape(in[1]), a.value = Shape(in[2]);
   a.dtype = std::string(DtypeKey(in[0]->dtype()));
@@ -763,21 +645,15 @@ WorkloadShapes ShapesOf(const proto::Workload& w) {
   WorkloadShapes out;
   for (const proto::Op& op : w.ops()) {
     EmbeddingShape e;
-    if (EmbeddingShapeOf(w, op, &e) &&
-        std::find(out.embeddings.begin(), out.embeddings.end(), e) == out.embeddings.end())
+    if (EmbeddingShapeOf(w, op, &e) && std::find(out.embeddings.begin(), out.embeddings.end(), e) == out.embeddings.end())
       out.embeddings.push_back(e);
     AttentionShape a;
-    if (AttentionShapeOf(w, op, &a) &&
-        std::find(out.attentions.begin(), out.attentions.end(), a) == out.attentions.end())
+    if (AttentionShapeOf(w, op, &a) && std::find(out.attentions.begin(), out.attentions.end(), a) == out.attentions.end())
       out.attentions.push_back(a);
     GemmShape g;
-    if (GemmShapeOf(w, op, &g) &&
-        std::find(out.gemms.begin(), out.gemms.end(), g) == out.gemms.end())
-      out.gemms.push_back(g);
+    if (GemmShapeOf(w, op, &g) && std::find(out.gemms.begin(), out.gemms.end(), g) == out.gemms.end()) out.gemms.push_back(g);
     ConvShape c;
-    if (ConvShapeOf(w, op, &c) &&
-        std::find(out.convs.begin(), out.convs.end(), c) == out.convs.end())
-      out.convs.push_back(c);
+    if (ConvShapeOf(w, op, &c) && std::find(out.convs.begin(), out.convs.end(), c) == out.convs.end()) out.convs.push_back(c);
   }
   return out;
 }
