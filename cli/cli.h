@@ -28,8 +28,16 @@ struct LoadedInput {
   proto::Workload workload;
   bool has_seed = false;
   uint64_t seed = 0;
+  std::string kineto_path;  // the Kineto trace linked into it, if any
 };
 Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto_path);
+
+// The platform to predict `in` for: `given` (a --platform value) when set, else the built-in
+// platform of the GPU that the Kineto trace's deviceProperties describe (the linked one, or
+// `input` itself when it is a Kineto trace), else `fallback`; an empty fallback makes a GPU
+// trace without usable deviceProperties an error naming --platform. `chosen_by` says which.
+Result<std::string> ChoosePlatform(const std::string& given, const LoadedInput& in, const std::string& input,
+                                   const std::string& fallback, std::string* chosen_by);
 
 // Intra-op threads: the original run's when the options leave them to the default (0).
 void UseOriginalThreads(const proto::Workload& w, replay::ReplayOptions& options);

@@ -1,5 +1,7 @@
-// mimic compare TRACE [--kineto K] [--platform P] [--device D] --report R.json --html R.html:
-// replays the workload, predicts it, and sets original, replay and prediction side by side.
+// mimic compare TRACE [--kineto K] [--platform P] [--device D] [--no-replay] --report R.json --html
+// R.html: replays the workload (unless --no-replay), predicts it, and sets original, replay and
+// prediction side by side; on a GPU trace, also the original's recorded kernels (GPU active
+// time per iteration and per op class) against the prediction's.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -29,8 +31,9 @@ std::string Fmt(std::optional<double> v, const char* f = "%.3f") {
 std::string Pct(std::optional<double> v) { return v ? Fmt(*v * 100, "%+.1f%%") : "-"; }
 
 void PrintRow(const std::string& name, const model::SideBySide& s) {
-  std::printf("  %-16s %5lld %11s %11s %11s %9s %9s %9s\n", name.c_str(), static_cast<long long>(s.ops),
-              Fmt(s.original_ms).c_str(), Fmt(s.replay_ms).c_str(), Fmt(s.predicted_ms).c_str(),
+  std::printf("  %-16s %5lld %11s %11s %11s %9s %9s %9s\n", name.c_str(),
+              static_cast<long long>(s.ops), Fmt(s.original_ms).c_str(), Fmt(s.replay_ms).c_str(),
+              Fmt(s.predicted_ms).c_str(),
               Pct(model::RelativeError(s.replay_ms, s.original_ms)).c_str(),
               Pct(model::RelativeError(s.predicted_ms, s.replay_ms)).c_str(),
               Pct(model::RelativeError(s.predicted_ms, s.original_ms)).c_str());
@@ -94,30 +97,93 @@ void PrintProfiledOps(const model::Comparison& c) {
   }
 }
 
+void PrintGpuRow(const std::string& name, const model::SideBySide& s) {
+  std::printf(
+      "  %-16s %5lld %14s %14s %9s\n", name.c_str(), static_cast<long long>(s.ops),
+      Fmt(s.original_gpu_active_ms).c_str(), Fmt(s.predicted_gpu_active_ms).c_str(),
+      Pct(model::RelativeError(s.predicted_gpu_active_ms, s.original_gpu_active_ms)).c_str());
+}
+
+// A prediction for another device than the trace's recorded one is a cross-platform
+// prediction: its differences from the original are not errors.
+void NoteCrossPlatform(const LoadedInput& in, const std::string& input, const proto::Platform& p,
+                       std::vector<std::string>& notes) {
+  std::string by;
+  Result<std::string> recorded = ChoosePlatform("", in, input, "", &by);
+  const bool gpu_trace = in.workload.kineto().kernels_linked() > 0;
+  if ((recorded.ok() && *recorded != p.name()) || (gpu_trace && p.device_type() != "cuda"))
+    notes.push_back("cross-platform prediction: the original ran on " +
+                    (recorded.ok() ? *recorded : std::string("a GPU")) +
+                    ", the prediction is for " + p.name() +
+                    "; their differences are a prediction, not errors");
+}
+
+std::optional<double> Known(double v) { return v >= 0 ? std::optional<double>(v) : std::nullopt; }
+
+// The console: the side-by-side table, the GPU-active table where the trace recorded kernels,
+// and the notes (as the HTML has them).
+void PrintComparison(const model::Comparison& c, const std::string& input,
+                     const std::string& selection) {
+  std::printf("Mimic %s comparison of %s (%s), platform %s\n\n", MIMIC_VERSION, input.c_str(),
+              selection.c_str(), c.platform_name.c_str());
+  std::printf("  %-16s %5s %11s %11s %11s %9s %9s %9s\n", "", "ops", "original", "replay",
+              "predicted", "rep/orig", "pred/rep", "pred/orig");
+  PrintRow("end to end (ms)", c.end_to_end);
+  for (const auto& [name, s] : c.op_classes) PrintRow(name, s);
+  if (c.end_to_end.original_gpu_active_ms && c.end_to_end.predicted_gpu_active_ms) {
+    std::printf("\n  GPU active (ms)  %5s %14s %14s %9s\n", "ops", "recorded", "predicted",
+                "pred/rec");
+    PrintGpuRow("iteration", c.end_to_end);
+    for (const auto& [name, s] : c.op_classes)
+      if (s.original_gpu_active_ms.value_or(0) > 0 || s.predicted_gpu_active_ms.value_or(0) > 0)
+        PrintGpuRow(name, s);
+  }
+  if (!c.notes.empty()) std::printf("\n");
+  for (const std::string& n : c.notes) std::printf("  note: %s\n", n.c_str());
+}
+
 }  // namespace
 
 Runner AddCompare(CLI::App& app) {
   struct Args {
     std::string input, kineto, platform, report, html;
     replay::ReplayOptions options;
-    bool seed_given = false;
+    bool seed_given = false, no_replay = false;
   };
   auto args = std::make_shared<Args>();
   args->options.warmup = 2;
   args->options.iters = 10;
-  app.add_option("input", args->input, "Execution trace (.json, .json.gz), .mimic workload or bundle")->required();
+  app.add_option("input", args->input,
+                 "Execution trace (.json, .json.gz), .mimic workload or bundle")
+      ->required();
   app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
   app.add_option("--platform", args->platform,
-                 "Platform to predict for: a built-in name or a platform JSON (default: cpu_host on a CPU)");
-  app.add_option("--device", args->options.device, "Device to replay on: cpu (default: the best present)");
-  app.add_option("--warmup", args->options.warmup, "Warm-up iterations of the replay")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--iters", args->options.iters, "Measured replay iterations")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--iteration", args->options.iteration, "Compare ProfilerStep#N (default: the first step)");
-  app.add_option("--label", args->options.label, "Compare a \"## label ##\" range instead of an iteration");
-  app.add_option("--threads", args->options.num_threads, "Intra-op threads of the replay (default: the original run's)");
-  app.add_option("--seed", args->options.seed, "Seed of all random tensor contents")->capture_default_str();
-  app.add_flag("--heap-trim,!--no-heap-trim", [args](int64_t n) { args->options.retain_heap = n <= 0; },
-               "Let the C library hand freed host memory back to the kernel during the replay (see replay --help)");
+                 "Platform to predict for: a built-in name or a platform JSON (default: the GPU in "
+                 "the Kineto trace's "
+                 "deviceProperties, else cpu_host on a CPU)");
+  app.add_flag("--no-replay", args->no_replay,
+               "Do not replay: set the prediction beside the original's recorded times only (on a "
+               "GPU trace, its kernels)");
+  app.add_option("--device", args->options.device,
+                 "Device to replay on: cpu (default: the best present)");
+  app.add_option("--warmup", args->options.warmup, "Warm-up iterations of the replay")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--iters", args->options.iters, "Measured replay iterations")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--iteration", args->options.iteration,
+                 "Compare ProfilerStep#N (default: the first step)");
+  app.add_option("--label", args->options.label,
+                 "Compare a \"## label ##\" range instead of an iteration");
+  app.add_option("--threads", args->options.num_threads,
+                 "Intra-op threads of the replay (default: the original run's)");
+  app.add_option("--seed", args->options.seed, "Seed of all random tensor contents")
+      ->capture_default_str();
+  app.add_flag(
+      "--heap-trim,!--no-heap-trim", [args](int64_t n) { args->options.retain_heap = n <= 0; },
+      "Let the C library hand freed host memory back to the kernel during the replay (see replay "
+      "--help)");
   app.add_option("--report", args->report, "JSON report to write ('-' for stdout)")->required();
   app.add_option("--html", args->html, "Self-contained HTML report to write");
   app.add_option("--profile", args->options.profile_path,
@@ -132,8 +198,11 @@ Runner AddCompare(CLI::App& app) {
     if (in->has_seed && !args->seed_given) ro.seed = in->seed;
     if (ro.device.empty()) ro.device = replay::BestDevice();
     UseOriginalThreads(w, ro);
-    const std::string platform_name = !args->platform.empty() ? args->platform : (ro.device == "cpu" ? "cpu_host" : "h200");
-    Result<proto::Platform> platform = model::FindPlatform(platform_name);
+    std::string chosen_by;
+    Result<std::string> platform_name = ChoosePlatform(
+        args->platform, *in, args->input, ro.device == "cpu" ? "cpu_host" : "h200", &chosen_by);
+    if (!platform_name.ok()) return Fail(platform_name.status());
+    Result<proto::Platform> platform = model::FindPlatform(*platform_name);
     if (!platform.ok()) return Fail(platform.status());
 
     model::PredictOptions po;
@@ -141,32 +210,44 @@ Runner AddCompare(CLI::App& app) {
     po.label = ro.label;
     Result<model::Prediction> pred = model::Predict(w, *platform, po);
     if (!pred.ok()) return Fail(pred.status().WithContext(args->input));
-    std::fprintf(stderr, "mimic: compare: replaying %s on %s (%d+%d iterations)\n", pred->selection.c_str(),
-                 ro.device.c_str(), ro.warmup, ro.iters);
-    Result<replay::ReplayResult> r = replay::Replay(w, ro);
-    if (!r.ok()) return Fail(r.status().WithContext(args->input));
-    if (!r->stop_reason.empty()) return Fail(Status::Internal("replay stopped early: " + r->stop_reason));
+    replay::ReplayResult none;
+    Result<replay::ReplayResult> r = none;
+    if (!args->no_replay) {
+      std::fprintf(stderr, "mimic: compare: replaying %s on %s (%d+%d iterations)\n",
+                   pred->selection.c_str(), ro.device.c_str(), ro.warmup, ro.iters);
+      r = replay::Replay(w, ro);
+      if (!r.ok()) return Fail(r.status().WithContext(args->input));
+      if (!r->stop_reason.empty())
+        return Fail(Status::Internal("replay stopped early: " + r->stop_reason));
+    }
 
     model::Comparison c;
-    const replay::ReportContext ctx = replay::MakeContext(w, args->input, r->device);
-    c.context = {{"host", ctx.host},
-                 {"cpu", ctx.cpu},
-                 {"device", ctx.device},
-                 {"torch_version", ctx.torch_version},
-                 {"mimic_version", ctx.mimic_version},
-                 {"input", ctx.input_path},
-                 {"input_sha256", ctx.input_sha256},
-                 {"date", ctx.date},
-                 {"selection", pred->selection},
-                 {"platform", platform->name()},
-                 {"platform_device_type", platform->device_type()},
-                 {"platform_calibrated_at", platform->calibrated_at().empty() ? "datasheet (not calibrated)" : platform->calibrated_at()},
-                 {"platform_calibrated_on", platform->calibrated_on()},
-                 {"replay_iterations", std::to_string(r->iteration_ms.size())},
-                 {"replay_threads", std::to_string(r->num_threads)},
-                 {"replay_heap", r->heap},
-                 {"replay_page_faults_per_iteration", std::to_string(std::lround(r->page_faults_per_iteration))},
-                 {"original_source", w.original().source().empty() ? "Kineto ProfilerStep span (profiled)" : w.original().source()}};
+    const replay::ReportContext ctx =
+        replay::MakeContext(w, args->input, args->no_replay ? "none (--no-replay)" : r->device);
+    c.platform_name = platform->name();
+    c.platform_chosen_by = chosen_by;
+    c.context = {
+        {"host", ctx.host},
+        {"cpu", ctx.cpu},
+        {"device", ctx.device},
+        {"torch_version", ctx.torch_version},
+        {"mimic_version", ctx.mimic_version},
+        {"input", ctx.input_path},
+        {"input_sha256", ctx.input_sha256},
+        {"date", ctx.date},
+        {"selection", pred->selection},
+        {"platform", platform->name()},
+        {"platform_device_type", platform->device_type()},
+        {"platform_calibrated_at", platform->calibrated_at().empty() ? "datasheet (not calibrated)"
+                                                                     : platform->calibrated_at()},
+        {"platform_calibrated_on", platform->calibrated_on()},
+        {"replay_iterations", std::to_string(r->iteration_ms.size())},
+        {"replay_threads", std::to_string(r->num_threads)},
+        {"replay_heap", r->heap},
+        {"replay_page_faults_per_iteration",
+         std::to_string(std::lround(r->page_faults_per_iteration))},
+        {"original_source", w.original().source().empty() ? "Kineto ProfilerStep span (profiled)"
+                                                          : w.original().source()}};
 
     // End to end: the original's own unprofiled steps where the capture manifest has them,
     // else the profiled step span from Kineto.
@@ -174,13 +255,17 @@ Runner AddCompare(CLI::App& app) {
     if (!original) {
       for (const proto::Segment& s : w.segments())
         if (s.name() == pred->selection && s.has_span()) original = s.duration_us() / 1000;
-      if (original) c.notes.push_back("original end to end: the profiled Kineto step span (no unprofiled measurement known)");
+      if (original)
+        c.notes.push_back(
+            "original end to end: the profiled Kineto step span (no unprofiled measurement known)");
     }
     c.end_to_end.ops = static_cast<int64_t>(pred->ops.size());
     c.end_to_end.original_ms = original;
     if (!r->iteration_ms.empty()) c.end_to_end.replay_ms = Median(r->iteration_ms);
     c.end_to_end.predicted_ms = pred->iteration_ms;
-    c.gpu_active_ms = pred->gpu_active_ms;
+    if (platform->device_type() == "cuda")
+      c.end_to_end.predicted_gpu_active_ms = pred->gpu_active_ms;
+    c.end_to_end.original_gpu_active_ms = Known(pred->original_gpu_active_ms);
     c.exposed_comm_ms = pred->exposed_comm_ms;
 
     // Per class: original from the linked Kineto spans of the top-level ops, replay from its
@@ -190,6 +275,8 @@ Runner AddCompare(CLI::App& app) {
       s.ops = ct.ops;
       s.predicted_ms = ct.predicted_ms;
       if (ct.original_ms >= 0) s.original_ms = ct.original_ms;
+      s.original_gpu_active_ms = Known(ct.original_gpu_active_ms);
+      s.predicted_gpu_active_ms = Known(ct.predicted_gpu_active_ms);
     }
     std::map<std::string, double> replay_per_call;
     for (const replay::OpNameStats& st : r->per_op) {
@@ -207,9 +294,11 @@ Runner AddCompare(CLI::App& app) {
       const proto::Op& op = w.ops(tree.IndexOf(o.op_id));
       if (op.has_cpu_span()) {
         if (origin < 0) origin = op.cpu_start_us();
-        c.original_timeline.push_back({(op.cpu_start_us() - origin) / 1000, op.cpu_duration_us() / 1000, o.op_class, o.name});
+        c.original_timeline.push_back(
+            {(op.cpu_start_us() - origin) / 1000, op.cpu_duration_us() / 1000, o.op_class, o.name});
       }
-      c.predicted_timeline.push_back({o.start_us / 1000, o.predicted_us / 1000, o.op_class, o.name});
+      c.predicted_timeline.push_back(
+          {o.start_us / 1000, o.predicted_us / 1000, o.op_class, o.name});
       auto it = replay_per_call.find(o.name);
       if (it != replay_per_call.end()) {
         c.replay_timeline.push_back({replay_t, it->second, o.op_class, o.name});
@@ -217,14 +306,25 @@ Runner AddCompare(CLI::App& app) {
       }
     }
     c.notes.insert(c.notes.end(), pred->notes.begin(), pred->notes.end());
-    if (r->replayed_ops < r->total_ops)
-      c.notes.push_back("replay skipped " + std::to_string(r->total_ops - r->replayed_ops) + " of " +
-                        std::to_string(r->total_ops) + " ops");
-    if ((platform->device_type() == "cuda") != (ro.device.rfind("cuda", 0) == 0))
-      c.notes.push_back("the platform's device type differs from the replay's: the prediction is a cross-platform "
-                        "prediction, and its differences from the replay and the original are not errors");
-    c.notes.push_back("replay timeline: per-call means of each op name laid end to end (the replay records no per-op start times)");
-    if (!ro.profile_path.empty()) {
+    if (!args->no_replay && r->replayed_ops < r->total_ops)
+      c.notes.push_back("replay skipped " + std::to_string(r->total_ops - r->replayed_ops) +
+                        " of " + std::to_string(r->total_ops) + " ops");
+    if (!args->no_replay &&
+        (platform->device_type() == "cuda") != (ro.device.rfind("cuda", 0) == 0))
+      c.notes.push_back(
+          "the platform's device type differs from the replay's: the prediction is a "
+          "cross-platform "
+          "prediction, and its differences from the replay and the original are not errors");
+    if (args->no_replay)
+      c.notes.push_back("no replay (--no-replay): original against prediction only");
+    else
+      c.notes.push_back(
+          "replay timeline: per-call means of each op name laid end to end (the replay records no "
+          "per-op start times)");
+    if (chosen_by != "--platform")
+      c.notes.push_back("platform " + platform->name() + ": " + chosen_by);
+    NoteCrossPlatform(*in, args->input, *platform, c.notes);
+    if (!args->no_replay && !ro.profile_path.empty()) {
       if (Status st = AddProfiledOps(ro.profile_path, w, pred->ops, c); !st.ok()) return Fail(st);
       c.notes.push_back("profiled_ops: the replay's profile " + ro.profile_path +
                         " beside the original's Kineto spans, both under the profiler");
@@ -240,12 +340,7 @@ Runner AddCompare(CLI::App& app) {
       if (!args->html.empty() && args->html != "-") std::remove(args->html.c_str());
       return Fail(st);
     }
-    std::printf("Mimic %s comparison of %s (%s), platform %s\n\n", MIMIC_VERSION, args->input.c_str(),
-                pred->selection.c_str(), platform->name().c_str());
-    std::printf("  %-16s %5s %11s %11s %11s %9s %9s %9s\n", "", "ops", "original", "replay", "predicted", "rep/orig",
-                "pred/rep", "pred/orig");
-    PrintRow("end to end (ms)", c.end_to_end);
-    for (const auto& [name, s] : c.op_classes) PrintRow(name, s);
+    PrintComparison(c, args->input, pred->selection);
     if (!c.profiled_ops.empty()) PrintProfiledOps(c);
     return kExitOk;
   };

@@ -6,7 +6,9 @@
 #include "cli.h"
 #include "mimic/base/file.h"
 #include "mimic/eg/capture_manifest.h"
+#include "mimic/eg/kineto.h"
 #include "mimic/eg/workload.h"
+#include "mimic/model/platform.h"
 #include "mimic/synth/bundle.h"
 
 namespace mimic::cli {
@@ -39,11 +41,40 @@ Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto
     sample = m->FindByTrace(path);
   }
   std::string kineto = kineto_path;
-  if (kineto.empty() && sample && !sample->kineto.empty() && stat((dir + "/" + sample->kineto).c_str(), &st) == 0)
+  if (kineto.empty() && sample && !sample->kineto.empty() &&
+      stat((dir + "/" + sample->kineto).c_str(), &st) == 0)
     kineto = dir + "/" + sample->kineto;
   MIMIC_ASSIGN_OR_RETURN(out.workload, eg::LoadWorkload(path, {.kineto_path = kineto}));
-  if (sample && out.workload.transformations_size() == 0) eg::ApplyCaptureSample(*sample, manifest, out.workload);
+  out.kineto_path = kineto;
+  if (sample && out.workload.transformations_size() == 0)
+    eg::ApplyCaptureSample(*sample, manifest, out.workload);
   return out;
+}
+
+Result<std::string> ChoosePlatform(const std::string& given, const LoadedInput& in,
+                                   const std::string& input, const std::string& fallback,
+                                   std::string* chosen_by) {
+  if (!given.empty()) {
+    *chosen_by = "--platform";
+    return given;
+  }
+  const std::string kineto = in.kineto_path.empty() ? input : in.kineto_path;
+  std::vector<eg::KinetoTrace::Device> devices;
+  if (Result<std::unique_ptr<InputStream>> s = InputStream::Open(kineto); s.ok())
+    if (Result<eg::KinetoTrace> t = eg::ParseKinetoTrace(kineto, **s); t.ok()) devices = t->devices;
+  if (!devices.empty()) {
+    const eg::KinetoTrace::Device& d = devices.front();
+    Result<std::string> name = model::PlatformForDevice({d.name, d.memory_bytes, d.sm_count});
+    if (!name.ok()) return name.status().WithContext(kineto);
+    *chosen_by = "deviceProperties of " + kineto + ": " + d.name;
+    return name;
+  }
+  if (fallback.empty() || in.workload.kineto().kernels_linked() > 0)
+    return Status::InvalidInput(kineto +
+                                ": the trace records no GPU (deviceProperties) to predict for: "
+                                "give one with --platform NAME|FILE.json");
+  *chosen_by = "default for the replay device";
+  return fallback;
 }
 
 }  // namespace mimic::cli

@@ -23,7 +23,6 @@
 namespace mimic::cli {
 namespace {
 
-
 // Step times for `mimic plan`: each class's workload is loaded once; a platform whose device is
 // this machine's is measured by replay, any other is predicted.
 class CliEnvironment final : public fleet::PlanEnvironment {
@@ -93,6 +92,15 @@ class CliEnvironment final : public fleet::PlanEnvironment {
     st.source = "predicted";
     st.detail = "model (mimic predict) on " + p->name() + ", " + pred->selection + ", " +
                 std::to_string(pred->ops.size()) + " ops";
+    // A step the host sets is the same on every GPU: say so, with the figures that show it.
+    if (p->device_type() == "cuda" && pred->gpu_active_ms < 0.5 * pred->iteration_ms) {
+      char buf[200];
+      std::snprintf(buf, sizeof(buf),
+                    "; host-bound: the CPU timeline (%.3f ms of overheads) sets the step, the GPU "
+                    "is busy %.3f ms",
+                    pred->cpu_overhead_ms, pred->gpu_active_ms);
+      st.detail += buf;
+    }
     return st;
   }
 
@@ -117,8 +125,11 @@ class Progress {
     stage_ = stage;
     last_ = now;
     done_ = fraction >= 1.0;
-    if (tty_) std::fprintf(stderr, "\rmimic: %s: %3.0f%%%s", stage.c_str(), fraction * 100, done_ ? "\n" : "");
-    else std::fprintf(stderr, "mimic: %s: %.0f%%\n", stage.c_str(), fraction * 100);
+    if (tty_)
+      std::fprintf(stderr, "\rmimic: %s: %3.0f%%%s", stage.c_str(), fraction * 100,
+                   done_ ? "\n" : "");
+    else
+      std::fprintf(stderr, "mimic: %s: %.0f%%\n", stage.c_str(), fraction * 100);
   }
 
  private:
@@ -129,9 +140,10 @@ class Progress {
 };
 
 void PrintSummary(const fleet::PlanResult& p) {
-  std::printf("Mimic plan of %s: %lld jobs from %s over %.2f h (%.2f jobs/h), inventory %lld GPUs\n\n", p.manifest.c_str(),
-              static_cast<long long>(p.jobs), p.arrivals.c_str(), p.span_hours, p.jobs_per_hour,
-              static_cast<long long>(p.inventory_gpus));
+  std::printf(
+      "Mimic plan of %s: %lld jobs from %s over %.2f h (%.2f jobs/h), inventory %lld GPUs\n\n",
+      p.manifest.c_str(), static_cast<long long>(p.jobs), p.arrivals.c_str(), p.span_hours,
+      p.jobs_per_hour, static_cast<long long>(p.inventory_gpus));
   std::printf("  step time (ms)        %-20s", "today");
   std::vector<std::string> targets;
   for (const fleet::Scenario& s : p.scenarios)
@@ -146,22 +158,32 @@ void PrintSummary(const fleet::PlanResult& p) {
     }
     std::printf("\n");
   }
-  std::printf("\n  %-12s %12s %10s %12s %11s %12s\n", "scenario", "GPU-hours", "rel.thpt", "offered GPUs", "GPUs needed",
-              "cost");
+  for (const fleet::ClassPlan& k : p.classes)
+    for (const std::string& t : targets)
+      if (k.step.at(t).detail.find("host-bound") != std::string::npos)
+        std::printf(
+            "  note: %s on %s is host-bound (%s)\n", k.name.c_str(), t.c_str(),
+            k.step.at(t).detail.substr(k.step.at(t).detail.find("host-bound") + 12).c_str());
+  std::printf("\n  %-12s %12s %10s %12s %11s %12s\n", "scenario", "GPU-hours", "rel.thpt",
+              "offered GPUs", "GPUs needed", "cost");
   for (const fleet::Scenario& s : p.scenarios) {
-    std::printf("  %-12s %12.2f %10.3f %12.2f %11lld", s.name.c_str(), s.gpu_hours, s.relative_throughput,
-                s.offered_load_gpus, static_cast<long long>(s.gpus_needed));
-    if (s.cost) std::printf(" %12.0f\n", *s.cost);
-    else std::printf(" %12s\n", "-");
+    std::printf("  %-12s %12.2f %10.3f %12.2f %11lld", s.name.c_str(), s.gpu_hours,
+                s.relative_throughput, s.offered_load_gpus, static_cast<long long>(s.gpus_needed));
+    if (s.cost)
+      std::printf(" %12.0f\n", *s.cost);
+    else
+      std::printf(" %12s\n", "-");
   }
-  std::printf("\n  %-12s %-6s %12s %12s %14s %14s %8s\n", "scenario", "policy", "mean JCT h", "p99 JCT h", "mean queue h",
-              "p99 queue h", "util");
+  std::printf("\n  %-12s %-6s %12s %12s %14s %14s %8s\n", "scenario", "policy", "mean JCT h",
+              "p99 JCT h", "mean queue h", "p99 queue h", "util");
   for (const fleet::Scenario& s : p.scenarios)
     for (const fleet::PolicyOutcome& o : s.outcomes)
-      std::printf("  %-12s %-6s %12.3f %12.3f %14.3f %14.3f %8.3f\n", s.name.c_str(), o.policy.c_str(), o.mean_jct_s / 3600,
-                  o.p99_jct_s / 3600, o.mean_queue_s / 3600, o.p99_queue_s / 3600, o.utilization);
-  std::printf("\n  simulated %lld jobs in %.3f s (%.0f jobs/s)\n", static_cast<long long>(p.simulated_jobs),
-              p.simulate_seconds, p.simulate_seconds > 0 ? p.simulated_jobs / p.simulate_seconds : 0.0);
+      std::printf("  %-12s %-6s %12.3f %12.3f %14.3f %14.3f %8.3f\n", s.name.c_str(),
+                  o.policy.c_str(), o.mean_jct_s / 3600, o.p99_jct_s / 3600, o.mean_queue_s / 3600,
+                  o.p99_queue_s / 3600, o.utilization);
+  std::printf("\n  simulated %lld jobs in %.3f s (%.0f jobs/s)\n",
+              static_cast<long long>(p.simulated_jobs), p.simulate_seconds,
+              p.simulate_seconds > 0 ? p.simulated_jobs / p.simulate_seconds : 0.0);
 }
 
 }  // namespace
@@ -178,16 +200,22 @@ Runner AddPlan(CLI::App& app) {
   // Enough iterations that one descheduled step on a shared machine does not move the median.
   args->replay.warmup = 2;
   args->replay.iters = 10;
-  app.add_option("MANIFEST", args->manifest, "Fleet manifest (JSON or protobuf text, docs/fleet.md)")->required();
-  app.add_option("--target", args->targets, "Platform to plan for (repeatable): h200, cpu_host, or a platform file")
+  app.add_option("MANIFEST", args->manifest,
+                 "Fleet manifest (JSON or protobuf text, docs/fleet.md)")
+      ->required();
+  app.add_option("--target", args->targets,
+                 "Platform to plan for (repeatable): h200, cpu_host, or a platform file")
       ->required();
   app.add_option("--report", args->report, "Write the JSON report here ('-' for stdout)");
   app.add_option("--html", args->html, "Write the self-contained HTML report here");
   app.add_option("--warmup", args->replay.warmup, "Warm-up iterations of each measured replay")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--iters", args->replay.iters, "Measured iterations of each replay")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--threads", args->replay.num_threads, "Intra-op threads of measured replays (default: the capture's)");
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--threads", args->replay.num_threads,
+                 "Intra-op threads of measured replays (default: the capture's)");
   app.add_flag("--quiet", args->quiet, "No progress on stderr");
   return [args]() {
     Result<fleet::LoadedManifest> m = fleet::LoadManifest(args->manifest);

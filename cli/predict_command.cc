@@ -1,4 +1,4 @@
-// mimic predict W [--kineto K] --platform P [--iteration N | --label L] [--world-size N] [--json]
+// mimic predict W [--kineto K] [--platform P] [--iteration N | --label L] [--world-size N] [--json]
 #include <cstdio>
 
 #include "cli.h"
@@ -14,43 +14,58 @@ Runner AddPredict(CLI::App& app) {
     bool json = false, no_trace_overheads = false;
   };
   auto args = std::make_shared<Args>();
-  app.add_option("input", args->input, "Execution trace (.json, .json.gz), .mimic workload or bundle")->required();
+  app.add_option("input", args->input,
+                 "Execution trace (.json, .json.gz), .mimic workload or bundle")
+      ->required();
   app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
   app.add_option("--platform", args->platform,
-                 "Platform: a built-in name (h100_sxm, h200, a100_80gb, v100, cpu_host) or a platform JSON file")
-      ->required();
-  app.add_option("--iteration", args->options.iteration, "Predict ProfilerStep#N (default: the first step, else the whole trace)");
-  app.add_option("--label", args->options.label, "Predict a \"## label ##\" range instead of an iteration");
-  app.add_option("--world-size", args->options.world_size, "Ranks in the collectives (default: the trace's)");
+                 "Platform: a built-in name (platforms/*.json) or a platform JSON file (default: "
+                 "the GPU the Kineto "
+                 "trace's deviceProperties describe)");
+  app.add_option("--iteration", args->options.iteration,
+                 "Predict ProfilerStep#N (default: the first step, else the whole trace)");
+  app.add_option("--label", args->options.label,
+                 "Predict a \"## label ##\" range instead of an iteration");
+  app.add_option("--world-size", args->options.world_size,
+                 "Ranks in the collectives (default: the trace's)");
   app.add_flag("--no-trace-overheads", args->no_trace_overheads,
                "Take the CPU overheads T1-T5 from the platform, not from the Kineto trace");
   app.add_flag("--json", args->json, "Print the prediction as JSON");
   app.add_option("-o,--output", args->output, "Write the JSON prediction here instead of stdout");
   return [args]() -> int {
-    Result<proto::Platform> platform = model::FindPlatform(args->platform);
-    if (!platform.ok()) return Fail(platform.status());
     Result<LoadedInput> in = LoadInput(args->input, args->kineto);
     if (!in.ok()) return Fail(in.status());
+    std::string chosen_by;
+    Result<std::string> name = ChoosePlatform(args->platform, *in, args->input, "", &chosen_by);
+    if (!name.ok()) return Fail(name.status());
+    Result<proto::Platform> platform = model::FindPlatform(*name);
+    if (!platform.ok()) return Fail(platform.status());
     args->options.overheads_from_trace = !args->no_trace_overheads;
     Result<model::Prediction> p = model::Predict(in->workload, *platform, args->options);
     if (!p.ok()) return Fail(p.status().WithContext(args->input));
+    if (chosen_by != "--platform")
+      p->notes.push_back("platform " + platform->name() + ": " + chosen_by);
     if (args->json || !args->output.empty()) {
-      Status st = WriteOutput(args->output.empty() ? "-" : args->output, model::PredictionToJson(*p));
+      Status st =
+          WriteOutput(args->output.empty() ? "-" : args->output, model::PredictionToJson(*p));
       if (!st.ok()) return Fail(st);
       if (args->json) return kExitOk;
     }
-    std::printf("Mimic %s prediction of %s on %s (%s)\n", MIMIC_VERSION, args->input.c_str(), p->platform.c_str(),
-                platform->device_type().c_str());
+    std::printf("Mimic %s prediction of %s on %s (%s)\n", MIMIC_VERSION, args->input.c_str(),
+                p->platform.c_str(), platform->device_type().c_str());
     std::printf("  selection %s: %zu ops\n\n", p->selection.c_str(), p->ops.size());
     std::printf("  %-16s %6s %14s %14s\n", "op class", "ops", "predicted ms", "trace ms");
     for (const auto& [name, c] : p->by_class) {
       if (c.original_ms >= 0)
-        std::printf("  %-16s %6lld %14.3f %14.3f\n", name.c_str(), static_cast<long long>(c.ops), c.predicted_ms, c.original_ms);
+        std::printf("  %-16s %6lld %14.3f %14.3f\n", name.c_str(), static_cast<long long>(c.ops),
+                    c.predicted_ms, c.original_ms);
       else
-        std::printf("  %-16s %6lld %14.3f %14s\n", name.c_str(), static_cast<long long>(c.ops), c.predicted_ms, "-");
+        std::printf("  %-16s %6lld %14.3f %14s\n", name.c_str(), static_cast<long long>(c.ops),
+                    c.predicted_ms, "-");
     }
     std::printf("\n  iteration        %10.3f ms\n", p->iteration_ms);
-    std::printf("  %-16s %10.3f ms\n", platform->device_type() == "cuda" ? "gpu active" : "compute", p->gpu_active_ms);
+    std::printf("  %-16s %10.3f ms\n", platform->device_type() == "cuda" ? "gpu active" : "compute",
+                p->gpu_active_ms);
     std::printf("  exposed comm     %10.3f ms\n", p->exposed_comm_ms);
     std::printf("  cpu overhead     %10.3f ms\n", p->cpu_overhead_ms);
     for (const std::string& n : p->notes) std::printf("  note: %s\n", n.c_str());

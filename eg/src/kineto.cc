@@ -267,7 +267,9 @@ Result<KinetoTrace> ParseKinetoTrace(const std::string& path, InputStream& in) {
     if (key == "deviceProperties" && v.type() == element_type::ARRAY) {
       for (element d : v.get_array()) {
         std::string_view name;
-        if (d["name"].get(name) == simdjson::SUCCESS) trace.device_names.emplace_back(name);
+        if (d["name"].get(name) != simdjson::SUCCESS) continue;
+        trace.device_names.emplace_back(name);
+        trace.devices.push_back({std::string(name), DoubleOr(d, "totalGlobalMem", 0), IntOr(d, "numSms", 0)});
       }
     } else if (key == "distributedInfo" && v.type() == element_type::OBJECT) {
       trace.rank = IntOr(v, "rank", -1);

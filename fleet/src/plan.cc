@@ -11,7 +11,8 @@ namespace {
 
 bool Allows(const proto::WorkloadClass& k, const std::string& type) {
   return k.allowed_gpu_types().empty() ||
-         std::find(k.allowed_gpu_types().begin(), k.allowed_gpu_types().end(), type) != k.allowed_gpu_types().end();
+         std::find(k.allowed_gpu_types().begin(), k.allowed_gpu_types().end(), type) !=
+             k.allowed_gpu_types().end();
 }
 
 // Percentile of already sorted values; 0 for none.
@@ -39,18 +40,57 @@ Result<double> FixedEnvironment::PricePerGpuHour(const std::string& platform) {
   return it == price.end() ? 0.0 : it->second;
 }
 
-Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, const PlanOptions& options) {
+namespace {
+
+// The price of a GPU-hour on `platform`: the manifest's, else its platform file's (0: unknown).
+Result<double> PriceOf(const proto::FleetManifest& m, PlanEnvironment& env,
+                       const std::string& platform) {
+  auto it = m.price_per_gpu_hour().find(platform);
+  if (it != m.price_per_gpu_hour().end()) return it->second;
+  return env.PricePerGpuHour(platform);
+}
+
+// A scenario's cost where every platform it runs on has a price: a target's at its price, today's
+// at each class's platform's price (its price_per_gpu_hour then the GPU-hour-weighted mean).
+Status PriceScenario(const proto::FleetManifest& m, PlanEnvironment& env, Scenario& s) {
+  double cost = 0;
+  if (s.is_target) {
+    MIMIC_ASSIGN_OR_RETURN(s.price_per_gpu_hour, PriceOf(m, env, s.name));
+    cost = s.gpu_hours * s.price_per_gpu_hour;
+  } else {
+    for (size_t c = 0; c < s.class_gpu_hours.size(); ++c) {
+      if (s.class_gpu_hours[c] <= 0) continue;
+      MIMIC_ASSIGN_OR_RETURN(const double price,
+                             PriceOf(m, env, m.classes(static_cast<int>(c)).platform()));
+      if (price <= 0) return Status::Ok();  // one unknown price: no cost
+      cost += s.class_gpu_hours[c] * price;
+    }
+    s.price_per_gpu_hour = s.gpu_hours > 0 ? cost / s.gpu_hours : 0;
+  }
+  if (s.price_per_gpu_hour > 0) {
+    s.cost = cost;
+    s.cost_per_hour_needed = static_cast<double>(s.gpus_needed) * s.price_per_gpu_hour;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env,
+                        const PlanOptions& options) {
   const proto::FleetManifest& m = loaded.manifest;
   const std::string& path = loaded.path;
-  if (options.targets.empty()) return Status::InvalidInput("plan: give at least one --target platform");
+  if (options.targets.empty())
+    return Status::InvalidInput("plan: give at least one --target platform");
   std::vector<std::string> targets;  // a target named twice is planned once
   for (const std::string& t : options.targets)
     if (std::find(targets.begin(), targets.end(), t) == targets.end()) targets.push_back(t);
   for (const std::string& t : targets)
     for (int i = 0; i < m.classes_size(); ++i)
       if (!Allows(m.classes(i), t))
-        return Status::InvalidInput(path + ": classes[" + std::to_string(i) + "].allowed_gpu_types: class '" +
-                                    m.classes(i).name() + "' may not run on target '" + t + "'");
+        return Status::InvalidInput(path + ": classes[" + std::to_string(i) +
+                                    "].allowed_gpu_types: class '" + m.classes(i).name() +
+                                    "' may not run on target '" + t + "'");
   const int num_classes = m.classes_size();
 
   PlanResult out;
@@ -85,7 +125,8 @@ Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, cons
     std::vector<std::string> platforms = {c.platform};
     platforms.insert(platforms.end(), targets.begin(), targets.end());
     for (const std::string& p : platforms) {
-      if (options.progress) options.progress("step times", static_cast<double>(done_steps) / total_steps);
+      if (options.progress)
+        options.progress("step times", static_cast<double>(done_steps) / total_steps);
       ++done_steps;
       if (c.step.count(p)) continue;
       MIMIC_ASSIGN_OR_RETURN(StepTime st, env.StepTimeOf(i, p));
@@ -95,7 +136,9 @@ Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, cons
     }
   }
   if (options.progress) options.progress("step times", 1.0);
-  auto step_s = [&](int cls, const std::string& platform) { return out.classes[cls].step.at(platform).ms / 1000.0; };
+  auto step_s = [&](int cls, const std::string& platform) {
+    return out.classes[cls].step.at(platform).ms / 1000.0;
+  };
 
   // The arrivals.
   std::vector<Job> jobs;
@@ -105,8 +148,10 @@ Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, cons
     for (int i = 0; i < num_classes; ++i) {
       const proto::WorkloadClass& k = m.classes(i);
       // A share of GPU-hours becomes a share of jobs through each class's GPU-hours per job.
-      share[i] = k.job_share() > 0 ? k.job_share()
-                                   : k.gpu_hour_share() / (k.gpus_per_job() * MeanOf(k.iterations()) * step_s(i, k.platform()));
+      share[i] = k.job_share() > 0
+                     ? k.job_share()
+                     : k.gpu_hour_share() /
+                           (k.gpus_per_job() * MeanOf(k.iterations()) * step_s(i, k.platform()));
     }
     jobs = PoissonJobs(m, share);
   } else {
@@ -124,7 +169,9 @@ Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, cons
   std::vector<double> class_iter_sum(num_classes, 0);
   for (size_t j = 0; j < jobs.size(); ++j) {
     const Job& job = jobs[j];
-    iterations[j] = job.iterations >= 0 ? job.iterations : job.duration_s / step_s(job.cls, m.classes(job.cls).platform());
+    iterations[j] = job.iterations >= 0
+                        ? job.iterations
+                        : job.duration_s / step_s(job.cls, m.classes(job.cls).platform());
     ++out.classes[job.cls].jobs;
     class_iter_sum[job.cls] += iterations[j];
     ++out.jobs_by_state[JobStateName(job.state)];
@@ -173,21 +220,11 @@ Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, cons
       s.class_gpu_hours[job.cls] += h;
     }
     s.offered_load_gpus = out.span_hours > 0 ? s.gpu_hours / out.span_hours : 0;
-    s.gpus_needed = static_cast<int64_t>(std::ceil(s.offered_load_gpus / m.target_utilization() - 1e-9));
+    s.gpus_needed =
+        static_cast<int64_t>(std::ceil(s.offered_load_gpus / m.target_utilization() - 1e-9));
     const int64_t per_node = m.inventory(0).gpus_per_node();
     s.nodes_needed = (s.gpus_needed + per_node - 1) / per_node;
-    if (s.is_target) {
-      auto it = m.price_per_gpu_hour().find(s.name);
-      if (it != m.price_per_gpu_hour().end()) {
-        s.price_per_gpu_hour = it->second;
-      } else {
-        MIMIC_ASSIGN_OR_RETURN(s.price_per_gpu_hour, env.PricePerGpuHour(s.name));
-      }
-      if (s.price_per_gpu_hour > 0) {
-        s.cost = s.gpu_hours * s.price_per_gpu_hour;
-        s.cost_per_hour_needed = static_cast<double>(s.gpus_needed) * s.price_per_gpu_hour;
-      }
-    }
+    MIMIC_RETURN_IF_ERROR(PriceScenario(m, env, s));
 
     for (const std::string& policy_name : m.simulation().policies()) {
       SimOptions so;
@@ -210,7 +247,8 @@ Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, cons
         o.jct_s.push_back(q + sim_jobs[j].duration_s);
         const std::string& tenant = m.classes(jobs[j].cls).tenant();
         if (!tenant.empty() && r.makespan_s > 0)
-          o.mean_gpus_by_tenant[tenant] += static_cast<double>(sim_jobs[j].gpus) * sim_jobs[j].duration_s / r.makespan_s;
+          o.mean_gpus_by_tenant[tenant] +=
+              static_cast<double>(sim_jobs[j].gpus) * sim_jobs[j].duration_s / r.makespan_s;
       }
       std::sort(queue.begin(), queue.end());
       std::sort(o.jct_s.begin(), o.jct_s.end());
@@ -220,14 +258,17 @@ Result<PlanResult> Plan(const LoadedManifest& loaded, PlanEnvironment& env, cons
       o.mean_jct_s = Mean(o.jct_s);
       o.p50_jct_s = SortedPercentile(o.jct_s, 50);
       o.p99_jct_s = SortedPercentile(o.jct_s, 99);
-      o.utilization = r.total_gpus > 0 ? r.mean_allocated_gpus / static_cast<double>(r.total_gpus) : 0;
+      o.utilization =
+          r.total_gpus > 0 ? r.mean_allocated_gpus / static_cast<double>(r.total_gpus) : 0;
       o.sim = std::move(r);
       out.simulated_jobs += o.sim.jobs;
       s.outcomes.push_back(std::move(o));
     }
   }
-  out.simulate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sim_start).count();
-  for (Scenario& s : scenarios) s.relative_throughput = s.gpu_hours > 0 ? scenarios[0].gpu_hours / s.gpu_hours : 0;
+  out.simulate_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - sim_start).count();
+  for (Scenario& s : scenarios)
+    s.relative_throughput = s.gpu_hours > 0 ? scenarios[0].gpu_hours / s.gpu_hours : 0;
   out.scenarios = std::move(scenarios);
   return out;
 }

@@ -17,6 +17,10 @@ void WriteSides(JsonWriter& j, const SideBySide& s) {
   j.Key("error_replay_vs_original").Optional(RelativeError(s.replay_ms, s.original_ms));
   j.Key("error_predicted_vs_replay").Optional(RelativeError(s.predicted_ms, s.replay_ms));
   j.Key("error_predicted_vs_original").Optional(RelativeError(s.predicted_ms, s.original_ms));
+  j.Key("original_gpu_active_ms").Optional(s.original_gpu_active_ms);
+  j.Key("predicted_gpu_active_ms").Optional(s.predicted_gpu_active_ms);
+  j.Key("error_predicted_vs_original_gpu_active")
+      .Optional(RelativeError(s.predicted_gpu_active_ms, s.original_gpu_active_ms));
 }
 
 void WriteTimeline(JsonWriter& j, const std::vector<Span>& spans) {
@@ -74,15 +78,18 @@ constexpr const char* kHtmlTail = R"html(</script>
   // Summary table: end to end, then each class.
   const t = document.getElementById('summary');
   t.innerHTML = '<tr><th>row</th><th>ops</th><th>original ms</th><th>replay ms</th><th>predicted ms</th>' +
-      '<th>replay vs original</th><th>predicted vs replay</th><th>predicted vs original</th></tr>';
+      '<th>replay vs original</th><th>predicted vs replay</th><th>predicted vs original</th>' +
+      '<th>original GPU active ms</th><th>predicted GPU active ms</th><th>predicted vs original GPU active</th></tr>';
   const rows = [['end_to_end', d.end_to_end]].concat(Object.entries(d.op_classes));
   for (const [name, r] of rows) {
     const tr = document.createElement('tr');
     tr.dataset.row = name;
     const cells = [name, String(r.ops), fmt(r.original_ms), fmt(r.replay_ms), fmt(r.predicted_ms),
-                   pct(r.error_replay_vs_original), pct(r.error_predicted_vs_replay), pct(r.error_predicted_vs_original)];
+                   pct(r.error_replay_vs_original), pct(r.error_predicted_vs_replay), pct(r.error_predicted_vs_original),
+                   fmt(r.original_gpu_active_ms), fmt(r.predicted_gpu_active_ms), pct(r.error_predicted_vs_original_gpu_active)];
     const keys = ['row', 'ops', 'original_ms', 'replay_ms', 'predicted_ms', 'error_replay_vs_original',
-                  'error_predicted_vs_replay', 'error_predicted_vs_original'];
+                  'error_predicted_vs_replay', 'error_predicted_vs_original', 'original_gpu_active_ms',
+                  'predicted_gpu_active_ms', 'error_predicted_vs_original_gpu_active'];
     cells.forEach((c, i) => {
       const td = document.createElement('td');
       td.textContent = c;
@@ -177,9 +184,12 @@ std::string RenderComparisonJson(const Comparison& c) {
   j.Key("context").BeginObject();
   for (const auto& [k, v] : c.context) j.Key(k).String(v);
   j.EndObject();
+  j.Key("platform").BeginObject();
+  j.Key("name").String(c.platform_name);
+  j.Key("chosen_by").String(c.platform_chosen_by);
+  j.EndObject();
   j.Key("end_to_end").BeginObject();
   WriteSides(j, c.end_to_end);
-  j.Key("predicted_gpu_active_ms").Double(c.gpu_active_ms);
   j.Key("predicted_exposed_comm_ms").Double(c.exposed_comm_ms);
   j.EndObject();
   j.Key("op_classes").BeginObject();
@@ -190,9 +200,12 @@ std::string RenderComparisonJson(const Comparison& c) {
   }
   j.EndObject();
   j.Key("geomean_abs_error").BeginObject();
-  j.Key("replay_vs_original").Optional(GeomeanAbsError(c, &SideBySide::replay_ms, &SideBySide::original_ms));
-  j.Key("predicted_vs_replay").Optional(GeomeanAbsError(c, &SideBySide::predicted_ms, &SideBySide::replay_ms));
-  j.Key("predicted_vs_original").Optional(GeomeanAbsError(c, &SideBySide::predicted_ms, &SideBySide::original_ms));
+  j.Key("replay_vs_original")
+      .Optional(GeomeanAbsError(c, &SideBySide::replay_ms, &SideBySide::original_ms));
+  j.Key("predicted_vs_replay")
+      .Optional(GeomeanAbsError(c, &SideBySide::predicted_ms, &SideBySide::replay_ms));
+  j.Key("predicted_vs_original")
+      .Optional(GeomeanAbsError(c, &SideBySide::predicted_ms, &SideBySide::original_ms));
   j.EndObject();
   j.Key("profiled_ops").BeginObject();
   for (const auto& [name, s] : c.profiled_ops) {

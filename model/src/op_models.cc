@@ -193,6 +193,24 @@ OpCost EmbeddingModel(const Ctx& c) {
   return cost;
 }
 
+bool HasKind(const proto::Platform& p, std::string_view kind);
+
+// Bytes a normalization reads a second time, as PyTorch's kernels do it (where the platform has
+// no measured point of its own kind, which would include them): training batch norm computes
+// the statistics in one pass over the input and normalizes in a second
+// (batch_norm_collect_statistics, then batch_norm_elemt); the backwards of batch and layer
+// norm reduce over grad_output and input (the weight and bias gradients) before computing
+// grad_input from both again. The `training` flag is input 5 of every batch-norm forward schema.
+double SecondPassBytes(const Ctx& c) {
+  const bool batch = c.name.find("batch_norm") != std::string_view::npos;
+  const bool layer = c.name.find("layer_norm") != std::string_view::npos;
+  if ((!batch && !layer) || c.in.empty()) return 0;
+  if (c.name.find("backward") != std::string_view::npos) return Bytes(c.in[0]) + (c.in.size() >= 2 ? Bytes(c.in[1]) : 0);
+  const bool training = c.op.inputs_size() > 5 && c.op.inputs(5).kind_case() == proto::Value::kBoolValue &&
+                        c.op.inputs(5).bool_value();
+  return batch && training ? Bytes(c.in[0]) : 0;
+}
+
 OpCost ReductionNormModel(const Ctx& c) {
   // Pooling and training-mode batch norm make several passes or gather windows: kinds of
   // their own where calibrated (EffectiveBandwidth falls back to "binary" otherwise).
@@ -203,7 +221,7 @@ OpCost ReductionNormModel(const Ctx& c) {
   else if (c.name.find("pool") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "pool_backward" : "pool";
   else if (c.name.find("batch_norm") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "batch_norm_backward" : "batch_norm";
   else if (c.name.find("norm") != std::string_view::npos) kind = "norm";
-  return BandwidthModel(c, kind, TouchedBytes(c.in, c.out));
+  return BandwidthModel(c, kind, TouchedBytes(c.in, c.out) + (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
 }
 
 // Elementwise ops that generate random numbers cost far more per byte than arithmetic.

@@ -2,7 +2,10 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "builtin_platforms.h"
@@ -28,7 +31,8 @@ Status CheckEfficiency(const std::string& path, const std::string& field,
     return Bad(path, field, "shape sizes must be positive");
   if (!(e.efficiency() > 0 && e.efficiency() <= 1.0))
     return Bad(path, field + ".efficiency", "must be in (0, 1]");
-  if (!kDtypes.count(e.dtype())) return Bad(path, field + ".dtype", "unknown dtype '" + e.dtype() + "'");
+  if (!kDtypes.count(e.dtype()))
+    return Bad(path, field + ".dtype", "unknown dtype '" + e.dtype() + "'");
   return Status::Ok();
 }
 
@@ -40,8 +44,10 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
     return Bad(path, "device_type", "must be \"cuda\" or \"cpu\", not \"" + p.device_type() + "\"");
   for (const auto& [dtype, peak] : p.peak_flops()) {
     if (!kDtypes.count(dtype)) return Bad(path, "peak_flops." + dtype, "unknown dtype");
-    MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, "peak_flops." + dtype + ".tensor_core", peak.tensor_core()));
-    MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, "peak_flops." + dtype + ".no_tensor_core", peak.no_tensor_core()));
+    MIMIC_RETURN_IF_ERROR(
+        CheckNonNegative(path, "peak_flops." + dtype + ".tensor_core", peak.tensor_core()));
+    MIMIC_RETURN_IF_ERROR(
+        CheckNonNegative(path, "peak_flops." + dtype + ".no_tensor_core", peak.no_tensor_core()));
   }
   if (!(PeakFlops(p, "fp32", false) > 0)) return Bad(path, "peak_flops.fp32", "must be positive");
   if (!(p.memory_bandwidth_bytes_per_s() > 0) || !std::isfinite(p.memory_bandwidth_bytes_per_s()))
@@ -66,11 +72,14 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
   };
   for (const auto& [field, v] : figures) MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, field, v));
   for (int i = 0; i < p.gemm_efficiency_size(); ++i)
-    MIMIC_RETURN_IF_ERROR(CheckEfficiency(path, "gemm_efficiency[" + std::to_string(i) + "]", p.gemm_efficiency(i)));
+    MIMIC_RETURN_IF_ERROR(
+        CheckEfficiency(path, "gemm_efficiency[" + std::to_string(i) + "]", p.gemm_efficiency(i)));
   for (int i = 0; i < p.conv_efficiency_size(); ++i)
-    MIMIC_RETURN_IF_ERROR(CheckEfficiency(path, "conv_efficiency[" + std::to_string(i) + "]", p.conv_efficiency(i)));
+    MIMIC_RETURN_IF_ERROR(
+        CheckEfficiency(path, "conv_efficiency[" + std::to_string(i) + "]", p.conv_efficiency(i)));
   for (int i = 0; i < p.attention_efficiency_size(); ++i)
-    MIMIC_RETURN_IF_ERROR(CheckEfficiency(path, "attention_efficiency[" + std::to_string(i) + "]", p.attention_efficiency(i)));
+    MIMIC_RETURN_IF_ERROR(CheckEfficiency(path, "attention_efficiency[" + std::to_string(i) + "]",
+                                          p.attention_efficiency(i)));
   for (int i = 0; i < p.bandwidth_size(); ++i) {
     const proto::BandwidthPoint& b = p.bandwidth(i);
     const std::string f = "bandwidth[" + std::to_string(i) + "]";
@@ -87,7 +96,9 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
     if (c.ranks() < 0) return Bad(path, f + ".ranks", "must be >= 0");
   }
   for (const char* field : {"peak_flops", "memory_bandwidth_bytes_per_s"})
-    if (!p.sources().count(field)) return Bad(path, std::string("sources.") + field, "every platform must say where its figures come from");
+    if (!p.sources().count(field))
+      return Bad(path, std::string("sources.") + field,
+                 "every platform must say where its figures come from");
   return Status::Ok();
 }
 
@@ -97,7 +108,8 @@ Result<proto::Platform> ParsePlatform(const std::string& name, std::string_view 
   options.ignore_unknown_fields = false;
   auto st = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(json.data(), json.size()), &p, options);
-  if (!st.ok()) return Status::InvalidInput(name + ": not a platform: " + std::string(st.message()));
+  if (!st.ok())
+    return Status::InvalidInput(name + ": not a platform: " + std::string(st.message()));
   MIMIC_RETURN_IF_ERROR(CheckPlatform(name, p));
   return p;
 }
@@ -115,13 +127,15 @@ std::vector<std::string> BuiltinPlatformNames() {
 
 Result<proto::Platform> FindPlatform(std::string_view name_or_path) {
   for (const BuiltinPlatform& b : BuiltinPlatforms())
-    if (b.name == name_or_path) return ParsePlatform("builtin:platforms/" + std::string(b.name) + ".json", b.json);
+    if (b.name == name_or_path)
+      return ParsePlatform("builtin:platforms/" + std::string(b.name) + ".json", b.json);
   const std::string path(name_or_path);
   Result<proto::Platform> p = LoadPlatform(path);
   if (!p.ok() && p.status().code() == StatusCode::kNotFound) {
     std::string names;
     for (const std::string& n : BuiltinPlatformNames()) names += (names.empty() ? "" : ", ") + n;
-    return Status::NotFound(path + ": no such platform file, and not a built-in platform (" + names + ")");
+    return Status::NotFound(path + ": no such platform file, and not a built-in platform (" +
+                            names + ")");
   }
   return p;
 }
@@ -144,6 +158,84 @@ double PeakFlops(const proto::Platform& p, std::string_view dtype, bool tensor_c
   if (tensor_core && it->second.tensor_core() > 0) return it->second.tensor_core();
   if (it->second.no_tensor_core() > 0) return it->second.no_tensor_core();
   return it->second.tensor_core();
+}
+
+namespace {
+
+// A GPU by what its deviceProperties say: every token must be among the name's (split at
+// non-alphanumerics, upper case), the memory in [min_gb, max_gb) where recorded, and the SM
+// count equal where both are known. First match wins, so the more specific rows come first.
+struct DeviceRow {
+  const char* platform;
+  std::initializer_list<std::string_view> tokens;
+  double min_gb, max_gb;
+  int64_t sms;
+};
+
+const DeviceRow kDevices[] = {
+    {"v100_16gb", {"V100"}, 0, 24, 80},
+    {"v100", {"V100"}, 24, 1e9, 80},
+    {"a100_40gb_pcie", {"A100", "PCIE"}, 0, 60, 108},
+    {"a100_80gb_pcie", {"A100", "PCIE"}, 60, 1e9, 108},
+    // SXM4 modules, including Meta's A100-PG509-200 (40 GB, 108 SMs).
+    {"a100_40gb", {"A100"}, 0, 60, 108},
+    {"a100_80gb", {"A100"}, 60, 1e9, 108},
+    {"rtx_2080_ti", {"2080", "TI"}, 0, 1e9, 68},
+    {"t4", {"T4"}, 0, 1e9, 40},
+    {"a10g", {"A10G"}, 0, 1e9, 80},
+    {"l4", {"L4"}, 0, 1e9, 58},
+    {"h100_pcie", {"H100", "PCIE"}, 0, 1e9, 114},
+    {"h100_sxm", {"H100"}, 0, 1e9, 132},
+    {"h200", {"H200"}, 0, 1e9, 132},
+    {"b200", {"B200"}, 0, 1e9, 148},
+    // PyTorch on ROCm sees each of the MI250X's two dies (GCDs) as a device of 110 CUs.
+    {"mi250x", {"MI250X"}, 0, 1e9, 110},
+};
+
+std::set<std::string> NameTokens(std::string_view name) {
+  std::set<std::string> tokens;
+  std::string cur;
+  for (char ch : name) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) {
+      cur += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    } else if (!cur.empty()) {
+      tokens.insert(cur);
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) tokens.insert(cur);
+  return tokens;
+}
+
+// Memory in GB: the recorded figure, else a "16GB"-style token of the name, else 0.
+double MemoryGb(const DeviceProperties& d, const std::set<std::string>& tokens) {
+  if (d.memory_bytes > 0) return d.memory_bytes / 1e9;
+  for (const std::string& t : tokens)
+    if (t.size() > 2 && t.compare(t.size() - 2, 2, "GB") == 0 &&
+        std::isdigit(static_cast<unsigned char>(t[0])))
+      return std::atof(t.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Result<std::string> PlatformForDevice(const DeviceProperties& device) {
+  const std::set<std::string> tokens = NameTokens(device.name);
+  const double gb = MemoryGb(device, tokens);
+  for (const DeviceRow& r : kDevices) {
+    bool all = true;
+    for (std::string_view t : r.tokens) all &= tokens.count(std::string(t)) > 0;
+    if (!all) continue;
+    if (gb > 0 && (gb < r.min_gb || gb >= r.max_gb)) continue;
+    if (device.sm_count > 0 && r.sms > 0 && device.sm_count != r.sms) continue;
+    return std::string(r.platform);
+  }
+  char what[160];
+  std::snprintf(what, sizeof what, " (%.0f GB, %lld SMs)", gb,
+                static_cast<long long>(device.sm_count));
+  return Status::InvalidInput("no built-in platform for the GPU \"" + device.name + "\"" + what +
+                              " that the Kineto trace's deviceProperties describe: give one with "
+                              "--platform NAME|FILE.json");
 }
 
 }  // namespace mimic::model

@@ -36,7 +36,8 @@ class CacheModel {
   // The share of `op`'s input bytes that are cold; then records `op`'s reads and writes.
   double Touch(const proto::Workload& w, const proto::Op& op) {
     if (capacity_ <= 0) return 0;
-    const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs()), out = Tensors(w, op.outputs());
+    const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs()),
+                                            out = Tensors(w, op.outputs());
     double in_bytes = 0, cold = 0, out_bytes = 0;
     for (const proto::Tensor* t : in) {
       const double* last = LastTouch(*t);
@@ -60,19 +61,21 @@ class CacheModel {
     auto it = by_entry_.find(&t);
     return it == by_entry_.end() ? nullptr : &it->second;
   }
-  void Record(const proto::Tensor& t) { (t.storage_id() != 0 ? by_storage_[t.storage_id()] : by_entry_[&t]) = clock_; }
+  void Record(const proto::Tensor& t) {
+    (t.storage_id() != 0 ? by_storage_[t.storage_id()] : by_entry_[&t]) = clock_;
+  }
 
   double capacity_;
   double clock_ = 0;
-  std::unordered_map<int64_t, double> by_storage_;              // storage -> clock_ at its last touch
+  std::unordered_map<int64_t, double> by_storage_;  // storage -> clock_ at its last touch
   std::unordered_map<const proto::Tensor*, double> by_entry_;  // tensors without a storage id
 };
 
 struct SubtreeCost {
   double compute_us = 0;  // sum of leaf compute
   double flops = 0, bytes = 0;
-  int nodes = 0;          // ops dispatched (the op and everything under it)
-  int launches = 0;       // leaves that launch a kernel
+  int nodes = 0;     // ops dispatched (the op and everything under it)
+  int launches = 0;  // leaves that launch a kernel
   const char* model = "none";
 };
 
@@ -90,7 +93,8 @@ bool PricedByClassModels(const proto::Op& op) {
 // of the children the trace recorded.
 bool PricedWhole(const proto::Workload& w, const eg::OpTree& tree, int index) {
   const eg::OpClass cls = eg::ClassOf(w.ops(index).name());
-  return tree.Children(index).empty() || (cls != eg::OpClass::kOther && cls != eg::OpClass::kAttention);
+  return tree.Children(index).empty() ||
+         (cls != eg::OpClass::kOther && cls != eg::OpClass::kAttention);
 }
 
 // The ops under (and including) `index` that Accumulate prices, in its order, through `cache`
@@ -104,16 +108,17 @@ void Touch(const proto::Workload& w, const eg::OpTree& tree, int index, CacheMod
   for (int c : tree.Children(index)) Touch(w, tree, c, cache);
 }
 
-void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::Platform& p, int index,
-                CacheModel& cache, SubtreeCost& acc) {
+void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::Platform& p,
+                int index, CacheModel& cache, SubtreeCost& acc) {
   const proto::Op& op = w.ops(index);
   acc.nodes += 1;
   if (eg::IsDelayOp(op)) {
     // synth's substitution: the op is replaced by a spin of attrs["delay_us"].
     auto it = op.attrs().find("delay_us");
     if (it != op.attrs().end())
-      acc.compute_us += it->second.kind_case() == proto::Value::kIntValue ? static_cast<double>(it->second.int_value())
-                                                                         : it->second.double_value();
+      acc.compute_us += it->second.kind_case() == proto::Value::kIntValue
+                            ? static_cast<double>(it->second.int_value())
+                            : it->second.double_value();
     acc.model = "delay";
     return;
   }
@@ -133,7 +138,8 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
     acc.flops += cost.flops;
     acc.bytes += cost.bytes;
     acc.launches += cost.launches ? 1 : 0;
-    if (std::string_view(acc.model) == "none" || std::string_view(acc.model) == "view") acc.model = cost.model;
+    if (std::string_view(acc.model) == "none" || std::string_view(acc.model) == "view")
+      acc.model = cost.model;
     return;
   }
   for (int c : tree.Children(index)) Accumulate(w, tree, p, c, cache, acc);
@@ -146,9 +152,22 @@ double RecordedKernelUs(const proto::Workload& w, const eg::OpTree& tree, int in
   return sum;
 }
 
-void RecordedKernels(const proto::Workload& w, const eg::OpTree& tree, int index, std::vector<const proto::Kernel*>& out) {
+void RecordedKernels(const proto::Workload& w, const eg::OpTree& tree, int index,
+                     std::vector<const proto::Kernel*>& out) {
   for (const proto::Kernel& k : w.ops(index).kernels()) out.push_back(&k);
   for (int c : tree.Children(index)) RecordedKernels(w, tree, c, out);
+}
+
+// The recorded kernels under `index` as (start, end) intervals, into `all` and `cls`.
+void RecordedIntervals(const proto::Workload& w, const eg::OpTree& tree, int index,
+                       std::vector<std::pair<double, double>>& all,
+                       std::vector<std::pair<double, double>>& cls) {
+  std::vector<const proto::Kernel*> ks;
+  RecordedKernels(w, tree, index, ks);
+  for (const proto::Kernel* k : ks) {
+    all.emplace_back(k->start_us(), k->start_us() + k->duration_us());
+    cls.emplace_back(k->start_us(), k->start_us() + k->duration_us());
+  }
 }
 
 // Length of the union of intervals.
@@ -168,23 +187,36 @@ double UnionLength(std::vector<std::pair<double, double>> iv) {
 }
 
 // Length of `a` not covered by the union of `b`.
-double UncoveredLength(const std::vector<std::pair<double, double>>& a, const std::vector<std::pair<double, double>>& b) {
+double UncoveredLength(const std::vector<std::pair<double, double>>& a,
+                       const std::vector<std::pair<double, double>>& b) {
   std::vector<std::pair<double, double>> both = a;
   both.insert(both.end(), b.begin(), b.end());
   return UnionLength(both) - UnionLength(b);
 }
 
+// Whether `op` ran on the host in a GPU trace: it has tensors and every one is on the CPU.
+bool RunsOnHost(const proto::Workload& w, const proto::Op& op) {
+  std::vector<const proto::Tensor*> ts = Tensors(w, op.inputs());
+  for (const proto::Tensor* t : Tensors(w, op.outputs())) ts.push_back(t);
+  if (ts.empty()) return false;
+  for (const proto::Tensor* t : ts)
+    if (t->device() != "cpu") return false;
+  return true;
+}
+
 bool IsSyncOp(const proto::Workload& w, const proto::Op& op) {
   const std::string& n = op.name();
-  if (n == "aten::item" || n == "aten::_local_scalar_dense" || n.find("synchronize") != std::string::npos) return true;
+  if (n == "aten::item" || n == "aten::_local_scalar_dense" ||
+      n.find("synchronize") != std::string::npos)
+    return true;
   if (n == "aten::copy_" || n == "aten::to" || n == "aten::_to_copy") {
     // A copy that lands on the host waits for the device.
     for (const proto::Value& v : op.outputs())
-      if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0 && v.tensor() < w.tensors_size() &&
-          w.tensors(v.tensor()).device() == "cpu")
+      if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0 &&
+          v.tensor() < w.tensors_size() && w.tensors(v.tensor()).device() == "cpu")
         for (const proto::Value& i : op.inputs())
-          if (i.kind_case() == proto::Value::kTensor && i.tensor() >= 0 && i.tensor() < w.tensors_size() &&
-              w.tensors(i.tensor()).device().rfind("cuda", 0) == 0)
+          if (i.kind_case() == proto::Value::kTensor && i.tensor() >= 0 &&
+              i.tensor() < w.tensors_size() && w.tensors(i.tensor()).device().rfind("cuda", 0) == 0)
             return true;
   }
   return false;
@@ -196,8 +228,9 @@ struct Overheads {
   bool t1_from_trace = false;
 };
 
-Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top, const proto::Platform& p,
-                         const eg::OpTree& tree, bool from_trace, std::vector<std::string>& notes) {
+Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
+                         const proto::Platform& p, const eg::OpTree& tree, bool from_trace,
+                         std::vector<std::string>& notes) {
   const proto::CpuOverheads& c = p.cpu_overheads();
   Overheads o{c.t1_us(), c.t2_us(), c.t3_us(), c.t4_us(), c.t5_us(), c.dispatch_us(), false};
   if (!from_trace || !w.kineto().present()) return o;
@@ -208,23 +241,29 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top, 
     std::vector<const proto::Kernel*> ks;
     RecordedKernels(w, tree, i, ks);
     if (ks.empty()) continue;
-    std::sort(ks.begin(), ks.end(), [](const proto::Kernel* a, const proto::Kernel* b) { return a->launch_us() < b->launch_us(); });
+    std::sort(ks.begin(), ks.end(), [](const proto::Kernel* a, const proto::Kernel* b) {
+      return a->launch_us() < b->launch_us();
+    });
     if (ks.front()->launch_us() <= 0) continue;
     t2.push_back(std::max(0.0, ks.front()->launch_us() - op.cpu_start_us()));
-    t3.push_back(std::max(0.0, op.cpu_start_us() + op.cpu_duration_us() - ks.back()->launch_us() - o.t4));
-    for (size_t k = 1; k < ks.size(); ++k) t5.push_back(std::max(0.0, ks[k]->launch_us() - ks[k - 1]->launch_us() - o.t4));
+    t3.push_back(
+        std::max(0.0, op.cpu_start_us() + op.cpu_duration_us() - ks.back()->launch_us() - o.t4));
+    for (size_t k = 1; k < ks.size(); ++k)
+      t5.push_back(std::max(0.0, ks[k]->launch_us() - ks[k - 1]->launch_us() - o.t4));
   }
   if (!t2.empty()) o.t2 = Median(t2), o.t3 = Median(t3);
   if (!t5.empty()) o.t5 = Median(t5);
   o.t1_from_trace = true;
-  notes.push_back(t2.empty() ? "T1 (gaps between ops) from the Kineto trace; dispatch cost from the platform"
-                             : "T1, T2, T3, T5 from the Kineto trace (medians); T4 from the platform");
+  notes.push_back(
+      t2.empty() ? "T1 (gaps between ops) from the Kineto trace; dispatch cost from the platform"
+                 : "T1, T2, T3, T5 from the Kineto trace (medians); T4 from the platform");
   return o;
 }
 
 }  // namespace
 
-Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, const PredictOptions& opts) {
+Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
+                           const PredictOptions& opts) {
   Prediction pred;
   pred.platform = p.name();
   const eg::OpTree tree(w);
@@ -232,25 +271,36 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
   pred.selection = seg ? seg->name() : "whole trace";
   const int segment = seg ? tree.IndexOf(seg->op_id()) : -1;
   const std::vector<int> top = eg::ReplayableOps(w, tree, segment, /*include_compiled=*/true);
-  if (top.empty()) return Status::Unsupported("nothing to predict: no top-level op with a schema in " + pred.selection);
+  if (top.empty())
+    return Status::Unsupported("nothing to predict: no top-level op with a schema in " +
+                               pred.selection);
   const bool gpu = p.device_type() == "cuda";
   const bool trace_gpu = w.kineto().kernels_linked() > 0;
   const Overheads oh = TraceOverheads(w, top, p, tree, opts.overheads_from_trace, pred.notes);
-  if (!p.calibrated_at().empty()) pred.notes.push_back("platform calibrated at " + p.calibrated_at() + " on " + p.calibrated_on());
-  else pred.notes.push_back("platform figures are datasheet values (not calibrated): GEMM efficiency by wave quantization, bandwidth at a fixed fraction of peak");
+  if (!p.calibrated_at().empty())
+    pred.notes.push_back("platform calibrated at " + p.calibrated_at() + " on " +
+                         p.calibrated_on());
+  else
+    pred.notes.push_back(
+        "platform figures are datasheet values (not calibrated): GEMM efficiency by wave "
+        "quantization, bandwidth at a fixed fraction of peak");
   int64_t ranks = opts.world_size > 0 ? opts.world_size : w.provenance().world_size();
-  for (const proto::ProcessGroup& g : w.provenance().process_groups()) ranks = std::max(ranks, g.size());
+  for (const proto::ProcessGroup& g : w.provenance().process_groups())
+    ranks = std::max(ranks, g.size());
   ranks = std::max<int64_t>(ranks, 1);
 
   // Memory-bound ops pay for cold inputs where the platform measured the slow-down; a first
   // pass over the iteration leaves the cache model as the previous iteration would.
-  const bool cold_points = std::any_of(p.bandwidth().begin(), p.bandwidth().end(), [](const proto::BandwidthPoint& b) { return b.cold(); });
+  const bool cold_points = std::any_of(p.bandwidth().begin(), p.bandwidth().end(),
+                                       [](const proto::BandwidthPoint& b) { return b.cold(); });
   CacheModel cache(cold_points ? p.l2_bytes() : 0);  // capacity 0: every input hot
   if (cold_points && p.l2_bytes() > 0) {
     for (int i : top)
       if (PricedByClassModels(w.ops(i))) Touch(w, tree, i, cache);
-    pred.notes.push_back("memory-bound ops: inputs not touched within the last " + std::to_string(static_cast<int64_t>(p.l2_bytes() / (1 << 20))) +
-                         " MiB of traffic (l2_bytes) are priced with the platform's measured cold-input slow-down");
+    pred.notes.push_back(
+        "memory-bound ops: inputs not touched within the last " +
+        std::to_string(static_cast<int64_t>(p.l2_bytes() / (1 << 20))) +
+        " MiB of traffic (l2_bytes) are priced with the platform's measured cold-input slow-down");
   }
 
   // The simulation: one CPU cursor per thread; streams free times; device intervals.
@@ -258,13 +308,17 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
   std::map<int64_t, double> stream_free;
   std::map<int64_t, double> comm_end;  // collective op id -> when it ends
   std::vector<std::pair<double, double>> compute_iv, comm_iv;
+  // Per op class: predicted device intervals and the recorded kernels' intervals.
+  std::map<std::string, std::vector<std::pair<double, double>>> class_iv, class_orig_iv;
+  std::vector<std::pair<double, double>> orig_iv;
   std::map<int64_t, const proto::Op*> last_on_thread;
   // Per thread: (recorded CPU end, simulated CPU end) of its ops, in issue order.
   std::map<int64_t, std::vector<std::pair<double, double>>> issued;
   double cpu_overhead_us = 0;
   bool any_sync = false;
-  const int64_t kDefaultStream = 7;       // PyTorch's default compute stream id in Kineto
-  const int64_t kCommStream = -1;         // a stream of its own when the trace recorded none
+  int host_ops = 0;
+  const int64_t kDefaultStream = 7;  // PyTorch's default compute stream id in Kineto
+  const int64_t kCommStream = -1;    // a stream of its own when the trace recorded none
 
   for (int i : top) {
     const proto::Op& op = w.ops(i);
@@ -277,9 +331,12 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
     SubtreeCost sc;
     if (collective) {
       // Its group's size, unless the prediction is for another world size.
-      const int64_t group = opts.world_size <= 0 && op.collective().group_size() > 0 ? op.collective().group_size() : ranks;
+      const int64_t group = opts.world_size <= 0 && op.collective().group_size() > 0
+                                ? op.collective().group_size()
+                                : ranks;
       const OpCost cc = CollectiveCost(op, p, group);
-      sc.compute_us = cc.compute_us, sc.bytes = cc.bytes, sc.nodes = 1, sc.launches = 1, sc.model = cc.model;
+      sc.compute_us = cc.compute_us, sc.bytes = cc.bytes, sc.nodes = 1, sc.launches = 1,
+      sc.model = cc.model;
     } else if (!PricedByClassModels(op)) {
       sc.nodes = 1, sc.launches = 0, sc.model = wait ? "wait" : "collective (unread)";
     } else {
@@ -292,6 +349,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
     if (trace_gpu) {
       const double k = RecordedKernelUs(w, tree, i);
       o.original_us = k > 0 || !op.has_cpu_span() ? k : -1;
+      RecordedIntervals(w, tree, i, orig_iv, class_orig_iv[o.op_class]);
     } else if (op.has_cpu_span()) {
       o.original_us = op.cpu_duration_us();
     }
@@ -304,8 +362,9 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
       for (const auto& [thread, ends] : issued) {
         if (thread == op.thread()) continue;
         // Ends on one thread grow in both clocks: the last one recorded before this op's start.
-        auto it = std::upper_bound(ends.begin(), ends.end(), op.cpu_start_us(),
-                                   [](double t, const std::pair<double, double>& e) { return t < e.first; });
+        auto it = std::upper_bound(
+            ends.begin(), ends.end(), op.cpu_start_us(),
+            [](double t, const std::pair<double, double>& e) { return t < e.first; });
         if (it != ends.begin()) cursor = std::max(cursor, std::prev(it)->second);
       }
     double gap = oh.t1;
@@ -313,7 +372,8 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
       gap = 0;
       auto prev = last_on_thread.find(op.thread());
       if (prev != last_on_thread.end() && prev->second->has_cpu_span() && op.has_cpu_span()) {
-        const double g = op.cpu_start_us() - (prev->second->cpu_start_us() + prev->second->cpu_duration_us());
+        const double g =
+            op.cpu_start_us() - (prev->second->cpu_start_us() + prev->second->cpu_duration_us());
         if (g > 0 && g < kMaxT1Us) gap = g;
       }
     }
@@ -352,21 +412,34 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
     } else {
       // A GPU platform: the CPU spends T2, n launches (T4) with T5 between, T3; the device
       // work starts when both its launch is done and its stream is free.
+      // An op of a GPU trace whose tensors are all on the host runs there: no kernel, its
+      // recorded host time (else dispatch costs) on the CPU timeline.
+      const bool host = trace_gpu && RunsOnHost(w, op);
+      if (host) {
+        ++host_ops;
+        o.compute_us = 0;
+        sc.launches = 0;
+        if (op.has_cpu_span()) sc.nodes = 0, o.overhead_us = op.cpu_duration_us();
+      }
       const int n = std::max(sc.launches, 0);
       std::vector<const proto::Kernel*> ks;
       RecordedKernels(w, tree, i, ks);
-      const int64_t stream = !ks.empty() ? ks.front()->stream() : (collective ? kCommStream : kDefaultStream);
-      double cpu_us = n > 0 ? oh.t2 + n * oh.t4 + (n - 1) * oh.t5 + oh.t3 : sc.nodes * oh.dispatch;
+      const int64_t stream =
+          !ks.empty() ? ks.front()->stream() : (collective ? kCommStream : kDefaultStream);
+      double cpu_us = n > 0 ? oh.t2 + n * oh.t4 + (n - 1) * oh.t5 + oh.t3
+                            : o.overhead_us + sc.nodes * oh.dispatch;
       const double launch_end = cursor + (n > 0 ? oh.t2 + n * oh.t4 + (n - 1) * oh.t5 : 0);
       o.overhead_us = cpu_us;
       o.predicted_us = o.compute_us;
       if (n > 0 && o.compute_us > 0) {
         double start = std::max(launch_end, stream_free[stream]);
-        if (collective) start = std::max(start, stream_free[kDefaultStream]);  // waits for the compute stream
+        if (collective)
+          start = std::max(start, stream_free[kDefaultStream]);  // waits for the compute stream
         const double end = start + o.compute_us;
         stream_free[stream] = end;
         if (collective) comm_end[op.id()] = end;
         (collective ? comm_iv : compute_iv).emplace_back(start, end);
+        class_iv[o.op_class].emplace_back(start, end);
       }
       cursor += cpu_us;
       cpu_overhead_us += cpu_us;
@@ -382,7 +455,8 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
     if (op.has_cpu_span()) {
       auto& ends = issued[op.thread()];
       const double recorded_end = op.cpu_start_us() + op.cpu_duration_us();
-      if (ends.empty() || recorded_end >= ends.back().first) ends.emplace_back(recorded_end, cursor);
+      if (ends.empty() || recorded_end >= ends.back().first)
+        ends.emplace_back(recorded_end, cursor);
     }
     pred.ops.push_back(std::move(o));
   }
@@ -391,16 +465,34 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p, c
   for (const auto& [s, f] : stream_free) end = std::max(end, f);
   pred.iteration_ms = end / 1000;
   pred.gpu_active_ms = (gpu ? UnionLength([&] {
-    auto all = compute_iv;
-    all.insert(all.end(), comm_iv.begin(), comm_iv.end());
-    return all;
-  }()) : UnionLength(compute_iv)) / 1000;
+                         auto all = compute_iv;
+                         all.insert(all.end(), comm_iv.begin(), comm_iv.end());
+                         return all;
+                       }())
+                            : UnionLength(compute_iv)) /
+                       1000;
   pred.exposed_comm_ms = UncoveredLength(comm_iv, compute_iv) / 1000;
+  if (trace_gpu) pred.original_gpu_active_ms = UnionLength(orig_iv) / 1000;
+  for (auto& [name, ct] : pred.by_class) {
+    if (gpu) ct.predicted_gpu_active_ms = UnionLength(class_iv[name]) / 1000;
+    if (trace_gpu) ct.original_gpu_active_ms = UnionLength(class_orig_iv[name]) / 1000;
+  }
   pred.cpu_overhead_ms = cpu_overhead_us / 1000;
   if (gpu && !trace_gpu)
-    pred.notes.push_back("the workload has no recorded kernels: every non-view leaf op is assumed to launch one kernel on the default stream");
-  if (gpu && any_sync) pred.notes.push_back("host-device synchronizing ops (item, copies to the host) wait for every stream");
-  if (ranks > 1) pred.notes.push_back("collectives over " + std::to_string(ranks) + " ranks, ranks assumed symmetric (each rank waits at each collective for the same work)");
+    pred.notes.push_back(
+        "the workload has no recorded kernels: every non-view leaf op is assumed to launch one "
+        "kernel on the default stream");
+  if (host_ops > 0)
+    pred.notes.push_back(
+        std::to_string(host_ops) +
+        " ops ran on the host (every tensor on the CPU): no kernel, their recorded host time");
+  if (gpu && any_sync)
+    pred.notes.push_back(
+        "host-device synchronizing ops (item, copies to the host) wait for every stream");
+  if (ranks > 1)
+    pred.notes.push_back(
+        "collectives over " + std::to_string(ranks) +
+        " ranks, ranks assumed symmetric (each rank waits at each collective for the same work)");
   return pred;
 }
 

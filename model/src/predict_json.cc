@@ -2,6 +2,11 @@
 #include "mimic/model/predict.h"
 
 namespace mimic::model {
+namespace {
+
+std::optional<double> Known(double v) { return v >= 0 ? std::optional<double>(v) : std::nullopt; }
+
+}  // namespace
 
 std::string PredictionToJson(const Prediction& p) {
   JsonWriter j;
@@ -10,6 +15,7 @@ std::string PredictionToJson(const Prediction& p) {
   j.Key("selection").String(p.selection);
   j.Key("iteration_ms").Double(p.iteration_ms);
   j.Key("gpu_active_ms").Double(p.gpu_active_ms);
+  j.Key("original_gpu_active_ms").Optional(Known(p.original_gpu_active_ms));
   j.Key("exposed_comm_ms").Double(p.exposed_comm_ms);
   j.Key("cpu_overhead_ms").Double(p.cpu_overhead_ms);
   j.Key("by_class").BeginObject();
@@ -17,7 +23,9 @@ std::string PredictionToJson(const Prediction& p) {
     j.Key(name).BeginObject();
     j.Key("ops").Int(c.ops);
     j.Key("predicted_ms").Double(c.predicted_ms);
-    j.Key("original_ms").Optional(c.original_ms >= 0 ? std::optional<double>(c.original_ms) : std::nullopt);
+    j.Key("original_ms").Optional(Known(c.original_ms));
+    j.Key("predicted_gpu_active_ms").Optional(Known(c.predicted_gpu_active_ms));
+    j.Key("original_gpu_active_ms").Optional(Known(c.original_gpu_active_ms));
     j.EndObject();
   }
   j.EndObject();
@@ -34,7 +42,8 @@ std::string PredictionToJson(const Prediction& p) {
     j.Key("overhead_us").Double(o.overhead_us);
     j.Key("predicted_us").Double(o.predicted_us);
     j.Key("start_us").Double(o.start_us);
-    j.Key("original_us").Optional(o.original_us >= 0 ? std::optional<double>(o.original_us) : std::nullopt);
+    j.Key("original_us")
+        .Optional(o.original_us >= 0 ? std::optional<double>(o.original_us) : std::nullopt);
     j.EndObject();
   }
   j.EndArray();

@@ -236,5 +236,81 @@ class CompareTest(unittest.TestCase):
             self.assertEqual(c.cells[(row, "ops")], str(values["ops"]))
 
 
+TRACES = os.path.join(ROOT, "..", "shared", "traces")
+LINEAR = [os.path.join(TRACES, "param-linear", "linear_et.json.gz"),
+          "--kineto", os.path.join(TRACES, "param-linear", "linear_kineto.json.gz")]
+
+
+def all_kernels_union_ms():
+    """The union of every device event in the Kineto trace, read here with Python's json."""
+    with gzip.open(LINEAR[2], "rt") as f:
+        events = json.load(f)["traceEvents"]
+    iv = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    total, cur = 0.0, None
+    for s, e in iv:
+        if cur is None or s > cur[1]:
+            total += cur[1] - cur[0] if cur else 0
+            cur = [s, e]
+        else:
+            cur[1] = max(cur[1], e)
+    return (total + (cur[1] - cur[0] if cur else 0)) / 1000
+
+
+@unittest.skipUnless(os.path.isdir(TRACES), "public traces not present")
+class CompareGpuKernelsTest(unittest.TestCase):
+    """compare --no-replay against the kernels a real GPU recorded (PARAM's RTX 2080 Ti trace)."""
+
+    def compare(self, *extra):
+        with tempfile.TemporaryDirectory() as d:
+            report = os.path.join(d, "r.json")
+            r = mimic("compare", *LINEAR, "--no-replay", "--report", report, *extra)
+            data = json.load(open(report)) if os.path.exists(report) else None
+        return r, data
+
+    def test_gpu_active_time_is_the_recorded_kernels_union_and_the_platform_comes_from_device_properties(self):
+        r, data = self.compare()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(data["platform"]["name"], "rtx_2080_ti")
+        e2e = data["end_to_end"]
+        # The execution trace covers a window of the Kineto trace: its kernels' union is no more
+        # than the whole trace's, no more than the sum of its kernels' durations (the classes'
+        # recorded kernel time), and no less than any one class's union.
+        self.assertGreater(e2e["original_gpu_active_ms"], 0)
+        self.assertLess(e2e["original_gpu_active_ms"], all_kernels_union_ms())
+        classes = data["op_classes"].values()
+        self.assertLessEqual(e2e["original_gpu_active_ms"], sum(c["original_ms"] or 0 for c in classes) + 1e-9)
+        self.assertGreaterEqual(e2e["original_gpu_active_ms"], max(c["original_gpu_active_ms"] or 0 for c in classes))
+        self.assertGreater(e2e["predicted_gpu_active_ms"], 0)
+        self.assertAlmostEqual(e2e["error_predicted_vs_original_gpu_active"],
+                               (e2e["predicted_gpu_active_ms"] - e2e["original_gpu_active_ms"]) / e2e["original_gpu_active_ms"])
+        gemm = data["op_classes"]["gemm"]
+        self.assertGreater(gemm["original_gpu_active_ms"], 0)
+        self.assertLessEqual(gemm["original_gpu_active_ms"], e2e["original_gpu_active_ms"])
+        self.assertIn("gemm", r.stdout)
+        self.assertIn("note: no replay", r.stdout)
+
+    def test_another_platform_is_labelled_a_cross_platform_prediction(self):
+        r, data = self.compare("--platform", "h100_sxm")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(data["platform"]["name"], "h100_sxm")
+        self.assertTrue(any("cross-platform prediction" in n for n in data["notes"]))
+        self.assertIn("cross-platform prediction", r.stdout)
+
+    def test_an_unknown_gpu_is_bad_input_naming_the_platform_option(self):
+        with gzip.open(LINEAR[2], "rt") as f:
+            trace = json.load(f)
+        for p in trace["deviceProperties"]:
+            p["name"], p["numSms"] = "Imaginary GPU 9000", 7
+        with tempfile.TemporaryDirectory() as d:
+            kineto = os.path.join(d, "k.json")
+            json.dump(trace, open(kineto, "w"))
+            report = os.path.join(d, "r.json")
+            r = mimic("compare", LINEAR[0], "--kineto", kineto, "--no-replay", "--report", report)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("--platform", r.stderr)
+            self.assertIn("Imaginary GPU 9000", r.stderr)
+            self.assertFalse(os.path.exists(report))
+
+
 if __name__ == "__main__":
     unittest.main()

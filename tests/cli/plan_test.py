@@ -118,8 +118,16 @@ class PlanTest(unittest.TestCase):
                     self.assertLessEqual(sim["peak_allocated_gpus"], report["inventory_gpus"])
                     self.assertLessEqual(sim["utilization"], 1.0)
 
+    def test_a_mistyped_target_is_rejected_before_anything_is_measured(self):
+        path = self.write_manifest(fleet_manifest())
+        r = mimic("plan", path, "--target", "cpu_host", "--target", "h2OO", *FAST)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--target", r.stderr)
+        self.assertIn("h2OO", r.stderr)
+        self.assertNotIn("measuring", r.stderr)
+
     def test_fleet_samples_against_cpu_host_and_h200(self):
-        m = fleet_manifest(pricePerGpuHour={"h200": 4.0})
+        m = fleet_manifest(pricePerGpuHour={"h200": 4.0, "cpu_host": 1.5})
         path = self.write_manifest(m)
         report, page = os.path.join(self.tmp, "plan.json"), os.path.join(self.tmp, "plan.html")
         r = mimic("plan", path, "--target", "cpu_host", "--target", "h200", "--report", report, "--html", page, *FAST)
@@ -148,6 +156,18 @@ class PlanTest(unittest.TestCase):
                                    delta=1e-6 * today["class_gpu_hours"][c["name"]])
         self.assertAlmostEqual(h200["cost"], h200["gpu_hours"] * 4.0, delta=1e-6 * h200["cost"])
         self.assertEqual(h200["price_per_gpu_hour"], 4.0)
+        # Today runs every class on the CPU host: its cost at the CPU host's price, as the target's.
+        self.assertAlmostEqual(today["cost"], today["gpu_hours"] * 1.5, delta=1e-6 * today["cost"])
+        self.assertAlmostEqual(cpu["cost"], today["cost"], delta=1e-6 * today["cost"])
+        table = r.stdout.split("GPUs needed")[1].split("\n\n")[0].strip().splitlines()[1:]
+        self.assertEqual(len(table), 3)
+        for line in table:  # the console's cost column: a figure for every scenario
+            self.assertRegex(line, r"\d$")
+        # A predicted step the host sets says so, in the report and on the console.
+        for c in got["classes"]:
+            step = c["step_ms"]["h200"]
+            host_bound = "host-bound" in step["detail"]
+            self.assertEqual(host_bound, f'note: {c["name"]} on h200 is host-bound' in r.stdout)
         self.check_consistent(got)
 
         with open(page) as f:

@@ -22,15 +22,47 @@ using google::protobuf::util::MessageDifferencer;
 
 TEST(Platform, EveryBuiltinIsTheShippedFile) {
   const std::vector<std::string> names = BuiltinPlatformNames();
-  ASSERT_EQ(names.size(), 5u);
+  ASSERT_EQ(names.size(), 16u);
   for (const std::string& name : names) {
     SCOPED_TRACE(name);
     auto builtin = FindPlatform(name);
     ASSERT_THAT(builtin, IsOk());
     auto file = LoadPlatform(mimic::testing::SourceDir() + "/platforms/" + name + ".json");
     ASSERT_THAT(file, IsOk());
-    EXPECT_TRUE(MessageDifferencer::Equals(*builtin, *file)) << "rebuild: the embedded copy is stale";
+    EXPECT_TRUE(MessageDifferencer::Equals(*builtin, *file))
+        << "rebuild: the embedded copy is stale";
     EXPECT_EQ(builtin->name(), name);
+  }
+}
+
+TEST(Platform, DevicePropertiesOfPublicTracesPickTheirGpu) {
+  // Names, memory and SM counts as the public Kineto traces' deviceProperties record them.
+  const std::pair<DeviceProperties, const char*> cases[] = {
+      {{"Tesla V100-SXM2-16GB", 16945512448.0, 80}, "v100_16gb"},
+      {{"Tesla V100-SXM2-32GB", 34089730048.0, 80}, "v100"},
+      {{"NVIDIA A100-PG509-200", 42297524224.0, 108}, "a100_40gb"},
+      {{"NVIDIA A100-SXM4-80GB", 85095874560.0, 108}, "a100_80gb"},
+      {{"NVIDIA A100 80GB PCIe", 85095874560.0, 108}, "a100_80gb_pcie"},
+      {{"NVIDIA GeForce RTX 2080 Ti", 11554586624.0, 68}, "rtx_2080_ti"},
+      {{"NVIDIA H100 80GB HBM3", 84929347584.0, 132}, "h100_sxm"},
+      {{"NVIDIA H100 PCIe", 85520809984.0, 114}, "h100_pcie"},
+      {{"NVIDIA L4", 23580639232.0, 58}, "l4"},
+      {{"Tesla T4", 15835660288.0, 40}, "t4"},
+      {{"AMD Instinct MI250X", 68702699520.0, 110}, "mi250x"},
+  };
+  for (const auto& [device, want] : cases) {
+    Result<std::string> got = PlatformForDevice(device);
+    ASSERT_TRUE(got.ok()) << device.name << ": " << got.status().message();
+    EXPECT_EQ(*got, want) << device.name;
+    EXPECT_TRUE(FindPlatform(*got).ok()) << *got;
+  }
+  // An L40 is not an L4, and a GPU with an SM count no row has is not guessed.
+  for (const DeviceProperties& d : {DeviceProperties{"NVIDIA L40", 48e9, 142},
+                                    DeviceProperties{"NVIDIA A100-SXM4-40GB", 42e9, 98}}) {
+    Result<std::string> got = PlatformForDevice(d);
+    ASSERT_FALSE(got.ok()) << d.name;
+    EXPECT_EQ(got.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(got.status().message().find("--platform"), std::string::npos);
   }
 }
 
@@ -100,7 +132,8 @@ PredictOptions Options(bool overheads_from_trace, int world_size = 0, int64_t it
 
 proto::Workload LoadSample(const std::string& name) {
   const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
-  auto w = eg::LoadWorkload(dir + name + ".et.json.gz", {.kineto_path = dir + name + ".kineto.json.gz"});
+  auto w =
+      eg::LoadWorkload(dir + name + ".et.json.gz", {.kineto_path = dir + name + ".kineto.json.gz"});
   EXPECT_THAT(w, IsOk());
   return w.ok() ? *w : proto::Workload();
 }
@@ -138,12 +171,14 @@ TEST_P(FleetSample, PredictsEveryReplayedOpAndAddsUpOnTheCpuThread) {
   EXPECT_NEAR(class_original_ms, original_ms, 1e-6);
   // One CPU thread: the iteration is the ops back to back plus the gaps between them.
   double gaps_us = 0;
-  for (size_t i = 1; i < replayed.size(); ++i) gaps_us += p->ops[i].start_us - (p->ops[i - 1].start_us + p->ops[i - 1].predicted_us);
+  for (size_t i = 1; i < replayed.size(); ++i)
+    gaps_us += p->ops[i].start_us - (p->ops[i - 1].start_us + p->ops[i - 1].predicted_us);
   EXPECT_GE(gaps_us, -1e-6);
   EXPECT_NEAR(p->iteration_ms * 1000, p->ops.front().start_us + predicted_us + gaps_us, 1e-3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Model, FleetSample, ::testing::Values("mlp", "cnn_bn", "transformer", "embbag_rec"));
+INSTANTIATE_TEST_SUITE_P(Model, FleetSample,
+                         ::testing::Values("mlp", "cnn_bn", "transformer", "embbag_rec"));
 
 TEST(Predict, GemmFlopsComeFromTheRecordedShapes) {
   const proto::Workload w = LoadSample("mlp");
@@ -161,6 +196,37 @@ TEST(Predict, GemmFlopsComeFromTheRecordedShapes) {
     ++checked;
   }
   EXPECT_GT(checked, 0);
+}
+
+// On a datasheet GPU (no measured batch_norm point), training batch norm reads its input twice
+// and the backward its grad_output and input twice; the bytes say so.
+TEST(Predict, BatchNormPaysItsSecondPassOnADatasheetGpu) {
+  const proto::Workload w = LoadSample("cnn_bn");
+  auto p = Predict(w, Builtin("v100"));
+  ASSERT_THAT(p, IsOk());
+  const eg::OpTree tree(w);
+  auto bytes = [&](const proto::Value& v) {
+    if (v.kind_case() != proto::Value::kTensor) return 0.0;
+    const proto::Tensor& t = w.tensors(v.tensor());
+    return static_cast<double>(t.numel()) * static_cast<double>(t.itemsize());
+  };
+  int forward = 0, backward = 0;
+  for (const OpPrediction& o : p->ops) {
+    const proto::Op& op = w.ops(tree.IndexOf(o.op_id));
+    const bool bwd = o.name.find("native_batch_norm_backward") != std::string::npos;
+    if (o.name.find("aten::batch_norm") == std::string::npos && !bwd) continue;
+    double touched = 0;
+    for (const proto::Value& v : op.inputs()) touched += bytes(v);
+    for (const proto::Value& v : op.outputs()) touched += bytes(v);
+    const bool training = !bwd && op.inputs(5).bool_value();
+    const double second = bwd        ? bytes(op.inputs(0)) + bytes(op.inputs(1))
+                          : training ? bytes(op.inputs(0))
+                                     : 0;
+    EXPECT_DOUBLE_EQ(o.bytes, touched + second) << o.name;
+    (bwd ? backward : forward) += training || bwd;
+  }
+  EXPECT_GT(forward, 0);
+  EXPECT_GT(backward, 0);
 }
 
 TEST(Shapes, ConvolutionsReadStridePaddingAndGroupsAsTheRecordedOutputsSay) {
@@ -233,7 +299,8 @@ TEST(Predict, BandwidthBoundOpsScaleWithTheBandwidth) {
   int checked = 0;
   for (size_t i = 0; i < ps->ops.size(); ++i) {
     if (ps->ops[i].model != "bandwidth" || ps->ops[i].compute_us <= 0) continue;
-    EXPECT_NEAR(pf->ops[i].compute_us, ps->ops[i].compute_us / 2, 1e-9 * ps->ops[i].compute_us) << ps->ops[i].name;
+    EXPECT_NEAR(pf->ops[i].compute_us, ps->ops[i].compute_us / 2, 1e-9 * ps->ops[i].compute_us)
+        << ps->ops[i].name;
     ++checked;
   }
   EXPECT_GT(checked, 0);
@@ -274,7 +341,8 @@ TEST(Predict, InputsLastTouchedMoreThanTheCacheAgoPayTheColdSlowdown) {
     hot->set_kind("unary"), hot->set_bytes(bytes), hot->set_bytes_per_s(bw);
     if (bytes < 1e5) continue;
     proto::BandwidthPoint* cold = p.add_bandwidth();
-    cold->set_kind("unary"), cold->set_bytes(bytes), cold->set_bytes_per_s(bw / 2.5), cold->set_cold(true);
+    cold->set_kind("unary"), cold->set_bytes(bytes), cold->set_bytes_per_s(bw / 2.5),
+        cold->set_cold(true);
   }
   auto r = Predict(w, p, Options(false));
   ASSERT_THAT(r, IsOk());
@@ -315,7 +383,8 @@ proto::Workload TwoKernels(bool with_collective) {
     return w.tensors_size() - 1;
   };
   const int a = tensor(1, {8192, 8192}), b = tensor(2, {8192, 8192}), c = tensor(3, {8192, 8192});
-  auto op = [&](int64_t id, const char* name, int schema, std::vector<int> in, std::vector<int> out) {
+  auto op = [&](int64_t id, const char* name, int schema, std::vector<int> in,
+                std::vector<int> out) {
     proto::Op* o = w.add_ops();
     o->set_id(id), o->set_name(name), o->set_schema(schema), o->set_thread(1);
     for (int t : in) o->add_inputs()->set_tensor(t);
@@ -389,7 +458,8 @@ proto::Workload TwoThreads(double second_start_us) {
     proto::Op* o = w.add_ops();
     o->set_id(id), o->set_name("aten::add"), o->set_schema(0), o->set_thread(id);
     o->add_inputs()->set_tensor(0), o->add_inputs()->set_tensor(1), o->add_outputs()->set_tensor(2);
-    o->set_has_cpu_span(true), o->set_cpu_start_us(id == 1 ? 0 : second_start_us), o->set_cpu_duration_us(100);
+    o->set_has_cpu_span(true), o->set_cpu_start_us(id == 1 ? 0 : second_start_us),
+        o->set_cpu_duration_us(100);
   }
   return w;
 }
@@ -400,7 +470,8 @@ TEST(Predict, CpuThreadsOverlapOnlyWhereTheTraceShowsThemOverlapping) {
   ASSERT_THAT(after, IsOk());
   ASSERT_EQ(after->ops.size(), 2u);
   EXPECT_NEAR(after->ops[1].start_us, after->ops[0].start_us + after->ops[0].predicted_us, 1e-9);
-  EXPECT_NEAR(after->iteration_ms * 1000, after->ops[1].start_us + after->ops[1].predicted_us, 1e-9);
+  EXPECT_NEAR(after->iteration_ms * 1000, after->ops[1].start_us + after->ops[1].predicted_us,
+              1e-9);
   auto overlapping = Predict(TwoThreads(50), p, Options(false));
   ASSERT_THAT(overlapping, IsOk());
   EXPECT_NEAR(overlapping->ops[1].start_us, overlapping->ops[0].start_us, 1e-9);
@@ -409,7 +480,8 @@ TEST(Predict, CpuThreadsOverlapOnlyWhereTheTraceShowsThemOverlapping) {
 
 TEST(Predict, UnknownIterationIsBadInput) {
   const proto::Workload w = LoadSample("mlp");
-  EXPECT_THAT(Predict(w, Builtin("cpu_host"), Options(true, 0, 99)), StatusIs(StatusCode::kInvalidInput));
+  EXPECT_THAT(Predict(w, Builtin("cpu_host"), Options(true, 0, 99)),
+              StatusIs(StatusCode::kInvalidInput));
 }
 
 TEST(Compare, RelativeErrorsAreSignedAndTheGeomeanIsOverClasses) {
@@ -421,7 +493,8 @@ TEST(Compare, RelativeErrorsAreSignedAndTheGeomeanIsOverClasses) {
   c.op_classes["a"].predicted_ms = 1.1, c.op_classes["a"].replay_ms = 1.0;
   c.op_classes["b"].predicted_ms = 0.6, c.op_classes["b"].replay_ms = 1.0;
   c.op_classes["c"].predicted_ms = 0.6;  // no replay side: left out
-  EXPECT_NEAR(*GeomeanAbsError(c, &SideBySide::predicted_ms, &SideBySide::replay_ms), std::sqrt(0.1 * 0.4), 1e-12);
+  EXPECT_NEAR(*GeomeanAbsError(c, &SideBySide::predicted_ms, &SideBySide::replay_ms),
+              std::sqrt(0.1 * 0.4), 1e-12);
 }
 
 TEST(Compare, HtmlIsSelfContainedAndCannotBeBrokenOutOf) {

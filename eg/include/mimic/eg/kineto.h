@@ -20,8 +20,8 @@ struct KinetoEvent {
   std::string category;
   int64_t pid = -1;
   int64_t tid = -1;
-  double ts = 0;   // µs
-  double dur = 0;  // µs
+  double ts = 0;             // µs
+  double dur = 0;            // µs
   int64_t rf_id = -1;        // args["Record function id"]
   int64_t external_id = -1;  // args["External id"]
   int64_t correlation = -1;  // args.correlation
@@ -41,6 +41,13 @@ struct KinetoTrace {
   std::vector<KinetoEvent> events;  // only the categories Mimic uses
   std::vector<KinetoMemorySample> memory;
   std::vector<std::string> device_names;
+  // deviceProperties, one per device: name, totalGlobalMem, numSms (0 where not recorded).
+  struct Device {
+    std::string name;
+    double memory_bytes = 0;
+    int64_t sm_count = 0;
+  };
+  std::vector<Device> devices;
   int64_t rank = -1;
   int64_t world_size = -1;
 };

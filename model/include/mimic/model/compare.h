@@ -14,6 +14,9 @@ namespace mimic::model {
 struct SideBySide {
   int64_t ops = 0;
   std::optional<double> original_ms, replay_ms, predicted_ms;
+  // Device busy time: the union of the original's recorded kernel intervals (Kineto) and of
+  // the prediction's device intervals; nullopt where a side is missing (CPU platforms, no kernels).
+  std::optional<double> original_gpu_active_ms, predicted_gpu_active_ms;
 };
 
 // A span of one iteration's timeline strip, from the iteration's start.
@@ -27,7 +30,9 @@ struct Comparison {
   std::vector<std::pair<std::string, std::string>> context;  // host, device, input, platform, ...
   SideBySide end_to_end;
   std::map<std::string, SideBySide> op_classes;
-  double gpu_active_ms = 0, exposed_comm_ms = 0;  // predicted
+  double exposed_comm_ms = 0;      // predicted
+  std::string platform_name;       // the platform predicted for
+  std::string platform_chosen_by;  // "--platform", or the device properties it was chosen from
   std::vector<Span> original_timeline, replay_timeline, predicted_timeline;
   // compare --profile: per op name, per iteration, both measured under the profiler: the
   // original's Kineto spans and the replay's own profile (ops = calls per iteration).

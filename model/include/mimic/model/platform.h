@@ -40,4 +40,15 @@ std::string PlatformToJson(const proto::Platform& platform);
 // dtype the platform does not list. 0 when nothing applies.
 double PeakFlops(const proto::Platform& platform, std::string_view dtype, bool tensor_core);
 
+// A GPU as a Kineto trace's deviceProperties describe it (0 where a figure is not recorded).
+struct DeviceProperties {
+  std::string name;         // "Tesla V100-SXM2-16GB", "NVIDIA A100-PG509-200", ...
+  double memory_bytes = 0;  // totalGlobalMem
+  int64_t sm_count = 0;     // numSms (compute units on AMD)
+};
+
+// The built-in platform for `device`, from a table of name tokens, memory size and SM count
+// (platform.cc). InvalidInput naming the device and the --platform option when none matches.
+Result<std::string> PlatformForDevice(const DeviceProperties& device);
+
 }  // namespace mimic::model

@@ -16,33 +16,39 @@
 namespace mimic::model {
 
 struct PredictOptions {
-  int64_t iteration = -1;  // ProfilerStep number; -1: the first step, else the whole trace (as replay)
-  std::string label;       // a "## label ##" range instead of an iteration
+  int64_t iteration =
+      -1;             // ProfilerStep number; -1: the first step, else the whole trace (as replay)
+  std::string label;  // a "## label ##" range instead of an iteration
   // Take T1-T5 (the CPU gaps around and between ops) from the workload's Kineto trace when it
   // has one; otherwise, or when false, from the platform's cpu_overheads.
   bool overheads_from_trace = true;
-  int world_size = 0;      // ranks for collectives; 0: the workload's (or its process group's)
+  int world_size = 0;  // ranks for collectives; 0: the workload's (or its process group's)
 };
 
 // One top-level op (the ops replay executes, eg::ReplayableOps), predicted.
 struct OpPrediction {
   int64_t op_id = 0;
   std::string name;
-  std::string op_class;      // eg::OpClassName of the op
-  std::string model;         // the model that priced it: "gemm", "bandwidth", "collective", ...
-  double flops = 0;          // of the op and every op under it
-  double bytes = 0;          // bytes moved, by the models' accounting
-  double compute_us = 0;     // device (or CPU kernel) time
-  double overhead_us = 0;    // CPU-side fixed cost: dispatch, launches
-  double predicted_us = 0;   // what the op adds on its own timeline: compute + overhead
-  double start_us = 0;       // in the simulated iteration, from its start
-  double original_us = -1;   // the op's own recorded span (Kineto CPU span, or its kernels' time on a GPU); -1 unknown
+  std::string op_class;     // eg::OpClassName of the op
+  std::string model;        // the model that priced it: "gemm", "bandwidth", "collective", ...
+  double flops = 0;         // of the op and every op under it
+  double bytes = 0;         // bytes moved, by the models' accounting
+  double compute_us = 0;    // device (or CPU kernel) time
+  double overhead_us = 0;   // CPU-side fixed cost: dispatch, launches
+  double predicted_us = 0;  // what the op adds on its own timeline: compute + overhead
+  double start_us = 0;      // in the simulated iteration, from its start
+  double original_us = -1;  // the op's own recorded span (Kineto CPU span, or its kernels' time on
+                            // a GPU); -1 unknown
 };
 
 struct ClassTime {
   int64_t ops = 0;
-  double predicted_ms = 0;   // sum of predicted_us over the class's ops
-  double original_ms = -1;   // sum of the recorded spans; -1 when none is known
+  double predicted_ms = 0;  // sum of predicted_us over the class's ops
+  double original_ms = -1;  // sum of the recorded spans; -1 when none is known
+  // GPU platforms: the union of the class's kernel intervals, predicted and (where the trace
+  // recorded kernels) original; -1 when unknown.
+  double predicted_gpu_active_ms = -1;
+  double original_gpu_active_ms = -1;
 };
 
 struct Prediction {
@@ -51,6 +57,9 @@ struct Prediction {
   double iteration_ms = 0;     // end to end: the simulated critical path of one iteration
   double gpu_active_ms = 0;    // union of device busy time (CPU platforms: the ops' compute time)
   double exposed_comm_ms = 0;  // collective time not hidden behind compute
+  // The union of the recorded kernel intervals of the selected ops (Kineto trace linked); -1
+  // when the workload recorded no kernels.
+  double original_gpu_active_ms = -1;
   double cpu_overhead_ms = 0;  // host time that is not op compute (dispatch, launches, gaps)
   std::vector<OpPrediction> ops;
   std::map<std::string, ClassTime> by_class;  // by eg::OpClassName

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The performance model against the kernels real GPUs recorded: `mimic compare --no-replay` on
+every GPU trace in ../shared/traces (ET + Kineto pairs, and Kineto-only traces where this build
+loads them), the platform chosen from each trace's deviceProperties. Prints one markdown table
+row per trace (recorded vs predicted GPU active time) and one per major op class, for
+docs/benchmarks.md. Nothing is fitted to these traces: the platforms are datasheet figures.
+
+usage: bench/gpu_model_accuracy.py [--mimic build/default/cli/mimic] [--traces ../shared/traces]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (name, execution trace or None, Kineto trace), relative to the traces folder.
+TRACES = [
+    ("param-linear", "param-linear/linear_et.json.gz", "param-linear/linear_kineto.json.gz"),
+    ("hta-simple-add", "hta-simple-add/simple_add_et.json.gz", "hta-simple-add/simple_add_kineto.json.gz"),
+    ("hta-event-sync", None, "hta-event-sync/event_sync_kineto.json.gz"),
+    ("hta-event-sync-multi", None, "hta-event-sync/event_sync_multi_stream_kineto.json.gz"),
+    ("hta-backward-thread", None, "hta-backward-thread/backward_thread_kineto.json"),
+    ("hta-trace-diff (V100)", None, "hta-gpu-kineto/trace_diff_test_kineto.json.gz"),
+    ("hta-sampled-rank0", None, "hta-gpu-kineto/sampled_rank0_kineto.json.gz"),
+]
+MAJOR = 0.10  # a class is major when it holds at least this share of the recorded GPU active time
+
+
+def pct(v):
+    return "-" if v is None else f"{100 * v:+.1f}%"
+
+
+def ms(v):
+    return "-" if v is None else f"{v:.3f}"
+
+
+def run(mimic, traces, et, kineto):
+    with tempfile.TemporaryDirectory() as d:
+        report = os.path.join(d, "r.json")
+        args = [mimic, "compare"]
+        args += [os.path.join(traces, et), "--kineto", os.path.join(traces, kineto)] if et else [os.path.join(traces, kineto)]
+        r = subprocess.run(args + ["--no-replay", "--report", report], capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
+            return None, last.split(": ")[-1]
+        with open(report) as f:
+            return json.load(f), None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mimic", default=os.path.join(ROOT, "build", "default", "cli", "mimic"))
+    ap.add_argument("--traces", default=os.path.join(ROOT, "..", "shared", "traces"))
+    a = ap.parse_args()
+    print("| trace | platform | recorded GPU active ms | predicted ms | error |")
+    print("|---|---|---|---|---|")
+    classes = []
+    for name, et, kineto in TRACES:
+        data, err = run(a.mimic, a.traces, et, kineto)
+        if data is None:
+            print(f"| {name} | - | - | - | not run: {err.replace('|', '/')} |")
+            continue
+        e = data["end_to_end"]
+        print(f"| {name} | {data['platform']['name']} | {ms(e['original_gpu_active_ms'])} | "
+              f"{ms(e['predicted_gpu_active_ms'])} | {pct(e['error_predicted_vs_original_gpu_active'])} |")
+        total = e["original_gpu_active_ms"] or 0
+        for cls, c in data["op_classes"].items():
+            if total > 0 and (c["original_gpu_active_ms"] or 0) >= MAJOR * total:
+                classes.append((name, cls, c))
+    print()
+    print("| trace | major op class | ops | recorded kernel ms | predicted ms | error |")
+    print("|---|---|---|---|---|---|")
+    for name, cls, c in classes:
+        print(f"| {name} | {cls} | {c['ops']} | {ms(c['original_gpu_active_ms'])} | {ms(c['predicted_gpu_active_ms'])} | "
+              f"{pct(c['error_predicted_vs_original_gpu_active'])} |")
+
+
+if __name__ == "__main__":
+    main()
