@@ -1,10 +1,12 @@
 // mimic calibrate [--device D] [--threads T] [--base P] [--name N] [--quick] -o P.json
 // Under torchrun, srun or mpirun it also sweeps the collectives across the launched ranks.
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "cli.h"
 #include "mimic/base/clock.h"
+#include "mimic/base/file.h"
 #include "mimic/calibrate/calibrate.h"
 #include "mimic/eg/collective.h"
 #include "mimic/model/platform.h"
@@ -49,11 +51,40 @@ Result<std::vector<proto::CollectiveParams>> CalibrateCollectives(const replay::
 
 }  // namespace
 
+namespace {
+
+Status MakeDirs(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  return ec ? Status::Io(dir + ": " + ec.message()) : Status::Ok();
+}
+
+}  // namespace
+
+Result<proto::Platform> CalibrateThisHost(const proto::Platform& base) {
+  calibrate::CalibrateOptions o;
+  o.name = base.name();
+  o.threads = static_cast<int>(base.threads());
+  o.quick = true;
+  o.statistic = "min";  // robust to other work on a shared machine
+  std::fprintf(stderr,
+               "mimic: %s was calibrated on another host: calibrating this one first (quick)\n",
+               base.name().c_str());
+  MIMIC_ASSIGN_OR_RETURN(proto::Platform p, calibrate::Calibrate(o, [](const std::string& line) {
+                           std::fprintf(stderr, "mimic: calibrate: %s\n", line.c_str());
+                         }));
+  const std::string cache = HostPlatformCachePath(p.name(), p.threads());
+  MIMIC_RETURN_IF_ERROR(MakeDirs(cache.substr(0, cache.find_last_of('/'))));
+  MIMIC_RETURN_IF_ERROR(WriteFileAtomic(cache, model::PlatformToJson(p) + "\n"));
+  return p;
+}
+
 Runner AddCalibrate(CLI::App& app) {
   struct Args {
     calibrate::CalibrateOptions options;
     std::string output;
     std::vector<std::string> workloads;
+    bool cache = false;
   };
   auto args = std::make_shared<Args>();
   app.add_option("--device", args->options.device, "Device to measure: cpu, or cuda[:N] where LibTorch has CUDA")->capture_default_str();
@@ -66,8 +97,14 @@ Runner AddCalibrate(CLI::App& app) {
   app.add_option("--workload", args->workloads,
                  "Also measure the GEMM and convolution shapes of this trace or workload (repeatable)");
   app.add_flag("--quick", args->options.quick, "A small sweep (seconds, for tests); less accurate");
-  app.add_option("-o,--output", args->output, "Platform JSON to write ('-' for stdout)")->required();
+  app.add_option("-o,--output", args->output, "Platform JSON to write ('-' for stdout)");
+  app.add_flag(
+      "--cache", args->cache,
+      "Also keep it as this host's calibration, which predict and compare then use in place "
+      "of a built-in CPU platform calibrated elsewhere (docs/model.md)");
   return [args]() -> int {
+    if (args->output.empty() && !args->cache)
+      return Fail(Status::InvalidInput("give -o FILE, --cache, or both"));
     for (const std::string& path : args->workloads) {
       // A trace's Kineto file is not needed for its shapes.
       Result<LoadedInput> in = LoadInput(path, "");
@@ -98,8 +135,18 @@ Runner AddCalibrate(CLI::App& app) {
           (*dist)->launcher + " ranks over Gloo (c10d ProcessGroup): each collective at 4 KiB-16 MiB, median of its " +
           "timed runs on rank 0, alpha-beta fitted by least squares with nccl-tests' bus factors";
     }
-    Status st = WriteOutput(args->output, model::PlatformToJson(*p) + "\n");
-    if (!st.ok()) return Fail(st);
+    if (args->cache) {
+      const std::string cache = HostPlatformCachePath(p->name(), p->threads());
+      Status st = MakeDirs(cache.substr(0, cache.find_last_of('/')));
+      if (st.ok()) st = WriteFileAtomic(cache, model::PlatformToJson(*p) + "\n");
+      if (!st.ok()) return Fail(st);
+      std::fprintf(stderr, "mimic: calibrate: this host's %s kept in %s\n", p->name().c_str(),
+                   cache.c_str());
+    }
+    if (!args->output.empty()) {
+      Status st = WriteOutput(args->output, model::PlatformToJson(*p) + "\n");
+      if (!st.ok()) return Fail(st);
+    }
     return kExitOk;
   };
 }

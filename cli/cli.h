@@ -3,12 +3,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "mimic/base/status.h"
 #include "mimic/replay/replayer.h"
+#include "proto/platform.pb.h"
 #include "proto/workload.pb.h"
 
 namespace mimic::cli {
@@ -52,6 +53,22 @@ int ReplayAndReport(const proto::Workload& workload, const std::string& input,
 
 // The folder of the running executable.
 std::string ExecutableDir();
+
+// A CPU platform is calibrated for one host: the CPU model, logical CPUs and intra-op threads
+// in its calibrated_on "(...)". This host's, for `threads` threads.
+std::string HostCalibrationKey(int64_t threads);
+// Where `mimic calibrate --cache` keeps this host's calibration of platform `name`
+// ($XDG_CACHE_HOME or ~/.cache, mimic/platforms/NAME@KEY.json).
+std::string HostPlatformCachePath(const std::string& name, int64_t threads);
+// A CPU platform calibrated on another host is replaced by this host's cached calibration when
+// there is one; otherwise a note says plainly that the prediction is for the other machine.
+// GPU platforms pass through. `*needs_calibration` (optional) tells the caller none was found.
+proto::Platform ForThisHost(proto::Platform platform, std::vector<std::string>& notes,
+                            bool* needs_calibration = nullptr);
+
+// Calibrates this host (a quick sweep from `base`'s datasheet figures, with progress on stderr)
+// and keeps it at HostPlatformCachePath. Needs LibTorch (mimic-torch).
+Result<proto::Platform> CalibrateThisHost(const proto::Platform& base);
 
 // LibTorch lives in the `mimic-torch` executable beside `mimic` (docs/cli.md): `mimic` starts in
 // milliseconds and runs `mimic-torch` for the commands that replay or measure. In `mimic`,

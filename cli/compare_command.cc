@@ -204,6 +204,18 @@ Runner AddCompare(CLI::App& app) {
     if (!platform_name.ok()) return Fail(platform_name.status());
     Result<proto::Platform> platform = model::FindPlatform(*platform_name);
     if (!platform.ok()) return Fail(platform.status());
+    // A CPU platform calibrated on another host: this host's, calibrated first when not cached.
+    std::vector<std::string> host_notes;
+    bool calibrate = false;
+    *platform = ForThisHost(std::move(*platform), host_notes, &calibrate);
+    if (calibrate && !args->no_replay) {
+      Result<proto::Platform> here = CalibrateThisHost(*platform);
+      if (!here.ok()) return Fail(here.status());
+      host_notes = {"platform " + platform->name() +
+                    ": this host calibrated first (quick sweep, cached in " +
+                    HostPlatformCachePath(platform->name(), platform->threads()) + ")"};
+      *platform = std::move(*here);
+    }
 
     model::PredictOptions po;
     po.iteration = ro.iteration;
@@ -324,6 +336,7 @@ Runner AddCompare(CLI::App& app) {
     if (chosen_by != "--platform")
       c.notes.push_back("platform " + platform->name() + ": " + chosen_by);
     NoteCrossPlatform(*in, args->input, *platform, c.notes);
+    c.notes.insert(c.notes.end(), host_notes.begin(), host_notes.end());
     if (!args->no_replay && !ro.profile_path.empty()) {
       if (Status st = AddProfiledOps(ro.profile_path, w, pred->ops, c); !st.ok()) return Fail(st);
       c.notes.push_back("profiled_ops: the replay's profile " + ro.profile_path +

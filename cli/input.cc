@@ -1,10 +1,14 @@
 // Loading what a command works on: trace, workload or bundle.
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cctype>
+#include <cstdlib>
 #include <optional>
 
 #include "cli.h"
 #include "mimic/base/file.h"
+#include "mimic/base/host.h"
 #include "mimic/eg/capture_manifest.h"
 #include "mimic/eg/kineto.h"
 #include "mimic/eg/workload.h"
@@ -75,6 +79,50 @@ Result<std::string> ChoosePlatform(const std::string& given, const LoadedInput& 
                                 "give one with --platform NAME|FILE.json");
   *chosen_by = "default for the replay device";
   return fallback;
+}
+
+}  // namespace mimic::cli
+
+namespace mimic::cli {
+
+std::string HostCalibrationKey(int64_t threads) {
+  return CpuModel() + ", " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " cpus, " +
+         std::to_string(threads) + " threads";
+}
+
+std::string HostPlatformCachePath(const std::string& name, int64_t threads) {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  const std::string root =
+      xdg && *xdg ? xdg : std::string(home && *home ? home : "/tmp") + "/.cache";
+  std::string key = HostCalibrationKey(threads);
+  for (char& ch : key)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return root + "/mimic/platforms/" + name + "@" + key + ".json";
+}
+
+proto::Platform ForThisHost(proto::Platform p, std::vector<std::string>& notes,
+                            bool* needs_calibration) {
+  if (needs_calibration) *needs_calibration = false;
+  if (p.device_type() != "cpu" || p.calibrated_on().empty()) return p;
+  const std::string& on = p.calibrated_on();
+  const size_t open = on.find('('), close = on.rfind(')');
+  const std::string theirs = open == std::string::npos ? on : on.substr(open + 1, close - open - 1);
+  const std::string ours = HostCalibrationKey(p.threads());
+  if (theirs == ours) return p;
+  const std::string cache = HostPlatformCachePath(p.name(), p.threads());
+  if (Result<proto::Platform> cached = model::LoadPlatform(cache); cached.ok()) {
+    notes.push_back("platform " + p.name() + ": this host's calibration (" + cache + ", " +
+                    cached->calibrated_at() + "), not the built-in one of " + theirs);
+    return *cached;
+  }
+  if (needs_calibration) *needs_calibration = true;
+  notes.push_back("platform " + p.name() + " was calibrated on " + theirs + "; this host is " +
+                  ours +
+                  ": the prediction is for that machine, not this one (`mimic calibrate --cache` "
+                  "calibrates this "
+                  "host once for every later prediction)");
+  return p;
 }
 
 }  // namespace mimic::cli

@@ -40,11 +40,14 @@ Runner AddPredict(CLI::App& app) {
     if (!name.ok()) return Fail(name.status());
     Result<proto::Platform> platform = model::FindPlatform(*name);
     if (!platform.ok()) return Fail(platform.status());
+    std::vector<std::string> host_notes;
+    *platform = ForThisHost(std::move(*platform), host_notes);
     args->options.overheads_from_trace = !args->no_trace_overheads;
     Result<model::Prediction> p = model::Predict(in->workload, *platform, args->options);
     if (!p.ok()) return Fail(p.status().WithContext(args->input));
     if (chosen_by != "--platform")
       p->notes.push_back("platform " + platform->name() + ": " + chosen_by);
+    p->notes.insert(p->notes.end(), host_notes.begin(), host_notes.end());
     if (args->json || !args->output.empty()) {
       Status st =
           WriteOutput(args->output.empty() ? "-" : args->output, model::PredictionToJson(*p));

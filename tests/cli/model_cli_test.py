@@ -17,6 +17,8 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(ROOT, "fleet_samples")
 MIMIC = os.environ.get("MIMIC_BIN", os.path.join(ROOT, "build", "default", "cli", "mimic"))
+# Host calibrations that compare and `calibrate --cache` keep go to a folder of this run's own.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="mimic-test-cache.")
 
 
 def mimic(*args, timeout=600):
@@ -130,6 +132,33 @@ class PredictTest(unittest.TestCase):
 
 
 class CalibrateTest(unittest.TestCase):
+
+    def test_a_cpu_platform_of_another_host_is_said_so_then_replaced_by_this_hosts(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {**os.environ, "XDG_CACHE_HOME": tmp}
+            with open(os.path.join(ROOT, "platforms", "cpu_host.json")) as f:
+                other = json.load(f)
+            other["name"] = "other_cpu"
+            other["calibrated_on"] = "elsewhere (Some Other CPU 9999, 512 cpus, 1 threads)"
+            other["threads"] = 1
+            path = os.path.join(tmp, "other.json")
+            with open(path, "w") as f:
+                json.dump(other, f)
+            trace = os.path.join(ROOT, "fleet_samples", "mlp.et.json.gz")
+            run = lambda *a: subprocess.run([MIMIC, *a], capture_output=True, text=True, env=env, timeout=600)
+            r = run("predict", trace, "--platform", path, "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            notes = " ".join(json.loads(r.stdout)["notes"])
+            self.assertIn("Some Other CPU 9999", notes)
+            self.assertIn("the prediction is for that machine", notes)
+            r = run("calibrate", "--quick", "--trials", "1", "--threads", "1", "--name", "other_cpu", "--cache")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = run("predict", trace, "--platform", path, "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            notes = " ".join(json.loads(r.stdout)["notes"])
+            self.assertIn("this host's calibration", notes)
+            self.assertNotIn("the prediction is for that machine", notes)
+            self.assertEqual(run("calibrate", "--quick").returncode, 2)  # neither -o nor --cache
 
     def test_quick_calibration_writes_a_platform_predict_accepts(self):
         with tempfile.TemporaryDirectory() as tmp:
