@@ -50,6 +50,8 @@ bool KindOfCategory(std::string_view cat, KinetoEvent::Kind* kind) {
   if (cat == "cpu_op" || cat == "operator") *kind = KinetoEvent::Kind::kHostOp;
   else if (cat == "user_annotation" || cat == "gpu_user_annotation") *kind = KinetoEvent::Kind::kAnnotation;
   else if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime") *kind = KinetoEvent::Kind::kRuntime;
+  else if (cat == "cuda_sync")
+    *kind = KinetoEvent::Kind::kSync;
   else if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Kernel" || cat == "Memcpy" || cat == "Memset")
     *kind = KinetoEvent::Kind::kDevice;
   else return false;
@@ -190,6 +192,39 @@ std::unordered_map<const KinetoEvent*, int> AttributeLaunches(
   return out;
 }
 
+// Each recorded CUDA synchronization on the op whose span holds its runtime call (the launcher
+// of that call), else on the next linked op its thread started; with the start of the
+// cudaEventRecord it waits for, where the trace names one.
+void AttachSyncs(const KinetoTrace& trace, const Links& links,
+                 const std::unordered_map<int64_t, const KinetoEvent*>& runtime_of,
+                 const std::unordered_map<const KinetoEvent*, int>& launcher, proto::Workload& w) {
+  std::map<int64_t, std::vector<std::pair<double, int>>> starts;  // per thread: linked op starts
+  for (const auto& [index, e] : links) starts[e->tid].emplace_back(e->ts, index);
+  for (auto& [tid, v] : starts) std::sort(v.begin(), v.end());
+  for (const KinetoEvent& e : trace.events) {
+    if (e.kind != KinetoEvent::Kind::kSync) continue;
+    auto call = runtime_of.find(e.correlation);
+    if (call == runtime_of.end()) continue;
+    int op = -1;
+    if (auto l = launcher.find(call->second); l != launcher.end()) {
+      op = l->second;
+    } else if (auto t = starts.find(call->second->tid); t != starts.end()) {
+      auto next = std::lower_bound(t->second.begin(), t->second.end(),
+                                   std::make_pair(call->second->ts, -1));
+      if (next != t->second.end()) op = next->second;
+    }
+    if (op < 0) continue;
+    proto::CudaSync& s = *w.mutable_ops(op)->add_syncs();
+    s.set_kind(e.sync_kind);
+    s.set_stream(e.stream);
+    s.set_wait_on_stream(e.wait_on_stream);
+    s.set_ts_us(call->second->ts);
+    auto record = runtime_of.find(e.wait_event_correlation);
+    s.set_record_us(e.wait_event_correlation >= 0 && record != runtime_of.end() ? record->second->ts
+                                                                                : -1);
+  }
+}
+
 // The most bytes the original's allocator held during a profiled step above what it held when
 // the step began, from its "[memory]" events (profile_memory=True): on the GPU when the trace has
 // GPU samples, else on the CPU (where the profiler counts from zero when profiling begins).
@@ -259,6 +294,12 @@ Result<KinetoTrace> ParseKinetoTrace(const std::string& path, InputStream& in) {
       ev.correlation = IntOr(args, "correlation", -1);
       ev.stream = IntOr(args, "stream", -1);
       ev.device = IntOr(args, "device", -1);
+      if (kind == KinetoEvent::Kind::kSync) {
+        std::string_view sk;
+        if (args["cuda_sync_kind"].get(sk) == simdjson::SUCCESS) ev.sync_kind = std::string(sk);
+        ev.wait_on_stream = IntOr(args, "wait_on_stream", -1);
+        ev.wait_event_correlation = IntOr(args, "wait_on_cuda_event_record_corr_id", -1);
+      }
     }
     trace.events.push_back(std::move(ev));
     return Status::Ok();
@@ -360,6 +401,8 @@ Status LinkKineto(const std::string& path, const KinetoTrace& trace, proto::Work
     k.set_correlation(e.correlation);
     k.set_launch_us(launch_ts);
   }
+
+  AttachSyncs(trace, links, launch_of, launcher, w);
 
   // Segment spans and the profiled step times they imply.
   std::unordered_map<int64_t, int> index_of_id;

@@ -335,6 +335,7 @@ class Planner {
     };
     std::unordered_map<int64_t, Access> access;
     std::vector<int64_t> reads, writes;
+    RecordedWaits recorded(*this);
     for (int i = 0; i < static_cast<int>(plan_.steps.size()); ++i) {
       Step& s = plan_.steps[i];
       std::vector<int> latest(plan_.lanes + 1,
@@ -344,6 +345,7 @@ class Planner {
         const int lane = plan_.steps[j].lane == kHostLane ? plan_.lanes : plan_.steps[j].lane;
         latest[lane] = std::max(latest[lane], j);
       };
+      recorded.Visit(i, need);
       Accesses(s, reads, writes);
       for (int64_t st : reads) need(access[st].writer);
       for (int64_t st : writes) {
@@ -359,6 +361,51 @@ class Planner {
       }
     }
   }
+
+  // The original's recorded stream waits ("Stream Wait Event": stream S waits for what stream W
+  // had launched when the awaited event was recorded): the next step on S's lane waits for the
+  // last step on W's lane launched before the record. Host-side syncs (Event, Stream, Context
+  // Sync) are recorded in the workload; the replay's host waits only where data requires.
+  class RecordedWaits {
+   public:
+    explicit RecordedWaits(const Planner& p)
+        : p_(p), launched_(p.plan_.lanes), pending_(p.plan_.lanes) {
+      for (int l = 0; l < p.plan_.lanes; ++l) lane_of_[p.plan_.lane_streams[l]] = l;
+    }
+    // Before step i: the waits the recorded syncs put on it, through `need`.
+    template <typename Need>
+    void Visit(int i, Need&& need) {
+      const Step& s = p_.plan_.steps[i];
+      const TopOp& top = p_.plan_.tops[s.top];
+      if (i == top.first_step) AddSyncsOf(top.op_index);
+      if (s.lane < 0) return;
+      for (int j : pending_[s.lane]) need(j);
+      pending_[s.lane].clear();
+      const proto::Op& op = p_.w_.ops(top.op_index);
+      if (op.has_cpu_span()) launched_[s.lane].emplace_back(op.cpu_start_us(), i);
+    }
+
+   private:
+    void AddSyncsOf(int index) {
+      for (const proto::CudaSync& sync : p_.w_.ops(index).syncs()) {
+        if (sync.kind() != "Stream Wait Event" || sync.record_us() < 0) continue;
+        auto waiting = lane_of_.find(sync.stream()), awaited = lane_of_.find(sync.wait_on_stream());
+        if (waiting == lane_of_.end() || awaited == lane_of_.end() ||
+            waiting->second == awaited->second)
+          continue;
+        const auto& before = launched_[awaited->second];
+        auto it = std::upper_bound(before.begin(), before.end(),
+                                   std::make_pair(sync.record_us(), INT32_MAX));
+        if (it != before.begin()) pending_[waiting->second].push_back(std::prev(it)->second);
+      }
+      for (int c : p_.in_.tree.Children(index)) AddSyncsOf(c);
+    }
+
+    const Planner& p_;
+    std::unordered_map<int64_t, int> lane_of_;                   // stream -> lane
+    std::vector<std::vector<std::pair<double, int>>> launched_;  // per lane: (launch, step)
+    std::vector<std::vector<int>> pending_;                      // per lane: steps to wait for
+  };
 
   // An asynchronous collective ends at its recorded wait, or, in full mode, before the first
   // op that touches a storage it writes.

@@ -1,4 +1,7 @@
 // Kineto linking on the public paired traces, and refusal of a Kineto trace of another run.
+#include "mimic/eg/kineto.h"
+
+#include "mimic/base/file.h"
 #include "mimic/eg/workload.h"
 #include "testing.h"
 
@@ -52,6 +55,30 @@ TEST(Kineto, FleetSamplesLinkByRecordFunctionIdWithStepSpans) {
   ASSERT_GE(w->segments_size(), 1);
   for (const proto::Segment& s : w->segments()) EXPECT_TRUE(s.has_span()) << s.name();
   EXPECT_EQ(w->original().iteration_ms_size(), w->segments_size());
+}
+
+// HTA's multi-stream trace: stream 24 waits on an event recorded on stream 20 (correlation
+// 1385), and the host syncs on events and the context.
+TEST(Kineto, CudaSyncRecordsKeepWhatWaitsForWhat) {
+  const std::string path =
+      testing::SharedTraces() + "/hta-event-sync/event_sync_multi_stream_kineto.json.gz";
+  auto in = InputStream::Open(path);
+  ASSERT_THAT(in, IsOk());
+  auto t = ParseKinetoTrace(path, **in);
+  ASSERT_THAT(t, IsOk());
+  int stream_waits = 0, context_syncs = 0;
+  for (const KinetoEvent& e : t->events) {
+    if (e.kind != KinetoEvent::Kind::kSync) continue;
+    if (e.sync_kind == "Stream Wait Event") {
+      ++stream_waits;
+      EXPECT_EQ(e.stream, 24);
+      EXPECT_EQ(e.wait_on_stream, 20);
+      EXPECT_EQ(e.wait_event_correlation, 1385);
+    }
+    context_syncs += e.sync_kind == "Context Sync";
+  }
+  EXPECT_EQ(stream_waits, 1);
+  EXPECT_EQ(context_syncs, 1);
 }
 
 TEST(Kineto, TraceOfAnotherRunIsRefused) {

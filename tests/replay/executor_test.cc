@@ -69,6 +69,47 @@ TEST(Executor, TwoStreamsOverlapAndJoinWhereTheirDataMeets) {
   EXPECT_GE(tc.start_ms, tb.start_ms + tb.duration_ms);
 }
 
+// Stream 20 waited for an event recorded on stream 7 after its product was launched (a
+// "Stream Wait Event" the trace recorded): the add on stream 20 waits for that product although
+// it does not read it; without the recorded wait the lanes would not meet at all.
+TEST(Executor, ARecordedStreamWaitBecomesAnEventWait) {
+  WorkloadBuilder b;
+  b.Step(1);
+  const int64_t n = 768;
+  const int x = b.Tensor({n, n}), w1 = b.Tensor({n, n}), y = b.Tensor({n, n}),
+            w2 = b.Tensor({n, n});
+  const int a = b.Tensor({n, n}), p = b.Tensor({n, n}), c = b.Tensor({n, n});
+  proto::Op& mm_a = b.Op(kMm, {b.T(x), b.T(w1)}, {b.T(a)}, 7);
+  proto::Op& mm_b = b.Op(kMm, {b.T(y), b.T(w2)}, {b.T(p)}, 20);
+  proto::Op& add = b.Op(kAdd, {b.T(p), b.T(p), b.I(1)}, {b.T(c)}, 20);
+  double start = 100;
+  for (proto::Op* op : {&mm_a, &mm_b, &add}) {
+    op->set_has_cpu_span(true);
+    op->set_cpu_start_us(start);
+    op->set_cpu_duration_us(10);
+    start += 100;
+  }
+  proto::CudaSync& sync = *add.add_syncs();
+  sync.set_kind("Stream Wait Event");
+  sync.set_stream(20);
+  sync.set_wait_on_stream(7);
+  sync.set_ts_us(290);
+  sync.set_record_us(150);  // after mm_a's launch
+  const int64_t ida = mm_a.id(), idadd = add.id();
+  ReplayOptions options;
+  options.device = "cpu";
+  options.num_threads = 1;
+  options.warmup = 0;
+  options.iters = 1;
+  options.host_gaps = HostGaps::kNone;
+  auto r = Replay(b.workload(), options);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->lanes.size(), 2u);
+  EXPECT_EQ(r->cross_lane_waits, 1);
+  const OpTiming &ta = TimingOf(*r, ida), &tc = TimingOf(*r, idadd);
+  EXPECT_GE(tc.start_ms, ta.start_ms + ta.duration_ms);
+}
+
 // Without a Kineto trace there is one stream: one lane, run on the calling thread.
 TEST(Executor, ATraceWithoutKernelsRunsOnOneLane) {
   auto w = eg::LoadWorkload(mimic::testing::SourceDir() + "/fleet_samples/mlp.et.json.gz");

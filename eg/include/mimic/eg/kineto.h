@@ -14,7 +14,7 @@
 namespace mimic::eg {
 
 struct KinetoEvent {
-  enum class Kind : uint8_t { kHostOp, kAnnotation, kRuntime, kDevice };
+  enum class Kind : uint8_t { kHostOp, kAnnotation, kRuntime, kDevice, kSync };
   Kind kind;
   std::string name;
   std::string category;
@@ -27,6 +27,10 @@ struct KinetoEvent {
   int64_t correlation = -1;  // args.correlation
   int64_t stream = -1;
   int64_t device = -1;
+  // kSync ("cuda_sync"): args cuda_sync_kind, wait_on_stream, wait_on_cuda_event_record_corr_id.
+  std::string sync_kind;
+  int64_t wait_on_stream = -1;
+  int64_t wait_event_correlation = -1;
 };
 
 // A "[memory]" instant event (profile_memory=True): the allocator's total after one allocation
