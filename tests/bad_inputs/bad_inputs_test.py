@@ -40,7 +40,10 @@ def read_expect(path):
 class BadInputTest(unittest.TestCase):
 
     def test_every_case(self):
-        _, _, baseline_mib = run(["--version"])
+        # The baseline is the executable the command runs in: `mimic` alone, or with LibTorch
+        # loaded (mimic-torch, docs/cli.md) for the commands that replay or measure.
+        baseline = {False: run(["--version"])[2], True: run(["devices"])[2]}
+        torch_commands = {"replay", "run", "synth", "pack", "build-benchmark", "calibrate", "compare", "devices"}
         cases = sorted(glob.glob(os.path.join(HERE, "*.expect")))
         self.assertGreaterEqual(len(cases), 20)
         for expect in cases:
@@ -51,6 +54,7 @@ class BadInputTest(unittest.TestCase):
                 out = os.path.join(d, "out")
                 args = [a.format(case=rel, out=out) for a in spec["args"].split()]
                 code, err, rss_mib = run(args)
+                baseline_mib = baseline[args[0] in torch_commands]
                 self.assertEqual(code, 2, f"{rel}: exit {code}\n{err}")
                 lines = err.strip().splitlines()
                 self.assertEqual(len(lines), 1, err)
