@@ -535,6 +535,7 @@ Result<proto::Workload> ParseExecutionTrace(const std::string& path, InputStream
     }
     return Status::Ok();
   };
+  bool is_kineto = false;
   auto on_member = [&](std::string_view key, element v, size_t at) -> Status {
     std::string_view s;
     if (key == "schema") {
@@ -547,10 +548,18 @@ Result<proto::Workload> ParseExecutionTrace(const std::string& path, InputStream
       if (v.get(pid) == simdjson::SUCCESS) prov.set_pid(pid);
     } else if (key == "time") {
       if (v.get(s) == simdjson::SUCCESS) prov.set_trace_time(std::string(s));
+    } else if (key == "traceEvents") {
+      is_kineto = true;
     }
     return Status::Ok();
   };
   MIMIC_RETURN_IF_ERROR(WalkTopLevelObject(path, in, "nodes", on_node, on_member, &has_nodes));
+  if (!has_nodes && is_kineto)
+    return Status::InvalidInput(
+        path +
+        ":byte 0: a Kineto trace (\"traceEvents\"), not an execution trace: "
+        "give it with --kineto beside its execution trace (a Kineto trace "
+        "alone cannot be replayed: it records no tensors)");
   if (!has_nodes || !has_schema)
     return Status::InvalidInput(path + ":byte 0: valid JSON but not a PyTorch execution trace (no " +
                                 std::string(has_nodes ? "\"schema\"" : "\"nodes\"") + " member)");

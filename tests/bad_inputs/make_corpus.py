@@ -106,6 +106,9 @@ def main():
                                "ts": 1.0, "dur": 2.0, "args": {"External id": 1, "Record function id": 3}}]}
     write("kineto_of_another_run.json", json.dumps(kineto),
           "convert fleet_samples/mlp.et.json.gz --kineto {case} -o {out}", "Kineto trace of another run")
+    write("kineto_given_as_et.json", json.dumps(kineto),
+          "replay {case} --device cpu --warmup 0 --iters 1 --report {out}",
+          "a Kineto trace (\"traceEvents\"), not an execution trace: give it with --kineto")
     write("kineto_not_a_trace.json", json.dumps({"nodes": []}),
           "convert fleet_samples/mlp.et.json.gz --kineto {case} -o {out}", "not a Kineto trace")
 
