@@ -555,11 +555,11 @@ Result<proto::Workload> ParseExecutionTrace(const std::string& path, InputStream
   };
   MIMIC_RETURN_IF_ERROR(WalkTopLevelObject(path, in, "nodes", on_node, on_member, &has_nodes));
   if (!has_nodes && is_kineto)
-    return Status::InvalidInput(
-        path +
-        ":byte 0: a Kineto trace (\"traceEvents\"), not an execution trace: "
-        "give it with --kineto beside its execution trace (a Kineto trace "
-        "alone cannot be replayed: it records no tensors)");
+    return Status::InvalidInput(path +
+                                ":byte 0: not a PyTorch execution trace but a Kineto trace "
+                                "(\"traceEvents\"): give it with --kineto beside its execution "
+                                "trace (a Kineto trace alone cannot be replayed: it records no "
+                                "tensors)");
   if (!has_nodes || !has_schema)
     return Status::InvalidInput(path + ":byte 0: valid JSON but not a PyTorch execution trace (no " +
                                 std::string(has_nodes ? "\"schema\"" : "\"nodes\"") + " member)");

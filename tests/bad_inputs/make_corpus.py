@@ -108,7 +108,7 @@ def main():
           "convert fleet_samples/mlp.et.json.gz --kineto {case} -o {out}", "Kineto trace of another run")
     write("kineto_given_as_et.json", json.dumps(kineto),
           "replay {case} --device cpu --warmup 0 --iters 1 --report {out}",
-          "a Kineto trace (\"traceEvents\"), not an execution trace: give it with --kineto")
+          "but a Kineto trace (\"traceEvents\"): give it with --kineto")
     write("kineto_not_a_trace.json", json.dumps({"nodes": []}),
           "convert fleet_samples/mlp.et.json.gz --kineto {case} -o {out}", "not a Kineto trace")
 
