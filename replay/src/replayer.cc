@@ -595,6 +595,7 @@ class Session {
 
   Result<ReplayResult> Run(const ProgressFn& progress) {
     const std::string& device = device_;
+    if (options_.dist) MIMIC_RETURN_IF_ERROR(CheckLaunchMatchesTrace(*options_.dist, w_));
     MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> first, CreateExecutor(device));
     if (options_.num_threads > 0) at::set_num_threads(options_.num_threads);
     result_.heap = options_.retain_heap ? RetainFreedHeap() : "";
