@@ -12,7 +12,7 @@ namespace mimic::eg {
 namespace {
 
 Result<proto::Workload> LoadAlone(const std::string& path) {
-  return LoadWorkload(path, {.allow_kineto_only = true});
+  return LoadWorkload(path, {.kineto_path = "", .allow_kineto_only = true});
 }
 
 const proto::Op* FindOp(const proto::Workload& w, const std::string& name) {
@@ -145,14 +145,18 @@ TEST(KinetoWorkload, V100TrainingTrace) {
 
   // The all-to-alls: record_param_comms records nothing in Kineto; the nccl:all_to_all span
   // inside names the collective and its tensor's size.
-  int64_t all_to_all = 0;
+  // (Embeddings go as fp32, the input features' lengths and ids as int32.)
+  int64_t all_to_all = 0, fp32 = 0;
   for (const proto::Op& op : w->ops())
     if (op.has_collective() && op.collective().type() == proto::Collective::ALL_TO_ALL) {
       ++all_to_all;
       EXPECT_GT(op.collective().in_elems(), 0) << op.id();
-      EXPECT_EQ(op.collective().dtype(), proto::FLOAT32);
+      EXPECT_NE(op.collective().dtype(), proto::DTYPE_UNKNOWN) << op.id();
+      EXPECT_GT(op.collective().itemsize(), 0) << op.id();
+      fp32 += op.collective().dtype() == proto::FLOAT32;
     }
   EXPECT_EQ(all_to_all, 42);
+  EXPECT_GT(fp32, 0);
 }
 
 // A trace without deviceProperties still loads (its platform must then be named).
