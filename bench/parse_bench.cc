@@ -8,8 +8,8 @@
 //    JSON on this thread: eg::ParseExecutionTrace for execution traces (the normalized
 //    proto::Workload: ops sorted by id, tensor table, segments), eg::ParseKinetoTrace for Kineto
 //    traces (--kind kineto-alone: with the host ops' arguments, then eg::BuildKinetoWorkload, the
-//    workload of a Kineto trace alone). Destroying the result is not timed. Reported: median, p10 and p90 of MB/s of
-//    decompressed JSON (1 MB = 10^6 bytes).
+//    workload of a Kineto trace alone). Destroying the result is not timed. Reported: median, p10
+//    and p90 of MB/s of decompressed JSON (1 MB = 10^6 bytes).
 //  * Peak memory. The decompressed JSON is written to a temporary plain file; a child process
 //    (fork + exec of this binary, so that its heap and its VmHWM start clean) parses two tiny
 //    built-in documents (so that the readers' code pages are resident), records VmRSS, streams
@@ -281,9 +281,10 @@ std::string Basename(const std::string& p) {
 }
 
 int Usage() {
-  std::fprintf(stderr,
-               "usage: mimic_parse_bench FILE [FILE...] [--reps N] [--kind et|kineto|kineto-alone|auto] "
-               "[--json OUT]\n");
+  std::fprintf(
+      stderr,
+      "usage: mimic_parse_bench FILE [FILE...] [--reps N] [--kind et|kineto|kineto-alone|auto] "
+      "[--json OUT]\n");
   return 2;
 }
 
@@ -293,7 +294,7 @@ int main(int argc, char** argv) {
   if (argc == 4 && std::string_view(argv[1]) == "--mem-child")
     return MemChild(argv[2], std::string_view(argv[3]) == "kineto"         ? Kind::kKineto
                              : std::string_view(argv[3]) == "kineto-alone" ? Kind::kKinetoAlone
-                                                                            : Kind::kEt);
+                                                                           : Kind::kEt);
 
   std::vector<std::string> files;
   int reps = 20;
@@ -308,7 +309,8 @@ int main(int argc, char** argv) {
       const std::string_view k = argv[++i];
       if (k == "et") forced = Kind::kEt;
       else if (k == "kineto") forced = Kind::kKineto;
-      else if (k == "kineto-alone") forced = Kind::kKinetoAlone;
+      else if (k == "kineto-alone")
+        forced = Kind::kKinetoAlone;
       else if (k == "auto") forced = Kind::kAuto;
       else return Usage();
     } else if (a == "--json" && i + 1 < argc) {

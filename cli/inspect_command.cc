@@ -113,9 +113,10 @@ std::string InspectJson(const proto::Workload& w, const eg::Summary& s) {
 void PrintText(const std::string& path, const proto::Workload& w, const eg::Summary& s) {
   std::printf("%s\n", path.c_str());
   if (eg::IsKinetoOnly(w))
-    std::printf("  schema          %s (pid %lld): a Kineto trace alone, no tensors recorded (inspect, "
-                "predict and compare --no-replay read it; replay needs its execution trace)\n",
-                w.provenance().schema().c_str(), static_cast<long long>(w.provenance().pid()));
+    std::printf(
+        "  schema          %s (pid %lld): a Kineto trace alone, no tensors recorded (inspect, "
+        "predict and compare --no-replay read it; replay needs its execution trace)\n",
+        w.provenance().schema().c_str(), static_cast<long long>(w.provenance().pid()));
   else
     std::printf("  schema          %s (pid %lld)\n", w.provenance().schema().c_str(),
                 static_cast<long long>(w.provenance().pid()));
@@ -128,8 +129,8 @@ void PrintText(const std::string& path, const proto::Workload& w, const eg::Summ
     std::printf("  tensors         %lld argument shapes (Kineto records no tensor identity)\n",
                 static_cast<long long>(s.tensors));
   else
-    std::printf("  tensors         %lld views over %lld storages\n", static_cast<long long>(s.tensors),
-                static_cast<long long>(s.storages));
+    std::printf("  tensors         %lld views over %lld storages\n",
+                static_cast<long long>(s.tensors), static_cast<long long>(s.storages));
   std::printf("  iterations      %lld   labels %lld   threads %lld\n",
               static_cast<long long>(s.iterations), static_cast<long long>(s.labels),
               static_cast<long long>(s.threads));
@@ -150,11 +151,13 @@ void PrintText(const std::string& path, const proto::Workload& w, const eg::Summ
   for (const auto& m : w.provenance().warnings()) std::printf("  warning         %s\n", m.c_str());
   if (w.kineto().present()) {
     const auto& k = w.kineto();
-    std::printf("  kineto          host ops linked %lld/%lld, kernels linked %lld/%lld (%lld in the trace; by %s) on %lld streams\n",
-                static_cast<long long>(k.host_ops_linked()), static_cast<long long>(k.host_ops()),
-                static_cast<long long>(k.kernels_linked()), static_cast<long long>(k.kernels()),
-                static_cast<long long>(k.kernels_total()), k.link_method().c_str(),
-                static_cast<long long>(KernelStreams(w)));
+    std::printf(
+        "  kineto          host ops linked %lld/%lld, kernels linked %lld/%lld (%lld in the trace; "
+        "by %s) on %lld streams\n",
+        static_cast<long long>(k.host_ops_linked()), static_cast<long long>(k.host_ops()),
+        static_cast<long long>(k.kernels_linked()), static_cast<long long>(k.kernels()),
+        static_cast<long long>(k.kernels_total()), k.link_method().c_str(),
+        static_cast<long long>(KernelStreams(w)));
   }
 }
 
@@ -162,12 +165,14 @@ void PrintText(const std::string& path, const proto::Workload& w, const eg::Summ
 
 Runner AddInspect(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
-  app.add_option("trace", args->trace, "Execution trace (.json or .json.gz), Kineto trace alone, or .mimic workload")->required();
+  app.add_option("trace", args->trace,
+                 "Execution trace (.json or .json.gz), Kineto trace alone, or .mimic workload")
+      ->required();
   app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
   app.add_flag("--json", args->json, "Print JSON instead of text");
   return [args]() {
-    Result<proto::Workload> w = eg::LoadWorkload(
-        args->trace, {.kineto_path = args->kineto, .allow_kineto_only = true});
+    Result<proto::Workload> w =
+        eg::LoadWorkload(args->trace, {.kineto_path = args->kineto, .allow_kineto_only = true});
     if (!w.ok()) return Fail(w.status());
     const eg::Summary s = eg::Summarize(*w);
     if (args->json) {

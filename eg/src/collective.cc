@@ -371,7 +371,8 @@ void AnnotateCollectives(proto::Workload& w) {
     // A Kineto trace records no arguments of record_param_comms and none of a c10d op's tensor
     // list: the backend span inside (nccl:all_to_all, with its tensor's shape) names it then.
     const std::vector<int> below = own_descendants(i);
-    const auto span = std::find_if(below.begin(), below.end(), [&](int k) { return IsBackendSpan(w.ops(k)); });
+    const auto span =
+        std::find_if(below.begin(), below.end(), [&](int k) { return IsBackendSpan(w.ops(k)); });
     Type type = TypeOf(op);
     if (type == proto::Collective::TYPE_UNKNOWN && span != below.end())
       type = CollectiveTypeOfName(w.ops(*span).name());
@@ -399,7 +400,8 @@ void AnnotateCollectives(proto::Workload& w) {
         }
       }
     }
-    if (c.in_elems() == 0 && c.out_elems() == 0 && span != below.end() && w.ops(*span).inputs_size() > 0) {
+    if (c.in_elems() == 0 && c.out_elems() == 0 && span != below.end() &&
+        w.ops(*span).inputs_size() > 0) {
       c.set_in_elems(Elements(w, w.ops(*span).inputs(0), c));
       c.set_out_elems(c.in_elems());
     }

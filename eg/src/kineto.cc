@@ -154,7 +154,6 @@ Links LinkByNameThreadOrder(const proto::Workload& w, const std::vector<const Ki
   return links;
 }
 
-
 // args["Input type"], ["Input Dims"], ["Input Strides"] and ["Concrete Inputs"], position by
 // position (record_shapes=True). A TensorList's dims hold one shape per tensor.
 void ReadInputs(element args, std::vector<KinetoInput>& out) {
@@ -227,7 +226,8 @@ bool IsHostSpan(const KinetoEvent& e) { return IsHost(e) && e.category != "gpu_u
 std::unordered_map<int64_t, const KinetoEvent*> LaunchesByCorrelation(const KinetoTrace& trace) {
   std::unordered_map<int64_t, const KinetoEvent*> launch_of;
   for (const KinetoEvent& e : trace.events)
-    if (e.kind == KinetoEvent::Kind::kRuntime && e.correlation >= 0) launch_of.emplace(e.correlation, &e);
+    if (e.kind == KinetoEvent::Kind::kRuntime && e.correlation >= 0)
+      launch_of.emplace(e.correlation, &e);
   return launch_of;
 }
 
@@ -329,8 +329,9 @@ void AttachSyncs(const KinetoTrace& trace, const Links& links,
 }
 
 // The step memory peak: the most bytes the original's allocator held during a profiled step
-// above what it held when the step began, from its "[memory]" events (profile_memory=True): on the GPU when the trace has
-// GPU samples, else on the CPU (where the profiler counts from zero when profiling begins).
+// above what it held when the step began, from its "[memory]" events (profile_memory=True): on the
+// GPU when the trace has GPU samples, else on the CPU (where the profiler counts from zero when
+// profiling begins).
 void RecordStepMemory(const KinetoTrace& trace, proto::Workload& w) {
   const bool gpu = std::any_of(trace.memory.begin(), trace.memory.end(),
                                [](const KinetoMemorySample& m) { return m.device_type == 1; });
@@ -356,7 +357,6 @@ void RecordStepMemory(const KinetoTrace& trace, proto::Workload& w) {
                                                (gpu ? "GPU" : "CPU") +
                                                " allocator, profiled steps");
 }
-
 
 void SetSegmentSpans(proto::Workload& w) {
   std::unordered_map<int64_t, int> index_of_id;

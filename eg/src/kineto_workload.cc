@@ -29,17 +29,23 @@ int64_t ItemSize(proto::DType d) {
     case proto::FLOAT64:
     case proto::INT64:
     case proto::UINT64:
-    case proto::COMPLEX64: return 8;
-    case proto::COMPLEX128: return 16;
+    case proto::COMPLEX64:
+      return 8;
+    case proto::COMPLEX128:
+      return 16;
     case proto::FLOAT32:
     case proto::INT32:
-    case proto::UINT32: return 4;
+    case proto::UINT32:
+      return 4;
     case proto::FLOAT16:
     case proto::BFLOAT16:
     case proto::INT16:
-    case proto::UINT16: return 2;
-    case proto::DTYPE_UNKNOWN: return 0;
-    default: return 1;
+    case proto::UINT16:
+      return 2;
+    case proto::DTYPE_UNKNOWN:
+      return 0;
+    default:
+      return 1;
   }
 }
 
@@ -172,8 +178,10 @@ void Builder::AddInput(const KinetoInput& in, proto::Value& v) {
     return;
   }
   if (in.type == "Scalar") {
-    if (in.concrete.empty()) v.set_opaque("<Scalar>");
-    else SetScalar(in.concrete, v);
+    if (in.concrete.empty())
+      v.set_opaque("<Scalar>");
+    else
+      SetScalar(in.concrete, v);
     return;
   }
   if (in.type == "ScalarList") {
@@ -210,10 +218,10 @@ int32_t Builder::AddTensor(proto::DType dtype, const std::string& type,
 // The device an op's arguments lived on, where the trace tells: the device of the kernels it
 // (or an op under it) launched; "cpu" everywhere when the trace recorded no device at all.
 void SetTensorDevices(const KinetoTrace& trace, proto::Workload& w) {
-  const bool any_device = !trace.devices.empty() ||
-                          std::any_of(trace.events.begin(), trace.events.end(), [](const KinetoEvent& e) {
-                            return e.kind == KinetoEvent::Kind::kDevice;
-                          });
+  const bool any_device =
+      !trace.devices.empty() ||
+      std::any_of(trace.events.begin(), trace.events.end(),
+                  [](const KinetoEvent& e) { return e.kind == KinetoEvent::Kind::kDevice; });
   const OpTree tree(w);
   std::vector<int64_t> device(w.ops_size(), -1);  // the device of the first kernel below
   for (int i = w.ops_size() - 1; i >= 0; --i) {   // children have larger ids than parents
@@ -248,7 +256,8 @@ void AttachDeviceWork(const KinetoTrace& trace, const std::vector<const KinetoEv
   }
   const auto launch_of = kineto::LaunchesByCorrelation(trace);
   const auto launcher = kineto::AttributeLaunches(trace, host, op_of_event);
-  const kineto::KernelCounts kernels = kineto::AttachKernels(trace, launch_of, launcher, -1e300, 1e300, w);
+  const kineto::KernelCounts kernels =
+      kineto::AttachKernels(trace, launch_of, launcher, -1e300, 1e300, w);
   kineto::AttachSyncs(trace, links, launch_of, launcher, w);
   proto::KinetoSummary& s = *w.mutable_kineto();
   s.set_present(true);
@@ -266,7 +275,8 @@ void AttachDeviceWork(const KinetoTrace& trace, const std::vector<const KinetoEv
 Result<proto::Workload> BuildKinetoWorkload(const std::string& path, const KinetoTrace& trace) {
   const std::vector<const KinetoEvent*> host = HostSpansInStartOrder(trace);
   if (host.empty())
-    return Status::InvalidInput(path + ":byte 0: Kineto trace without host ops (no cpu_op or "
+    return Status::InvalidInput(path +
+                                ":byte 0: Kineto trace without host ops (no cpu_op or "
                                 "user_annotation events): nothing to read");
   proto::Workload w;
   auto& prov = *w.mutable_provenance();

@@ -6,12 +6,12 @@
 #include <set>
 #include <unordered_set>
 
+#include "json_scan.h"
 #include "mimic/base/file.h"
 #include "mimic/base/framed.h"
 #include "mimic/eg/collective.h"
 #include "mimic/eg/execution_trace.h"
 #include "mimic/eg/kineto.h"
-#include "json_scan.h"
 
 namespace mimic::eg {
 namespace {
@@ -188,7 +188,8 @@ bool IsOperatorName(std::string_view name) {
   if (ns == 0 || ns == std::string_view::npos || ns + 2 == name.size()) return false;
   auto word = [](std::string_view s, bool dots) {
     for (char c : s)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && !(dots && c == '.')) return false;
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && !(dots && c == '.'))
+        return false;
     return true;
   };
   return word(name.substr(0, ns), false) && word(name.substr(ns + 2), true);
@@ -363,7 +364,8 @@ Result<proto::Workload> Build(const Source& et, const Source& kineto, bool allow
   MIMIC_ASSIGN_OR_RETURN(const bool is_kineto, IsKinetoTrace(et));
   if (is_kineto && !allow_kineto_only) return Status::InvalidInput(KinetoAloneHint(et.name));
   if (is_kineto && kineto.present())
-    return Status::InvalidInput(et.name + ":byte 0: a Kineto trace, not an execution trace: "
+    return Status::InvalidInput(et.name +
+                                ":byte 0: a Kineto trace, not an execution trace: "
                                 "--kineto links a Kineto trace to an execution trace");
   if (is_kineto) return BuildFromKinetoAlone(et);
   MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, et.Open());
@@ -394,10 +396,11 @@ Result<proto::Workload> LoadWorkload(const std::string& path, const LoadOptions&
     MIMIC_ASSIGN_OR_RETURN(FileContents file, ReadFile(path));
     MIMIC_ASSIGN_OR_RETURN(proto::Workload w, ParseWorkloadFile(path, file.bytes.view()));
     if (IsKinetoOnly(w) && !options.allow_kineto_only)
-      return Status::InvalidInput(path +
-                                  ":byte 0: a workload read from a Kineto trace alone (it records "
-                                  "no tensors): it cannot be replayed; inspect, predict and compare "
-                                  "--no-replay read it");
+      return Status::InvalidInput(
+          path +
+          ":byte 0: a workload read from a Kineto trace alone (it records "
+          "no tensors): it cannot be replayed; inspect, predict and compare "
+          "--no-replay read it");
     return w;
   }
   return Build(et, Source{options.kineto_path, {}}, options.allow_kineto_only);

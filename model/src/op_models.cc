@@ -335,16 +335,18 @@ std::vector<const proto::Tensor*> OutputsOf(const proto::Workload& w, const prot
   const std::string_view name = BaseName(op.name());
   if (name == "aten::cat" || name == "aten::stack") return in;
   const OpClass cls = eg::ClassOf(op.name());
-  const bool same_size =
-      cls == OpClass::kElementwise || (cls == OpClass::kMemcpy && name != "aten::copy_") ||
-      name.find("softmax") != std::string_view::npos || name.find("layer_norm") != std::string_view::npos ||
-      name.find("batch_norm") != std::string_view::npos || name.find("group_norm") != std::string_view::npos ||
-      name.find("rms_norm") != std::string_view::npos;
+  const bool same_size = cls == OpClass::kElementwise ||
+                         (cls == OpClass::kMemcpy && name != "aten::copy_") ||
+                         name.find("softmax") != std::string_view::npos ||
+                         name.find("layer_norm") != std::string_view::npos ||
+                         name.find("batch_norm") != std::string_view::npos ||
+                         name.find("group_norm") != std::string_view::npos ||
+                         name.find("rms_norm") != std::string_view::npos;
   if (!same_size) return out;
   if (!name.empty() && name.back() == '_') return {in.front()};  // in place: written back
-  return {*std::max_element(in.begin(), in.end(), [](const proto::Tensor* a, const proto::Tensor* b) {
-    return Bytes(a) < Bytes(b);
-  })};
+  return {*std::max_element(
+      in.begin(), in.end(),
+      [](const proto::Tensor* a, const proto::Tensor* b) { return Bytes(a) < Bytes(b); })};
 }
 
 double Bytes(const proto::Tensor* t) {

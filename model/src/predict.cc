@@ -299,9 +299,9 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   // Memory-bound ops pay for cold inputs where the platform measured the slow-down; a first
   // pass over the iteration leaves the cache model as the previous iteration would.
   // A Kineto trace alone records no tensor identity: no reuse to follow, every input hot.
-  const bool cold_points = !eg::IsKinetoOnly(w) &&
-                           std::any_of(p.bandwidth().begin(), p.bandwidth().end(),
-                                       [](const proto::BandwidthPoint& b) { return b.cold(); });
+  const bool cold_points =
+      !eg::IsKinetoOnly(w) && std::any_of(p.bandwidth().begin(), p.bandwidth().end(),
+                                          [](const proto::BandwidthPoint& b) { return b.cold(); });
   CacheModel cache(cold_points ? p.l2_bytes() : 0);  // capacity 0: every input hot
   if (cold_points && p.l2_bytes() > 0) {
     for (int i : top)

@@ -30,7 +30,8 @@ std::vector<int64_t> ShapeOf(const proto::Workload& w, const proto::Value& v) {
 // HTA's call-stack trace: ProfilerStep#552 on the main thread, the backward of an addmm on the
 // autograd engine's thread; one GEMM kernel launched by aten::mm.
 TEST(KinetoWorkload, BackwardOnTheAutogradThreadBelongsToTheStep) {
-  const std::string path = testing::SharedTraces() + "/hta-backward-thread/backward_thread_kineto.json";
+  const std::string path =
+      testing::SharedTraces() + "/hta-backward-thread/backward_thread_kineto.json";
   MIMIC_SKIP_UNLESS_EXISTS(path);
   auto w = LoadAlone(path);
   ASSERT_THAT(w, IsOk());
@@ -101,7 +102,8 @@ TEST(KinetoWorkload, CrossStreamWaitIsAttached) {
 // HTA's V100 training trace: 105k events, two threads (the main one and the autograd engine's),
 // six profiled steps; every host span an op, the kernels on the ops that launched them.
 TEST(KinetoWorkload, V100TrainingTrace) {
-  const std::string path = testing::SharedTraces() + "/hta-gpu-kineto/trace_diff_test_kineto.json.gz";
+  const std::string path =
+      testing::SharedTraces() + "/hta-gpu-kineto/trace_diff_test_kineto.json.gz";
   MIMIC_SKIP_UNLESS_EXISTS(path);
   auto w = LoadAlone(path);
   ASSERT_THAT(w, IsOk());

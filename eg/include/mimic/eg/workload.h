@@ -109,10 +109,10 @@ bool IsOperatorName(std::string_view name);
 // wrappers; never their children; `mimic::delay` ops count as replayable. In a workload of a
 // Kineto trace alone (eg::IsKinetoOnly), which records no schemas, the top-most operators by name
 // (IsOperatorName) and host spans that launched kernels themselves (compiled functions, custom
-// autograd nodes) stand where ops with a schema would: what predict prices. With `include_compiled`,
-// also the top-most compiled kernels (Triton: ops with a kernel_backend and no schema), which a
-// replay must account for even though it never runs the code they carry. Returns indices into
-// workload.ops().
+// autograd nodes) stand where ops with a schema would: what predict prices. With
+// `include_compiled`, also the top-most compiled kernels (Triton: ops with a kernel_backend and no
+// schema), which a replay must account for even though it never runs the code they carry. Returns
+// indices into workload.ops().
 std::vector<int> ReplayableOps(const proto::Workload& workload, const OpTree& tree,
                                int segment_op = -1, bool include_compiled = false);
 
