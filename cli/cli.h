@@ -24,14 +24,17 @@ Status WriteOutput(const std::string& path, const std::string& text);
 
 // What a command was given to work on, loaded: a PyTorch execution trace (with its Kineto
 // trace, and the capture manifest's unprofiled step times when one lies beside it), a .mimic
-// workload, or a bundle (which also carries the seed of its random tensor contents).
+// workload, or a bundle (which also carries the seed of its random tensor contents); with
+// `allow_kineto_only`, also a Kineto trace alone (for commands that need no tensors), which is
+// otherwise refused with a one-line hint (exit 2).
 struct LoadedInput {
   proto::Workload workload;
   bool has_seed = false;
   uint64_t seed = 0;
   std::string kineto_path;  // the Kineto trace linked into it, if any
 };
-Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto_path);
+Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto_path,
+                              bool allow_kineto_only = false);
 
 // The platform to predict `in` for: `given` (a --platform value) when set, else the built-in
 // platform of the GPU that the Kineto trace's deviceProperties describe (the linked one, or

@@ -154,7 +154,8 @@ Runner AddCompare(CLI::App& app) {
   args->options.warmup = 2;
   args->options.iters = 10;
   app.add_option("input", args->input,
-                 "Execution trace (.json, .json.gz), .mimic workload or bundle")
+                 "Execution trace (.json, .json.gz), .mimic workload or bundle (with "
+                 "--no-replay, also a Kineto trace alone)")
       ->required();
   app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
   app.add_option("--platform", args->platform,
@@ -191,7 +192,7 @@ Runner AddCompare(CLI::App& app) {
                  "name's profiled time beside the original's Kineto spans (profiled_ops)");
   return [args, &app]() -> int {
     args->seed_given = app.count("--seed") > 0;
-    Result<LoadedInput> in = LoadInput(args->input, args->kineto);
+    Result<LoadedInput> in = LoadInput(args->input, args->kineto, args->no_replay);
     if (!in.ok()) return Fail(in.status());
     const proto::Workload& w = in->workload;
     replay::ReplayOptions ro = args->options;

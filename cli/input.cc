@@ -17,7 +17,8 @@
 
 namespace mimic::cli {
 
-Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto_path) {
+Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto_path,
+                              bool allow_kineto_only) {
   LoadedInput out;
   std::string head;
   {
@@ -48,7 +49,9 @@ Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto
   if (kineto.empty() && sample && !sample->kineto.empty() &&
       stat((dir + "/" + sample->kineto).c_str(), &st) == 0)
     kineto = dir + "/" + sample->kineto;
-  MIMIC_ASSIGN_OR_RETURN(out.workload, eg::LoadWorkload(path, {.kineto_path = kineto}));
+  MIMIC_ASSIGN_OR_RETURN(
+      out.workload,
+      eg::LoadWorkload(path, {.kineto_path = kineto, .allow_kineto_only = allow_kineto_only}));
   out.kineto_path = kineto;
   if (sample && out.workload.transformations_size() == 0)
     eg::ApplyCaptureSample(*sample, manifest, out.workload);

@@ -9,6 +9,7 @@
 
 #include "mimic/eg/collective.h"
 #include "mimic/eg/op_class.h"
+#include "mimic/eg/workload.h"
 #include "mimic/model/platform.h"
 #include "mimic/model/shapes.h"
 
@@ -327,6 +328,27 @@ std::vector<const proto::Tensor*> Tensors(const proto::Workload& w,
   return out;
 }
 
+std::vector<const proto::Tensor*> OutputsOf(const proto::Workload& w, const proto::Op& op,
+                                            const std::vector<const proto::Tensor*>& in) {
+  std::vector<const proto::Tensor*> out = Tensors(w, op.outputs());
+  if (!out.empty() || in.empty() || !eg::IsKinetoOnly(w)) return out;
+  const std::string_view name = BaseName(op.name());
+  if (name == "aten::cat" || name == "aten::stack") return in;
+  const OpClass cls = eg::ClassOf(op.name());
+  const bool same_size = cls == OpClass::kElementwise ||
+                         (cls == OpClass::kMemcpy && name != "aten::copy_") ||
+                         name.find("softmax") != std::string_view::npos ||
+                         name.find("layer_norm") != std::string_view::npos ||
+                         name.find("batch_norm") != std::string_view::npos ||
+                         name.find("group_norm") != std::string_view::npos ||
+                         name.find("rms_norm") != std::string_view::npos;
+  if (!same_size) return out;
+  if (!name.empty() && name.back() == '_') return {in.front()};  // in place: written back
+  return {*std::max_element(
+      in.begin(), in.end(),
+      [](const proto::Tensor* a, const proto::Tensor* b) { return Bytes(a) < Bytes(b); })};
+}
+
 double Bytes(const proto::Tensor* t) {
   return t ? static_cast<double>(std::max<int64_t>(t->numel(), 0)) * static_cast<double>(std::max<int64_t>(t->itemsize(), 1)) : 0;
 }
@@ -466,7 +488,9 @@ OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Plat
     proto::Op portable = op;
     if (eg::RewriteAsPortable(*e, &portable)) return LeafCost(w, portable, p, cold_fraction);
   }
-  Ctx c{w, op, p, BaseName(op.name()), Tensors(w, op.inputs()), Tensors(w, op.outputs()), cold_fraction};
+  std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
+  std::vector<const proto::Tensor*> out = OutputsOf(w, op, in);
+  Ctx c{w, op, p, BaseName(op.name()), std::move(in), std::move(out), cold_fraction};
   const OpClass cls = eg::ClassOf(op.name());
   OpCost cost;
   for (const ClassModel& m : kModels)

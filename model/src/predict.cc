@@ -194,8 +194,15 @@ double UncoveredLength(const std::vector<std::pair<double, double>>& a,
   return UnionLength(both) - UnionLength(b);
 }
 
-// Whether `op` ran on the host in a GPU trace: it has tensors and every one is on the CPU.
-bool RunsOnHost(const proto::Workload& w, const proto::Op& op) {
+// Whether top-level op `index` ran on the host in a GPU trace: it has tensors and every one is
+// on the CPU; in a Kineto trace alone (no tensor devices), it launched no kernel.
+bool RunsOnHost(const proto::Workload& w, const eg::OpTree& tree, int index) {
+  if (eg::IsKinetoOnly(w)) {
+    std::vector<const proto::Kernel*> ks;
+    RecordedKernels(w, tree, index, ks);
+    return ks.empty();
+  }
+  const proto::Op& op = w.ops(index);
   std::vector<const proto::Tensor*> ts = Tensors(w, op.inputs());
   for (const proto::Tensor* t : Tensors(w, op.outputs())) ts.push_back(t);
   if (ts.empty()) return false;
@@ -291,8 +298,10 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
 
   // Memory-bound ops pay for cold inputs where the platform measured the slow-down; a first
   // pass over the iteration leaves the cache model as the previous iteration would.
-  const bool cold_points = std::any_of(p.bandwidth().begin(), p.bandwidth().end(),
-                                       [](const proto::BandwidthPoint& b) { return b.cold(); });
+  // A Kineto trace alone records no tensor identity: no reuse to follow, every input hot.
+  const bool cold_points =
+      !eg::IsKinetoOnly(w) && std::any_of(p.bandwidth().begin(), p.bandwidth().end(),
+                                          [](const proto::BandwidthPoint& b) { return b.cold(); });
   CacheModel cache(cold_points ? p.l2_bytes() : 0);  // capacity 0: every input hot
   if (cold_points && p.l2_bytes() > 0) {
     for (int i : top)
@@ -414,7 +423,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
       // work starts when both its launch is done and its stream is free.
       // An op of a GPU trace whose tensors are all on the host runs there: no kernel, its
       // recorded host time (else dispatch costs) on the CPU timeline.
-      const bool host = trace_gpu && RunsOnHost(w, op);
+      const bool host = trace_gpu && RunsOnHost(w, tree, i);
       if (host) {
         ++host_ops;
         o.compute_us = 0;
@@ -478,6 +487,11 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
     if (trace_gpu) ct.original_gpu_active_ms = UnionLength(class_orig_iv[name]) / 1000;
   }
   pred.cpu_overhead_ms = cpu_overhead_us / 1000;
+  if (eg::IsKinetoOnly(w))
+    pred.notes.push_back(
+        "a Kineto trace alone: ops priced by name and recorded input shapes (no outputs and no "
+        "tensor identity recorded: every input hot; on a GPU trace, an op that launched no "
+        "kernel runs on the host)");
   if (gpu && !trace_gpu)
     pred.notes.push_back(
         "the workload has no recorded kernels: every non-view leaf op is assumed to launch one "

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -15,13 +16,24 @@ namespace mimic::eg {
 inline constexpr uint32_t kWorkloadFormatMajor = 1;
 inline constexpr uint32_t kWorkloadFormatMinor = 1;  // 1: Op.collective
 
+// Provenance.schema of a workload built from a Kineto trace alone (eg::BuildKinetoWorkload).
+inline constexpr const char* kKinetoOnlySchema = "kineto";
+// True for a workload built from a Kineto trace alone: no tensor identity or contents, no
+// schemas, no outputs; it can be inspected and predicted but not replayed.
+bool IsKinetoOnly(const proto::Workload& workload);
+
 struct LoadOptions {
   std::string kineto_path;  // optional Kineto trace to link (ignored for .mimic inputs)
+  // Accept a Kineto trace alone (and a .mimic converted from one): for the commands that need
+  // no tensors (inspect, predict, compare --no-replay, convert). Otherwise one is refused with
+  // a one-line hint to give it with --kineto beside its execution trace.
+  bool allow_kineto_only = false;
 };
 
 // Reads a workload from any input Mimic accepts: a `.mimic` workload file (by its magic bytes),
-// or a PyTorch execution trace (plain or gzip JSON), linked with `options.kineto_path` when set.
-// Errors name the file and the position; input errors have IsInputError().
+// a PyTorch execution trace (plain or gzip JSON), linked with `options.kineto_path` when set,
+// or, with `options.allow_kineto_only`, a Kineto trace alone (a top-level "traceEvents"; see
+// BuildKinetoWorkload). Errors name the file and the position; input errors have IsInputError().
 Result<proto::Workload> LoadWorkload(const std::string& path, const LoadOptions& options = {});
 
 // As LoadWorkload, for an execution trace (and optional Kineto trace) already in memory, as
@@ -87,12 +99,20 @@ std::vector<char> SegmentMembers(const proto::Workload& workload, const OpTree& 
 // True for ops Mimic never replays itself: profiler and record_function wrappers, thread roots.
 bool IsWrapperOp(const proto::Op& op);
 
+// An operator's name as the profiler records it: "namespace::name" with one namespace
+// ("aten::mm", "fbgemm::jagged_to_padded_dense"), not an autograd node
+// ("torch::autograd::AccumulateGrad") or a free-form record_function label.
+bool IsOperatorName(std::string_view name);
+
 // The ops a replay executes, in start order across threads: among the segment's members
 // (SegmentMembers; everywhere when segment_op < 0), the top-most ops that have a schema and are not
-// wrappers; never their children; `mimic::delay` ops count as replayable. With `include_compiled`,
-// also the top-most compiled kernels (Triton: ops with a kernel_backend and no schema), which a
-// replay must account for even though it never runs the code they carry. Returns indices into
-// workload.ops().
+// wrappers; never their children; `mimic::delay` ops count as replayable. In a workload of a
+// Kineto trace alone (eg::IsKinetoOnly), which records no schemas, the top-most operators by name
+// (IsOperatorName) and host spans that launched kernels themselves (compiled functions, custom
+// autograd nodes) stand where ops with a schema would: what predict prices. With
+// `include_compiled`, also the top-most compiled kernels (Triton: ops with a kernel_backend and no
+// schema), which a replay must account for even though it never runs the code they carry. Returns
+// indices into workload.ops().
 std::vector<int> ReplayableOps(const proto::Workload& workload, const OpTree& tree,
                                int segment_op = -1, bool include_compiled = false);
 
