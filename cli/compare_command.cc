@@ -217,6 +217,10 @@ Runner AddCompare(CLI::App& app) {
       *platform = std::move(*here);
     }
 
+    // The replay takes the same capture cost off the recorded gaps as the model.
+    UseCaptureCostOf(*platform, ro);
+    UseHostCaptureCost(ro);
+
     model::PredictOptions po;
     po.iteration = ro.iteration;
     po.label = ro.label;

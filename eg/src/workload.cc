@@ -339,4 +339,16 @@ Result<proto::Workload> LoadWorkloadFromMemory(const std::string& et_name, std::
                kineto_raw.empty() ? Source{} : Source{kineto_name, kineto_raw});
 }
 
+SpanBoundaries::SpanBoundaries(const proto::Workload& w) {
+  for (const proto::Op& o : w.ops())
+    if (o.has_cpu_span())
+      at_us_.insert(at_us_.end(), {o.cpu_start_us(), o.cpu_start_us() + o.cpu_duration_us()});
+  std::sort(at_us_.begin(), at_us_.end());
+}
+
+int64_t SpanBoundaries::Count(double from_us, double to_us) const {
+  return std::upper_bound(at_us_.begin(), at_us_.end(), to_us) -
+         std::lower_bound(at_us_.begin(), at_us_.end(), from_us);
+}
+
 }  // namespace mimic::eg

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <unordered_map>
 
@@ -225,6 +226,8 @@ bool IsSyncOp(const proto::Workload& w, const proto::Op& op) {
 // T1-T5 from the workload's Kineto spans, where it has them (medians over the selection).
 struct Overheads {
   double t1 = 0, t2 = 0, t3 = 0, t4 = 0, t5 = 0, dispatch = 0;
+  double framework = 0;  // CPU: the replay's own cost per op it issues, beyond dispatch
+  double capture = 0;    // the capture's cost per event boundary, taken off T1 read from a trace
   bool t1_from_trace = false;
 };
 
@@ -232,7 +235,8 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
                          const proto::Platform& p, const eg::OpTree& tree, bool from_trace,
                          std::vector<std::string>& notes) {
   const proto::CpuOverheads& c = p.cpu_overheads();
-  Overheads o{c.t1_us(), c.t2_us(), c.t3_us(), c.t4_us(), c.t5_us(), c.dispatch_us(), false};
+  Overheads o{c.t1_us(),       c.t2_us(),        c.t3_us(),           c.t4_us(), c.t5_us(),
+              c.dispatch_us(), c.framework_us(), c.capture_cost_us(), false};
   if (!from_trace || !w.kineto().present()) return o;
   std::vector<double> t2, t3, t5;
   for (int i : top) {
@@ -257,6 +261,14 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
   notes.push_back(
       t2.empty() ? "T1 (gaps between ops) from the Kineto trace; dispatch cost from the platform"
                  : "T1, T2, T3, T5 from the Kineto trace (medians); T4 from the platform");
+  if (o.capture > 0) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf),
+                  "T1 less the platform's capture cost, %.2f us per event boundary in the gap "
+                  "(cpu_overheads.capture_cost_us)",
+                  o.capture);
+    notes.push_back(buf);
+  }
   return o;
 }
 
@@ -277,6 +289,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   const bool gpu = p.device_type() == "cuda";
   const bool trace_gpu = w.kineto().kernels_linked() > 0;
   const Overheads oh = TraceOverheads(w, top, p, tree, opts.overheads_from_trace, pred.notes);
+  const eg::SpanBoundaries boundaries(w);
   if (!p.calibrated_at().empty())
     pred.notes.push_back("platform calibrated at " + p.calibrated_at() + " on " +
                          p.calibrated_on());
@@ -285,8 +298,9 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
         "platform figures are datasheet values (not calibrated): GEMM efficiency by wave "
         "quantization, bandwidth at a fixed fraction of peak");
   int64_t ranks = opts.world_size > 0 ? opts.world_size : w.provenance().world_size();
-  for (const proto::ProcessGroup& g : w.provenance().process_groups())
-    ranks = std::max(ranks, g.size());
+  if (opts.world_size <= 0)
+    for (const proto::ProcessGroup& g : w.provenance().process_groups())
+      ranks = std::max(ranks, g.size());
   ranks = std::max<int64_t>(ranks, 1);
 
   // Memory-bound ops pay for cold inputs where the platform measured the slow-down; a first
@@ -335,6 +349,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
                                 ? op.collective().group_size()
                                 : ranks;
       const OpCost cc = CollectiveCost(op, p, group);
+      ++pred.collectives;
       sc.compute_us = cc.compute_us, sc.bytes = cc.bytes, sc.nodes = 1, sc.launches = 1,
       sc.model = cc.model;
     } else if (!PricedByClassModels(op)) {
@@ -372,9 +387,11 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
       gap = 0;
       auto prev = last_on_thread.find(op.thread());
       if (prev != last_on_thread.end() && prev->second->has_cpu_span() && op.has_cpu_span()) {
-        const double g =
-            op.cpu_start_us() - (prev->second->cpu_start_us() + prev->second->cpu_duration_us());
-        if (g > 0 && g < kMaxT1Us) gap = g;
+        const double from = prev->second->cpu_start_us() + prev->second->cpu_duration_us();
+        const double g = op.cpu_start_us() - from;
+        if (g > 0 && g < kMaxT1Us)
+          gap = std::max(
+              0.0, g - static_cast<double>(boundaries.Count(from, op.cpu_start_us())) * oh.capture);
       }
     }
     last_on_thread[op.thread()] = &op;
@@ -402,9 +419,9 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
       cursor = op.collective().async() ? cursor + o.overhead_us : end_us;
       cpu_overhead_us += o.overhead_us;
     } else if (!gpu) {
-      // A CPU platform: the op runs on its thread; each dispatch costs the platform's
-      // dispatcher overhead, the leaves their compute.
-      o.overhead_us = sc.nodes * oh.dispatch;
+      // A CPU platform: the op runs on its thread; the replay's own cost of issuing it, each
+      // dispatch the platform's dispatcher overhead, the leaves their compute.
+      o.overhead_us = oh.framework + sc.nodes * oh.dispatch;
       o.predicted_us = o.compute_us + o.overhead_us;
       cursor += o.predicted_us;
       cpu_overhead_us += o.overhead_us;
@@ -471,6 +488,8 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
                        }())
                             : UnionLength(compute_iv)) /
                        1000;
+  pred.ranks = ranks;
+  pred.comm_ms = UnionLength(comm_iv) / 1000;
   pred.exposed_comm_ms = UncoveredLength(comm_iv, compute_iv) / 1000;
   if (trace_gpu) pred.original_gpu_active_ms = UnionLength(orig_iv) / 1000;
   for (auto& [name, ct] : pred.by_class) {

@@ -4,11 +4,13 @@
 #include <climits>
 #include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "mimic/eg/collective.h"
 #include "mimic/eg/schema_args.h"
+#include "mimic/eg/workload.h"
 #include "mimic/replay/executor.h"
 
 namespace mimic::replay {
@@ -120,20 +122,13 @@ class Planner {
   bool AddHostGap(int top, int index) {
     const proto::Op& op = w_.ops(index);
     if (in_.options.host_gaps != HostGaps::kRecorded || !op.has_cpu_span()) return false;
-    if (boundaries_.empty()) {
-      for (const proto::Op& o : w_.ops())
-        if (o.has_cpu_span())
-          boundaries_.insert(boundaries_.end(),
-                             {o.cpu_start_us(), o.cpu_start_us() + o.cpu_duration_us()});
-      std::sort(boundaries_.begin(), boundaries_.end());
-    }
+    if (!boundaries_) boundaries_.emplace(w_);
     const double start = op.cpu_start_us(), end = start + op.cpu_duration_us();
     double gap = 0;
-    if (latest_end_ >= 0 && start > latest_end_) {
-      const auto in_gap = std::upper_bound(boundaries_.begin(), boundaries_.end(), start) -
-                          std::lower_bound(boundaries_.begin(), boundaries_.end(), latest_end_);
-      gap = start - latest_end_ - static_cast<double>(in_gap) * in_.options.capture_cost_us;
-    }
+    if (latest_end_ >= 0 && start > latest_end_)
+      gap =
+          start - latest_end_ -
+          static_cast<double>(boundaries_->Count(latest_end_, start)) * in_.options.capture_cost_us;
     latest_end_ = std::max(latest_end_, end);
     if (gap <= 0) return false;
     Step& d = NewStep(Step::Kind::kDelay, index, top);
@@ -529,7 +524,7 @@ class Planner {
   std::vector<int> store_order_;  // the ops the store plans, in replay order
   int collectives_ = 0;
   double latest_end_ = in_.step_start_us;  // of the ops planned so far (Kineto clock)
-  std::vector<double> boundaries_;         // every op's start and end, sorted (host gaps)
+  std::optional<eg::SpanBoundaries> boundaries_;  // of the recorded spans (host gaps)
 };
 
 }  // namespace

@@ -478,6 +478,98 @@ TEST(Predict, CpuThreadsOverlapOnlyWhereTheTraceShowsThemOverlapping) {
   EXPECT_LT(overlapping->iteration_ms, after->iteration_ms);
 }
 
+// Every op the replay issues on a CPU platform pays the replay's own cost (framework_us) once,
+// besides a dispatch per op under it.
+TEST(Predict, CpuOpsPayTheReplaysFrameworkCostOnceEach) {
+  const proto::Workload w = LoadSample("mlp");
+  proto::Platform p = Builtin("cpu_host");
+  p.mutable_cpu_overheads()->set_framework_us(0);
+  auto without = Predict(w, p);
+  p.mutable_cpu_overheads()->set_framework_us(7);
+  auto with = Predict(w, p);
+  ASSERT_THAT(without, IsOk());
+  ASSERT_THAT(with, IsOk());
+  ASSERT_EQ(with->ops.size(), without->ops.size());
+  for (size_t i = 0; i < with->ops.size(); ++i)
+    EXPECT_NEAR(with->ops[i].overhead_us - without->ops[i].overhead_us, 7, 1e-9)
+        << with->ops[i].name;
+  // One CPU thread: the iteration grows by the cost once per op.
+  EXPECT_NEAR((with->iteration_ms - without->iteration_ms) * 1000, 7.0 * with->ops.size(), 1e-6);
+}
+
+// Two adds on one thread 20 us apart in the trace, with a profiled annotation (no schema, not
+// replayed) inside the gap: the gap holds four event boundaries (the first add's end, the
+// annotation's start and end, the second add's start), and T1 is the gap less the capture's
+// cost for each of them, never below zero.
+proto::Workload GapWithAnnotation() {
+  proto::Workload w = TwoThreads(0);
+  w.mutable_kineto()->set_present(true);
+  w.mutable_ops(0)->set_cpu_duration_us(10);
+  w.mutable_ops(1)->set_thread(1), w.mutable_ops(1)->set_cpu_start_us(30);
+  w.mutable_ops(1)->set_cpu_duration_us(10);
+  proto::Op* note = w.add_ops();
+  note->set_id(3), note->set_name("## annotation ##"), note->set_schema(-1), note->set_thread(1);
+  note->set_has_cpu_span(true), note->set_cpu_start_us(14), note->set_cpu_duration_us(2);
+  return w;
+}
+
+TEST(Predict, TraceGapsLoseTheCaptureCostPerEventBoundary) {
+  const proto::Workload w = GapWithAnnotation();
+  proto::Platform p = Builtin("cpu_host");
+  auto t1 = [&](double capture_us) {
+    p.mutable_cpu_overheads()->set_capture_cost_us(capture_us);
+    auto r = Predict(w, p);
+    EXPECT_THAT(r, IsOk());
+    if (!r.ok() || r->ops.size() != 2) return -1.0;
+    return r->ops[1].start_us - (r->ops[0].start_us + r->ops[0].predicted_us);
+  };
+  EXPECT_NEAR(t1(0), 20, 1e-9);
+  EXPECT_NEAR(t1(3), 20 - 4 * 3, 1e-9);
+  EXPECT_NEAR(t1(6), 0, 1e-9);
+}
+
+TEST(SpanBoundaries, CountsTheStartsAndEndsInAClosedRange) {
+  const eg::SpanBoundaries b(GapWithAnnotation());  // 0, 10, 14, 16, 30, 40
+  EXPECT_EQ(b.Count(10, 30), 4);
+  EXPECT_EQ(b.Count(10.5, 29), 2);
+  EXPECT_EQ(b.Count(0, 40), 6);
+  EXPECT_EQ(b.Count(41, 50), 0);
+}
+
+proto::Workload LoadDdpRank0() {
+  const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/ddp_mlp_2r/";
+  auto w =
+      eg::LoadWorkload(dir + "rank-0.et.json.gz", {.kineto_path = dir + "rank-0.kineto.json.gz"});
+  EXPECT_THAT(w, IsOk());
+  return w.ok() ? *w : proto::Workload();
+}
+
+// --world-size prices every collective at that many ranks, fewer than the trace's too; the
+// collectives' time is the union of their intervals (one after another on the backend's thread).
+TEST(Predict, WorldSizePricesTheCollectivesAtThatManyRanks) {
+  const proto::Workload w = LoadDdpRank0();
+  const proto::Platform p = Builtin("h100_sxm");
+  for (int ranks : {1, 2, 8}) {
+    auto r = Predict(w, p, Options(true, ranks));
+    ASSERT_THAT(r, IsOk());
+    EXPECT_EQ(r->ranks, ranks);
+    EXPECT_GT(r->collectives, 0);
+    double sum_us = 0;
+    for (const OpPrediction& o : r->ops)
+      if (o.model == "collective") sum_us += o.compute_us;
+    EXPECT_GT(sum_us, 0);
+    EXPECT_LE(r->comm_ms * 1000, sum_us + 1e-6);
+    EXPECT_LE(r->exposed_comm_ms, r->comm_ms + 1e-12);
+  }
+  auto two = Predict(w, p, Options(true, 2)), eight = Predict(w, p, Options(true, 8));
+  ASSERT_THAT(two, IsOk());
+  ASSERT_THAT(eight, IsOk());
+  EXPECT_GT(eight->comm_ms, two->comm_ms);  // all-reduce's bus factor: 1 at 2 ranks, 1.75 at 8
+  auto own = Predict(w, p, Options(true));
+  ASSERT_THAT(own, IsOk());
+  EXPECT_EQ(own->ranks, 2);  // the trace's process group
+}
+
 TEST(Predict, UnknownIterationIsBadInput) {
   const proto::Workload w = LoadSample("mlp");
   EXPECT_THAT(Predict(w, Builtin("cpu_host"), Options(true, 0, 99)),

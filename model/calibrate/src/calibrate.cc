@@ -53,6 +53,7 @@
 #include "mimic/base/stats.h"
 #include "mimic/model/platform.h"
 #include "mimic/replay/executor.h"
+#include "mimic/replay/overheads.h"
 
 namespace mimic::calibrate {
 namespace {
@@ -146,6 +147,49 @@ double CpuMhz() {
   return 0;
 }
 
+// The replay's own cost per op it issues (CPU devices) and the capture's cost per event
+// boundary, each measured `trials` times and combined by the statistic, into `c`. Returns how,
+// for the platform's sources.
+std::string MeasureReplayOverheads(const CalibrateOptions& o, c10::Device device,
+                                   proto::CpuOverheads& c,
+                                   const std::function<void(const std::string&)>& log) {
+  const bool use_min = o.statistic == "min";
+  std::string how;
+  if (!device.is_cuda()) {
+    Result<replay::ReplayOpCost> cost =
+        replay::MeasureReplayOpCost(device.str(), o.trials, use_min);
+    if (cost.ok()) {
+      c.set_framework_us(cost->framework_us());
+      how =
+          "framework_us = the replay's time per op on a chain of 2000 one-element aten::add ops (" +
+          std::to_string(cost->replay_us) + " us) less a bare boxed call of the same op (" +
+          std::to_string(cost->boxed_us) + " us); ";
+      log("replay: " + std::to_string(cost->replay_us) + " us per tiny op, " +
+          std::to_string(cost->framework_us()) + " us beyond the dispatcher call");
+    } else {
+      how = "framework_us not measured (" + cost.status().message() + "); ";
+    }
+  }
+  std::vector<double> capture;
+  std::string error;
+  for (int t = 0; t < o.trials; ++t) {
+    Result<double> us = replay::MeasureCaptureCostUs(device);
+    if (!us.ok()) {
+      error = us.status().message();
+      break;
+    }
+    capture.push_back(*us);
+  }
+  if (capture.empty()) return how + "capture_cost_us not measured (" + error + ")";
+  c.set_capture_cost_us(use_min ? *std::min_element(capture.begin(), capture.end())
+                                : Median(capture));
+  log("capture: " + std::to_string(c.capture_cost_us()) + " us per event boundary");
+  return how +
+         "capture_cost_us = half the median gap between 2000 back-to-back one-element aten::add "
+         "calls under Kineto (shapes) and the "
+         "execution-trace observer, " +
+         o.statistic + " of " + std::to_string(capture.size()) + " runs";
+}
 
 }  // namespace
 
@@ -446,8 +490,11 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     for (int i : dispatch_probes) dispatch_us += probes.Us(i) / static_cast<double>(dispatch_probes.size());
     p.mutable_cpu_overheads()->set_dispatch_us(dispatch_us);
     if (gpu) p.mutable_cpu_overheads()->set_t4_us(std::max(0.0, probes.Us(launch_probe) - dispatch_us));
-    (*p.mutable_sources())["cpu_overheads"] = measured + ": dispatch_us = mean boxed call of aten::t, aten::add, aten::mul_ on one-element tensors" +
-                                              std::string(gpu ? "; t4_us = a tiny aten::add_ launch minus dispatch" : "");
+    (*p.mutable_sources())["cpu_overheads"] =
+        measured +
+        ": dispatch_us = mean boxed call of aten::t, aten::add, aten::mul_ on one-element tensors" +
+        std::string(gpu ? "; t4_us = a tiny aten::add_ launch minus dispatch" : "") + "; " +
+        MeasureReplayOverheads(o, device, *p.mutable_cpu_overheads(), log);
     log("dispatch: " + std::to_string(dispatch_us) + " us per op");
     // CPU kernels run inside the dispatch they are timed with; subtract it (never below 10%).
     auto net_us = [&](double us) { return std::max(us - (gpu ? 0.0 : dispatch_us), us * 0.1); };

@@ -127,4 +127,18 @@ Summary Summarize(const proto::Workload& workload);
 // True for collective and point-to-point communication ops (record_param_comms, c10d::*, nccl:*).
 bool IsCollectiveOp(const proto::Op& op);
 
+// The event boundaries of a workload's recorded host spans (every op with a CPU span starts and
+// ends once), sorted. Each is a point where the capture's instrumentation ran: a host gap read
+// from a Kineto trace is the original's time less the capture's cost per boundary in it (replay
+// --host-gaps recorded, the model's T1).
+class SpanBoundaries {
+ public:
+  explicit SpanBoundaries(const proto::Workload& workload);
+  // How many boundaries lie in [from_us, to_us] (the ends of a gap are boundaries themselves).
+  int64_t Count(double from_us, double to_us) const;
+
+ private:
+  std::vector<double> at_us_;
+};
+
 }  // namespace mimic::eg
