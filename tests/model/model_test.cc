@@ -252,6 +252,101 @@ TEST(Shapes, ConvolutionsReadStridePaddingAndGroupsAsTheRecordedOutputsSay) {
   EXPECT_FALSE(ShapesOf(LoadSample("transformer")).attentions.empty());
 }
 
+// A transposed convolution (the data gradient of a convolution, as a decoder upsamples) scatters
+// every input pixel through the kernel: 2 x N x input pixels x C_in x C_out / groups x kernel
+// FLOPs, whichever op records it; its backward computes the gradients its output_mask asks for.
+TEST(Shapes, TransposedConvolutionsAreTheGemmOfTheConvolutionTheyAreTheGradientOf) {
+  proto::Workload w;
+  w.add_types("");
+  auto tensor = [&](std::vector<int64_t> shape) {
+    proto::Tensor* t = w.add_tensors();
+    t->set_tensor_id(w.tensors_size()), t->set_storage_id(w.tensors_size());
+    t->set_itemsize(4), t->set_dtype(proto::FLOAT32), t->set_device("cpu");
+    int64_t n = 1;
+    for (int64_t d : shape) t->add_shape(d), n *= d;
+    t->set_numel(n);
+    return w.tensors_size() - 1;
+  };
+  // ConvTranspose2d(32, 16, kernel 4, stride 2, padding 1): 8 x 32 x 16 x 16 -> 8 x 16 x 32 x 32.
+  const int x = tensor({8, 32, 16, 16}), wt = tensor({32, 16, 4, 4}), y = tensor({8, 16, 32, 32});
+  auto ints = [](proto::Value* v, std::vector<int64_t> items) {
+    for (int64_t i : items) v->mutable_list()->add_items()->set_int_value(i);
+  };
+  auto op = [&](const char* name, std::vector<int> tensors) {
+    proto::Op* o = w.add_ops();
+    o->set_id(w.ops_size()), o->set_name(name), o->set_thread(1);
+    for (int t : tensors) t < 0 ? o->add_inputs()->set_none(true) : o->add_inputs()->set_tensor(t);
+    o->add_outputs()->set_tensor(y);
+    return o;
+  };
+  const double flops = 2.0 * 8 * 16 * 16 * 32 * 16 * 4 * 4;
+  // conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+  proto::Op* transpose = op("aten::conv_transpose2d", {x, wt, -1});
+  ints(transpose->add_inputs(), {2, 2}), ints(transpose->add_inputs(), {1, 1});
+  ints(transpose->add_inputs(), {0, 0}), transpose->add_inputs()->set_int_value(1);
+  ints(transpose->add_inputs(), {1, 1});
+  // convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+  proto::Op* conv = op("aten::convolution", {x, wt, -1});
+  ints(conv->add_inputs(), {2, 2}), ints(conv->add_inputs(), {1, 1}), ints(conv->add_inputs(), {1, 1});
+  conv->add_inputs()->set_bool_value(true), ints(conv->add_inputs(), {0, 0});
+  conv->add_inputs()->set_int_value(1);
+  // convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+  // transposed, output_padding, groups, output_mask)
+  proto::Op* backward = op("aten::convolution_backward", {y, x, wt});
+  backward->add_inputs()->set_none(true);
+  ints(backward->add_inputs(), {2, 2}), ints(backward->add_inputs(), {1, 1});
+  ints(backward->add_inputs(), {1, 1}), backward->add_inputs()->set_bool_value(true);
+  ints(backward->add_inputs(), {0, 0}), backward->add_inputs()->set_int_value(1);
+  proto::ValueList* mask = backward->add_inputs()->mutable_list();
+  for (bool b : {true, true, false}) mask->add_items()->set_bool_value(b);
+
+  const proto::Platform p = Builtin("cpu_host");
+  for (const proto::Op* o : {transpose, conv, backward}) {
+    ConvShape c;
+    ASSERT_TRUE(ConvShapeOf(w, *o, &c)) << o->name();
+    EXPECT_TRUE(c.transposed) << o->name();
+    EXPECT_EQ(c.groups, 1) << o->name();
+    const ImplicitGemm g = ImplicitGemmOf(c);
+    EXPECT_DOUBLE_EQ(2 * g.m * g.n * g.k, flops) << o->name();
+    const OpCost cost = LeafCost(w, *o, p, 0);
+    EXPECT_STREQ(cost.model, "conv") << o->name();
+    EXPECT_DOUBLE_EQ(cost.flops, o == backward ? 2 * flops : flops) << o->name();
+  }
+}
+
+// oneDNN's recurrent layers (nn.LSTM on the CPU) are their GEMMs: the input-to-hidden GEMM of
+// every step at once and one hidden-to-hidden GEMM per step, 2 x T x B x G*H x (I + H) FLOPs,
+// the backward twice that; calibrate --workload measures both GEMMs.
+TEST(Predict, RecurrentLayersArePricedAsTheirGemms) {
+  const std::string dir = mimic::testing::SourceDir() + "/tests/data/";
+  auto w = eg::LoadWorkload(dir + "lstm.et.json.gz", {.kineto_path = dir + "lstm.kineto.json.gz"});
+  ASSERT_THAT(w, IsOk());
+  const proto::Platform p = Builtin("cpu_host");
+  const WorkloadShapes shapes = ShapesOf(*w);
+  int forward = 0, backward = 0;
+  for (const proto::Op& op : w->ops()) {
+    const bool bwd = op.name().rfind("aten::mkldnn_rnn_layer_backward", 0) == 0;
+    if (!bwd && op.name().rfind("aten::mkldnn_rnn_layer", 0) != 0) continue;
+    const std::vector<const proto::Tensor*> in = Tensors(*w, op.inputs());
+    ASSERT_GE(in.size(), 3u);
+    const proto::Tensor &x = *in[0], &w_ih = *in[1], &w_hh = *in[2];
+    // The layer's input is time-major, T x B x I (nn.LSTM(batch_first=True) transposed it).
+    const double t = x.shape(0), b = x.shape(1), i = x.shape(2), gh = w_ih.shape(0), h = w_hh.shape(1);
+    const OpCost cost = LeafCost(*w, op, p, 0);
+    EXPECT_STREQ(cost.model, "rnn");
+    EXPECT_DOUBLE_EQ(cost.flops, (bwd ? 2 : 1) * 2 * t * b * gh * (i + h));
+    // At least its input-to-hidden GEMM at the platform's peak.
+    EXPECT_GT(cost.compute_us, 2 * t * b * gh * i / PeakFlops(p, "fp32", false) * 1e6);
+    const GemmShape ih{1, static_cast<int64_t>(t * b), static_cast<int64_t>(gh), static_cast<int64_t>(i), "fp32"};
+    const GemmShape hh{1, static_cast<int64_t>(b), static_cast<int64_t>(gh), static_cast<int64_t>(h), "fp32"};
+    EXPECT_NE(std::find(shapes.gemms.begin(), shapes.gemms.end(), ih), shapes.gemms.end());
+    EXPECT_NE(std::find(shapes.gemms.begin(), shapes.gemms.end(), hh), shapes.gemms.end());
+    ++(bwd ? backward : forward);
+  }
+  EXPECT_GT(forward, 0);
+  EXPECT_GT(backward, 0);
+}
+
 // A GPU trace's cuDNN ops cost what their portable equivalents do: the convolution the flops
 // of the aten::_convolution that called it, the batch norm backward at least the bytes of its
 // tensors (it was priced at 0 as an unknown op).

@@ -311,7 +311,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         const at::TensorOptions opt = f32.dtype(cs.dtype == "bf16" ? at::kBFloat16 : cs.dtype == "fp16" ? at::kHalf : at::kFloat);
         at::Tensor x = at::randn(cs.input, opt), w = at::randn(cs.weight, opt);
         const std::vector<int64_t> out_pad(cs.stride.size(), 0);
-        at::Tensor y = at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, false, out_pad, cs.groups);
+        at::Tensor y = at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed, out_pad, cs.groups);
         const model::ImplicitGemm g = model::ImplicitGemmOf(cs);
         Point pt;
         pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)), pt.point.set_k(static_cast<int64_t>(g.k));
@@ -321,13 +321,13 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
           // The gradients the workload computes: the first layer's backward skips grad-input.
           const bool grad_input = cs.passes == 2;
           pt.probe = probes.Add([x, w, y, cs, out_pad, grad_input] {
-            (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding, cs.dilation, false, out_pad,
-                                           cs.groups, {grad_input, true, false});
+            (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding, cs.dilation, cs.transposed,
+                                           out_pad, cs.groups, {grad_input, true, false});
           });
         }
         else
           pt.probe = probes.Add([x, w, cs, out_pad] {
-            (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, false, out_pad, cs.groups);
+            (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed, out_pad, cs.groups);
           });
         conv.push_back(pt);
       }
