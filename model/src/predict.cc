@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -18,10 +19,6 @@
 
 namespace mimic::model {
 namespace {
-
-// Lin et al. count only gaps below 200 us as T1: longer ones are the job doing something
-// else (data loading, logging), not per-op overhead.
-constexpr double kMaxT1Us = 200.0;
 
 // Which inputs an op finds in cache, by reuse distance: `clock_` counts the bytes that priced
 // ops have read and written so far, and an input is cold when more than the cache's capacity
@@ -259,7 +256,8 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
   if (!t5.empty()) o.t5 = Median(t5);
   o.t1_from_trace = true;
   notes.push_back(
-      t2.empty() ? "T1 (gaps between ops) from the Kineto trace; dispatch cost from the platform"
+      t2.empty() ? "T1 (the original's host time between ops, as replay --host-gaps recorded "
+                   "waits it) from the Kineto trace; dispatch cost from the platform"
                  : "T1, T2, T3, T5 from the Kineto trace (medians); T4 from the platform");
   if (o.capture > 0) {
     char buf[160];
@@ -282,6 +280,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   MIMIC_ASSIGN_OR_RETURN(const proto::Segment* seg, eg::FindSegment(w, opts.iteration, opts.label));
   pred.selection = seg ? seg->name() : "whole trace";
   const int segment = seg ? tree.IndexOf(seg->op_id()) : -1;
+  const double step_start_us = seg && seg->has_span() ? seg->start_us() : -1;
   const std::vector<int> top = eg::ReplayableOps(w, tree, segment, /*include_compiled=*/true);
   if (top.empty())
     return Status::Unsupported("nothing to predict: no top-level op with a schema in " +
@@ -289,7 +288,8 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   const bool gpu = p.device_type() == "cuda";
   const bool trace_gpu = w.kineto().kernels_linked() > 0;
   const Overheads oh = TraceOverheads(w, top, p, tree, opts.overheads_from_trace, pred.notes);
-  const eg::SpanBoundaries boundaries(w);
+  std::optional<eg::RecordedHostGaps> trace_gaps;
+  if (oh.t1_from_trace) trace_gaps.emplace(w, step_start_us, oh.capture);
   if (!p.calibrated_at().empty())
     pred.notes.push_back("platform calibrated at " + p.calibrated_at() + " on " +
                          p.calibrated_on());
@@ -325,7 +325,6 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   // Per op class: predicted device intervals and the recorded kernels' intervals.
   std::map<std::string, std::vector<std::pair<double, double>>> class_iv, class_orig_iv;
   std::vector<std::pair<double, double>> orig_iv;
-  std::map<int64_t, const proto::Op*> last_on_thread;
   // Per thread: (recorded CPU end, simulated CPU end) of its ops, in issue order.
   std::map<int64_t, std::vector<std::pair<double, double>>> issued;
   double cpu_overhead_us = 0;
@@ -382,19 +381,10 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
             [](double t, const std::pair<double, double>& e) { return t < e.first; });
         if (it != ends.begin()) cursor = std::max(cursor, std::prev(it)->second);
       }
+    // T1 from a trace: the original's host time before the op with no op running, as the replay
+    // waits it (eg::RecordedHostGaps).
     double gap = oh.t1;
-    if (oh.t1_from_trace) {
-      gap = 0;
-      auto prev = last_on_thread.find(op.thread());
-      if (prev != last_on_thread.end() && prev->second->has_cpu_span() && op.has_cpu_span()) {
-        const double from = prev->second->cpu_start_us() + prev->second->cpu_duration_us();
-        const double g = op.cpu_start_us() - from;
-        if (g > 0 && g < kMaxT1Us)
-          gap = std::max(
-              0.0, g - static_cast<double>(boundaries.Count(from, op.cpu_start_us())) * oh.capture);
-      }
-    }
-    last_on_thread[op.thread()] = &op;
+    if (trace_gaps) gap = op.has_cpu_span() ? trace_gaps->Before(op) : 0;
     cursor += gap;
     cpu_overhead_us += gap;
     o.start_us = cursor;

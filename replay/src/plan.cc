@@ -122,14 +122,8 @@ class Planner {
   bool AddHostGap(int top, int index) {
     const proto::Op& op = w_.ops(index);
     if (in_.options.host_gaps != HostGaps::kRecorded || !op.has_cpu_span()) return false;
-    if (!boundaries_) boundaries_.emplace(w_);
-    const double start = op.cpu_start_us(), end = start + op.cpu_duration_us();
-    double gap = 0;
-    if (latest_end_ >= 0 && start > latest_end_)
-      gap =
-          start - latest_end_ -
-          static_cast<double>(boundaries_->Count(latest_end_, start)) * in_.options.capture_cost_us;
-    latest_end_ = std::max(latest_end_, end);
+    if (!host_gaps_) host_gaps_.emplace(w_, in_.step_start_us, in_.options.capture_cost_us);
+    const double gap = host_gaps_->Before(op);
     if (gap <= 0) return false;
     Step& d = NewStep(Step::Kind::kDelay, index, top);
     d.delay_us = gap;
@@ -523,8 +517,7 @@ class Planner {
   Plan plan_;
   std::vector<int> store_order_;  // the ops the store plans, in replay order
   int collectives_ = 0;
-  double latest_end_ = in_.step_start_us;  // of the ops planned so far (Kineto clock)
-  std::optional<eg::SpanBoundaries> boundaries_;  // of the recorded spans (host gaps)
+  std::optional<eg::RecordedHostGaps> host_gaps_;  // --host-gaps recorded
 };
 
 }  // namespace

@@ -623,6 +623,32 @@ TEST(Predict, TraceGapsLoseTheCaptureCostPerEventBoundary) {
   EXPECT_NEAR(t1(6), 0, 1e-9);
 }
 
+// The host time before the first op since the step began, and long gaps, count as the replay
+// waits them: the step is the ops and every gap between them.
+TEST(Predict, TraceGapsRunFromTheStepStartAndLongOnesCount) {
+  proto::Workload w = GapWithAnnotation();
+  for (proto::Op& o : *w.mutable_ops()) o.set_cpu_start_us(o.cpu_start_us() + 50);
+  w.mutable_ops(1)->set_cpu_start_us(1080);  // 1020 us after the first add ends
+  proto::Op* step = w.add_ops();
+  step->set_id(4), step->set_name("ProfilerStep#1"), step->set_schema(-1), step->set_thread(1);
+  step->set_has_cpu_span(true), step->set_cpu_start_us(0), step->set_cpu_duration_us(1100);
+  for (int i : {0, 1, 2}) w.mutable_ops(i)->set_parent(4);
+  for (int i = w.ops_size() - 1; i > 0; --i) w.mutable_ops()->SwapElements(i, i - 1);  // first
+  proto::Segment* s = w.add_segments();
+  s->set_kind(proto::Segment::ITERATION), s->set_step(1);
+  s->set_name("ProfilerStep#1"), s->set_op_id(4), s->set_has_span(true);
+  s->set_start_us(0), s->set_duration_us(1100);
+  proto::Platform p = Builtin("cpu_host");
+  p.mutable_cpu_overheads()->set_capture_cost_us(1);
+  auto r = Predict(w, p);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->selection, "ProfilerStep#1");
+  ASSERT_EQ(r->ops.size(), 2u);
+  // Step start to the first add: 50 us holding 2 boundaries (the step's start, the add's).
+  EXPECT_NEAR(r->ops[0].start_us, 50 - 2, 1e-9);
+  EXPECT_NEAR(r->ops[1].start_us - (r->ops[0].start_us + r->ops[0].predicted_us), 1020 - 4, 1e-9);
+}
+
 TEST(SpanBoundaries, CountsTheStartsAndEndsInAClosedRange) {
   const eg::SpanBoundaries b(GapWithAnnotation());  // 0, 10, 14, 16, 30, 40
   EXPECT_EQ(b.Count(10, 30), 4);
