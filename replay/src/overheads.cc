@@ -20,9 +20,9 @@ double Combine(const std::vector<double>& v, bool use_min) {
   return use_min ? *std::min_element(v.begin(), v.end()) : Median(v);
 }
 
-// Microseconds per call of `ops` bare boxed aten::add.Tensor calls on one-element tensors, the
-// median of `iters` loops.
-double BoxedAddUs(const std::string& device, int ops, int iters) {
+// Microseconds per call of `ops` bare boxed aten::add.Tensor calls on one-element tensors, one
+// sample per loop of `iters`.
+std::vector<double> BoxedAddUs(const std::string& device, int ops, int iters) {
   const c10::OperatorHandle add =
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::add", "Tensor");
   const at::Tensor a = at::ones({1}, at::TensorOptions().device(device));
@@ -41,7 +41,7 @@ double BoxedAddUs(const std::string& device, int ops, int iters) {
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
         ops);
   }
-  return Median(us);
+  return us;
 }
 
 }  // namespace
@@ -106,8 +106,8 @@ Result<ReplayOpCost> MeasureReplayOpCost(const std::string& device, int rounds, 
     if (result.replayed_ops != ops || result.iteration_ms.empty())
       return Status::Internal("the chain of " + std::to_string(ops) + " tiny ops replayed " +
                               std::to_string(result.replayed_ops) + " ops");
-    replay_us.push_back(Median(result.iteration_ms) * 1000 / ops);
-    boxed_us.push_back(BoxedAddUs(device, ops, options.iters));
+    for (double ms : result.iteration_ms) replay_us.push_back(ms * 1000 / ops);
+    for (double us : BoxedAddUs(device, ops, options.iters)) boxed_us.push_back(us);
   }
   return ReplayOpCost{Combine(replay_us, use_min), Combine(boxed_us, use_min)};
 }
