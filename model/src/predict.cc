@@ -85,14 +85,26 @@ bool PricedByClassModels(const proto::Op& op) {
 }
 
 // Whether op `index` is priced whole by its class model: a leaf, or a composite of a known
-// class (its children are how this backend happens to implement it). Ops of class other, and
-// attention, which dispatches to a fused kernel (itself of class attention, priced whole) or,
-// with dropout or on some backends, to the math path of bmm, softmax and dropout, are the sum
-// of the children the trace recorded.
+// class (its children are how this backend happens to implement it). Ops of class other are
+// the sum of the children the trace recorded, and so is attention where its children do the
+// work: it dispatches to a fused kernel (itself of class attention) or, with dropout or on some
+// backends, to the math path of bmm, softmax and dropout (a GEMM or attention op somewhere
+// under it). A fused kernel whose children are only its buffers (the CPU flash kernel records
+// empty, zeros and transpose) is priced whole.
+bool HasMatmulUnder(const proto::Workload& w, const eg::OpTree& tree, int index) {
+  for (int c : tree.Children(index)) {
+    const eg::OpClass cls = eg::ClassOf(w.ops(c).name());
+    if (cls == eg::OpClass::kGemm || cls == eg::OpClass::kAttention || HasMatmulUnder(w, tree, c))
+      return true;
+  }
+  return false;
+}
+
 bool PricedWhole(const proto::Workload& w, const eg::OpTree& tree, int index) {
+  if (tree.Children(index).empty()) return true;
   const eg::OpClass cls = eg::ClassOf(w.ops(index).name());
-  return tree.Children(index).empty() ||
-         (cls != eg::OpClass::kOther && cls != eg::OpClass::kAttention);
+  if (cls == eg::OpClass::kOther) return false;
+  return cls != eg::OpClass::kAttention || !HasMatmulUnder(w, tree, index);
 }
 
 // The ops under (and including) `index` that Accumulate prices, in its order, through `cache`

@@ -314,6 +314,38 @@ TEST(Shapes, TransposedConvolutionsAreTheGemmOfTheConvolutionTheyAreTheGradientO
   }
 }
 
+// scaled_dot_product_attention calls a fused kernel (itself of class attention), which on the
+// CPU records the buffers it allocates as children: the kernel is priced whole at 4 x B x H x L
+// x S x E FLOPs, not as its buffers.
+TEST(Predict, AFusedAttentionKernelIsPricedWholeNotAsItsBuffers) {
+  proto::Workload w;
+  w.add_types("");
+  for (int64_t id = 1; id <= 5; ++id) {
+    proto::Tensor* t = w.add_tensors();
+    t->set_tensor_id(id), t->set_storage_id(id), t->set_itemsize(4), t->set_dtype(proto::FLOAT32);
+    for (int64_t d : {4, 6, 96, 32}) t->add_shape(d);
+    t->set_numel(4 * 6 * 96 * 32), t->set_device("cpu");
+  }
+  auto op = [&](int64_t id, int64_t parent, const char* name, std::vector<int> in, int out) {
+    proto::Op* o = w.add_ops();
+    o->set_id(id), o->set_parent(parent), o->set_name(name), o->set_schema(0), o->set_thread(1);
+    for (int t : in) o->add_inputs()->set_tensor(t);
+    o->add_outputs()->set_tensor(out);
+  };
+  w.add_schemas("aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value) -> Tensor");
+  op(1, 0, "aten::scaled_dot_product_attention", {0, 1, 2}, 3);
+  op(2, 1, "aten::_scaled_dot_product_flash_attention_for_cpu", {0, 1, 2}, 3);
+  op(3, 2, "aten::empty", {}, 4);
+  op(4, 2, "aten::zeros", {}, 4);
+  op(5, 2, "aten::transpose", {3}, 3);
+  auto r = Predict(w, Builtin("cpu_host"));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->ops.size(), 1u);
+  EXPECT_EQ(r->ops[0].model, "attention");
+  EXPECT_DOUBLE_EQ(r->ops[0].flops, 4.0 * 4 * 6 * 96 * 96 * 32);
+  EXPECT_GT(r->ops[0].compute_us, 0);
+}
+
 // oneDNN's recurrent layers (nn.LSTM on the CPU) are their GEMMs: the input-to-hidden GEMM of
 // every step at once and one hidden-to-hidden GEMM per step, 2 x T x B x G*H x (I + H) FLOPs,
 // the backward twice that; calibrate --workload measures both GEMMs.

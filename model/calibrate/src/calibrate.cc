@@ -332,21 +332,28 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         conv.push_back(pt);
       }
 
-    // The workloads' fused attention, forward.
+    // Fused attention, forward: a grid of batch x heads, sequence length and head size (the
+    // fused kernels run far from GEMM efficiency at small head sizes), and the workloads' own.
     std::vector<Point> attention;
+    auto add_attention = [&](const model::AttentionShape& as) {
+      const at::TensorOptions opt = f32.dtype(as.dtype == "bf16" ? at::kBFloat16 : as.dtype == "fp16" ? at::kHalf : at::kFloat);
+      at::Tensor q = at::randn(as.query, opt), k = at::randn(as.key, opt), v = at::randn(as.value, opt);
+      const int64_t bh = as.query[0] * as.query[1];
+      Point pt;
+      pt.point.set_m(bh * as.query[2]), pt.point.set_n(as.key[2]), pt.point.set_k(as.query[3]), pt.point.set_batch(1);
+      pt.point.set_dtype(as.dtype);
+      pt.flops = 4.0 * bh * as.query[2] * as.key[2] * as.query[3];
+      pt.probe = probes.Add([q, k, v] { (void)at::scaled_dot_product_attention(q, k, v); });
+      attention.push_back(pt);
+    };
+    for (int64_t bh : o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32})
+      for (int64_t l : o.quick ? std::vector<int64_t>{64} : std::vector<int64_t>{64, 256})
+        for (int64_t e : o.quick ? std::vector<int64_t>{32} : std::vector<int64_t>{32, 64})
+          for (const std::string& dt : dtypes)
+            add_attention({{1, bh, l, e}, {1, bh, l, e}, {1, bh, l, e}, dt});
     for (const model::WorkloadShapes& ws : o.workloads)
-      for (const model::AttentionShape& as : ws.attentions) {
-        if (as.dtype != "fp32" && !gpu) continue;
-        const at::TensorOptions opt = f32.dtype(as.dtype == "bf16" ? at::kBFloat16 : as.dtype == "fp16" ? at::kHalf : at::kFloat);
-        at::Tensor q = at::randn(as.query, opt), k = at::randn(as.key, opt), v = at::randn(as.value, opt);
-        const int64_t bh = as.query[0] * as.query[1];
-        Point pt;
-        pt.point.set_m(bh * as.query[2]), pt.point.set_n(as.key[2]), pt.point.set_k(as.query[3]), pt.point.set_batch(1);
-        pt.point.set_dtype(as.dtype);
-        pt.flops = 4.0 * bh * as.query[2] * as.key[2] * as.query[3];
-        pt.probe = probes.Add([q, k, v] { (void)at::scaled_dot_product_attention(q, k, v); });
-        attention.push_back(pt);
-      }
+      for (const model::AttentionShape& as : ws.attentions)
+        if (as.dtype == "fp32" || gpu) add_attention(as);
 
     // Convolution sweep (3x3, padding 1), forward and backward, as implicit GEMMs.
     const std::vector<int64_t> batches = o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32};
@@ -544,8 +551,9 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
                                           ", dispatch subtracted; cold points (" +
                                           (llc > 0 ? "inputs cycled through copies of 2x the " + std::to_string(static_cast<int64_t>(llc)) + "-byte last-level cache"
                                                    : "none: the cache size is unknown") + ")";
-    if (!attention.empty())
-      (*p.mutable_sources())["attention_efficiency"] = measured + ": scaled_dot_product_attention at the workloads' shapes, " + how;
+    (*p.mutable_sources())["attention_efficiency"] =
+        measured + ": scaled_dot_product_attention, batch x heads 8, 32, sequence 64, 256, head size 32, 64" +
+        (o.workloads.empty() ? "" : " and the workloads' shapes") + ", " + how;
   } catch (const c10::Error& e) {
     return Status::Internal(std::string("calibration failed in LibTorch: ") + e.what_without_backtrace());
   }
