@@ -125,7 +125,9 @@ bool RnnLayerOf(const proto::Workload& w, const proto::Op& op, RnnLayer* out) {
   // (input, weight_ih, weight_hh, ...). The input is time-major, steps x batch x features,
   // whatever its batch_first flag says: the RNN transposes a batch-first input before its layers.
   const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
-  if (in.size() < 3 || in[0]->shape_size() != 3 || in[1]->shape_size() != 2 || in[2]->shape_size() != 2) return false;
+  if (in.size() < 3 || in[0]->shape_size() != 3 || in[1]->shape_size() != 2 ||
+      in[2]->shape_size() != 2)
+    return false;
   RnnLayer r;
   r.steps = static_cast<double>(Dim(in[0], 0));
   r.batch = static_cast<double>(Dim(in[0], 1));
@@ -134,7 +136,8 @@ bool RnnLayerOf(const proto::Workload& w, const proto::Op& op, RnnLayer* out) {
   r.hidden = static_cast<double>(Dim(in[2], 1));
   r.backward = backward;
   r.dtype = DtypeKey(in[0]->dtype());
-  if (r.steps <= 0 || r.batch <= 0 || r.input <= 0 || r.gates_hidden <= 0 || r.hidden <= 0) return false;
+  if (r.steps <= 0 || r.batch <= 0 || r.input <= 0 || r.gates_hidden <= 0 || r.hidden <= 0)
+    return false;
   *out = r;
   return true;
 }
@@ -149,7 +152,8 @@ OpCost RnnLayerModel(const Ctx& c, const RnnLayer& r) {
     return peak > 0 ? 2 * m * n * k / (peak * std::max(eff, 1e-3)) * 1e6 : 0;
   };
   const double passes = r.backward ? 2 : 1;
-  const double step_gate_bytes = 2 * r.batch * r.gates_hidden * (c.in.empty() ? 4 : c.in[0]->itemsize());
+  const double step_gate_bytes =
+      2 * r.batch * r.gates_hidden * (c.in.empty() ? 4 : c.in[0]->itemsize());
   const std::string_view gate_kind = HasKind(c.p, "sigmoid") ? "sigmoid" : "unary";
   OpCost cost;
   cost.model = "rnn";
@@ -157,7 +161,8 @@ OpCost RnnLayerModel(const Ctx& c, const RnnLayer& r) {
   cost.bytes = TouchedBytes(c.in, c.out);
   cost.compute_us = passes * (gemm_us(r.steps * r.batch, r.gates_hidden, r.input) +
                               r.steps * gemm_us(r.batch, r.gates_hidden, r.hidden) +
-                              r.steps * step_gate_bytes / EffectiveBandwidth(c.p, gate_kind, step_gate_bytes) * 1e6);
+                              r.steps * step_gate_bytes /
+                                  EffectiveBandwidth(c.p, gate_kind, step_gate_bytes) * 1e6);
   return cost;
 }
 
@@ -631,9 +636,12 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
   // Argument positions of stride, padding, dilation, groups and the transposed flag (-1: none)
   // in each schema.
   int s = 3, p = 4, d = 5, g = 8, t = 6;
-  if (name == "aten::conv1d" || name == "aten::conv2d" || name == "aten::conv3d") g = 6, t = -1;
-  else if (transpose_op) g = 6, d = 7, t = -1;
-  else if (backward) s = 4, p = 5, d = 6, g = 9, t = 7;
+  if (name == "aten::conv1d" || name == "aten::conv2d" || name == "aten::conv3d")
+    g = 6, t = -1;
+  else if (transpose_op)
+    g = 6, d = 7, t = -1;
+  else if (backward)
+    s = 4, p = 5, d = 6, g = 9, t = 7;
   else if (name != "aten::convolution" && name != "aten::_convolution") return false;
   const bool transposed = transpose_op || (t >= 0 && t < op.inputs_size() &&
                                            op.inputs(t).kind_case() == proto::Value::kBoolValue &&
@@ -655,9 +663,12 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
   fill(c.stride, 1), fill(c.padding, 0), fill(c.dilation, 1);
   for (size_t i = 0; i < spatial; ++i)
     if (c.stride[i] <= 0 || c.padding[i] < 0 || c.dilation[i] <= 0) return false;
-  // A transposed convolution's weight is (C_in, C_out / groups, ...): its groups are the recorded ones.
-  if (transposed) c.groups = std::max<int64_t>(c.groups, 1);
-  else if (c.groups <= 0 || c.input[1] != c.weight[1] * c.groups) c.groups = std::max<int64_t>(1, c.input[1] / std::max<int64_t>(c.weight[1], 1));
+  // A transposed convolution's weight is (C_in, C_out / groups, ...): its groups are the recorded
+  // ones.
+  if (transposed)
+    c.groups = std::max<int64_t>(c.groups, 1);
+  else if (c.groups <= 0 || c.input[1] != c.weight[1] * c.groups)
+    c.groups = std::max<int64_t>(1, c.input[1] / std::max<int64_t>(c.weight[1], 1));
   c.transposed = transposed;
   c.backward = backward;
   if (backward) {
@@ -728,13 +739,15 @@ WorkloadShapes ShapesOf(const proto::Workload& w) {
       out.attentions.push_back(a);
     std::vector<GemmShape> gemms(1);
     if (!GemmShapeOf(w, op, &gemms[0])) gemms.clear();
-    if (RnnLayer r; RnnLayerOf(w, op, &r)) {  // the GEMMs it runs: input-to-hidden, one step's hidden-to-hidden
+    if (RnnLayer r;
+        RnnLayerOf(w, op, &r)) {  // the GEMMs it runs: input-to-hidden, one step's hidden-to-hidden
       const auto i = [](double v) { return static_cast<int64_t>(v); };
       gemms = {{1, i(r.steps * r.batch), i(r.gates_hidden), i(r.input), std::string(r.dtype)},
                {1, i(r.batch), i(r.gates_hidden), i(r.hidden), std::string(r.dtype)}};
     }
     for (const GemmShape& g : gemms)
-      if (std::find(out.gemms.begin(), out.gemms.end(), g) == out.gemms.end()) out.gemms.push_back(g);
+      if (std::find(out.gemms.begin(), out.gemms.end(), g) == out.gemms.end())
+        out.gemms.push_back(g);
     ConvShape c;
     if (ConvShapeOf(w, op, &c) && std::find(out.convs.begin(), out.convs.end(), c) == out.convs.end()) out.convs.push_back(c);
   }

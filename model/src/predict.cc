@@ -267,10 +267,10 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
   if (!t2.empty()) o.t2 = Median(t2), o.t3 = Median(t3);
   if (!t5.empty()) o.t5 = Median(t5);
   o.t1_from_trace = true;
-  notes.push_back(
-      t2.empty() ? "T1 (the original's host time between ops, as replay --host-gaps recorded "
-                   "waits it) from the Kineto trace; dispatch cost from the platform"
-                 : "T1, T2, T3, T5 from the Kineto trace (medians); T4 from the platform");
+  notes.push_back(t2.empty()
+                      ? "T1 (the original's host time between ops, as replay --host-gaps recorded "
+                        "waits it) from the Kineto trace; dispatch cost from the platform"
+                      : "T1, T2, T3, T5 from the Kineto trace (medians); T4 from the platform");
   if (o.capture > 0) {
     char buf[160];
     std::snprintf(buf, sizeof(buf),

@@ -287,7 +287,8 @@ TEST(Shapes, TransposedConvolutionsAreTheGemmOfTheConvolutionTheyAreTheGradientO
   ints(transpose->add_inputs(), {1, 1});
   // convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
   proto::Op* conv = op("aten::convolution", {x, wt, -1});
-  ints(conv->add_inputs(), {2, 2}), ints(conv->add_inputs(), {1, 1}), ints(conv->add_inputs(), {1, 1});
+  ints(conv->add_inputs(), {2, 2}), ints(conv->add_inputs(), {1, 1}),
+      ints(conv->add_inputs(), {1, 1});
   conv->add_inputs()->set_bool_value(true), ints(conv->add_inputs(), {0, 0});
   conv->add_inputs()->set_int_value(1);
   // convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
@@ -332,7 +333,8 @@ TEST(Predict, AFusedAttentionKernelIsPricedWholeNotAsItsBuffers) {
     for (int t : in) o->add_inputs()->set_tensor(t);
     o->add_outputs()->set_tensor(out);
   };
-  w.add_schemas("aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value) -> Tensor");
+  w.add_schemas(
+      "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value) -> Tensor");
   op(1, 0, "aten::scaled_dot_product_attention", {0, 1, 2}, 3);
   op(2, 1, "aten::_scaled_dot_product_flash_attention_for_cpu", {0, 1, 2}, 3);
   op(3, 2, "aten::empty", {}, 4);
@@ -363,14 +365,17 @@ TEST(Predict, RecurrentLayersArePricedAsTheirGemms) {
     ASSERT_GE(in.size(), 3u);
     const proto::Tensor &x = *in[0], &w_ih = *in[1], &w_hh = *in[2];
     // The layer's input is time-major, T x B x I (nn.LSTM(batch_first=True) transposed it).
-    const double t = x.shape(0), b = x.shape(1), i = x.shape(2), gh = w_ih.shape(0), h = w_hh.shape(1);
+    const double t = x.shape(0), b = x.shape(1), i = x.shape(2), gh = w_ih.shape(0),
+                 h = w_hh.shape(1);
     const OpCost cost = LeafCost(*w, op, p, 0);
     EXPECT_STREQ(cost.model, "rnn");
     EXPECT_DOUBLE_EQ(cost.flops, (bwd ? 2 : 1) * 2 * t * b * gh * (i + h));
     // At least its input-to-hidden GEMM at the platform's peak.
     EXPECT_GT(cost.compute_us, 2 * t * b * gh * i / PeakFlops(p, "fp32", false) * 1e6);
-    const GemmShape ih{1, static_cast<int64_t>(t * b), static_cast<int64_t>(gh), static_cast<int64_t>(i), "fp32"};
-    const GemmShape hh{1, static_cast<int64_t>(b), static_cast<int64_t>(gh), static_cast<int64_t>(h), "fp32"};
+    const GemmShape ih{1, static_cast<int64_t>(t * b), static_cast<int64_t>(gh),
+                       static_cast<int64_t>(i), "fp32"};
+    const GemmShape hh{1, static_cast<int64_t>(b), static_cast<int64_t>(gh),
+                       static_cast<int64_t>(h), "fp32"};
     EXPECT_NE(std::find(shapes.gemms.begin(), shapes.gemms.end(), ih), shapes.gemms.end());
     EXPECT_NE(std::find(shapes.gemms.begin(), shapes.gemms.end(), hh), shapes.gemms.end());
     ++(bwd ? backward : forward);

@@ -311,7 +311,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         const at::TensorOptions opt = f32.dtype(cs.dtype == "bf16" ? at::kBFloat16 : cs.dtype == "fp16" ? at::kHalf : at::kFloat);
         at::Tensor x = at::randn(cs.input, opt), w = at::randn(cs.weight, opt);
         const std::vector<int64_t> out_pad(cs.stride.size(), 0);
-        at::Tensor y = at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed, out_pad, cs.groups);
+        at::Tensor y = at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed,
+                                       out_pad, cs.groups);
         const model::ImplicitGemm g = model::ImplicitGemmOf(cs);
         Point pt;
         pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)), pt.point.set_k(static_cast<int64_t>(g.k));
@@ -321,13 +322,15 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
           // The gradients the workload computes: the first layer's backward skips grad-input.
           const bool grad_input = cs.passes == 2;
           pt.probe = probes.Add([x, w, y, cs, out_pad, grad_input] {
-            (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding, cs.dilation, cs.transposed,
-                                           out_pad, cs.groups, {grad_input, true, false});
+            (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding,
+                                           cs.dilation, cs.transposed, out_pad, cs.groups,
+                                           {grad_input, true, false});
           });
         }
         else
           pt.probe = probes.Add([x, w, cs, out_pad] {
-            (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed, out_pad, cs.groups);
+            (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed,
+                                  out_pad, cs.groups);
           });
         conv.push_back(pt);
       }
@@ -336,11 +339,15 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     // fused kernels run far from GEMM efficiency at small head sizes), and the workloads' own.
     std::vector<Point> attention;
     auto add_attention = [&](const model::AttentionShape& as) {
-      const at::TensorOptions opt = f32.dtype(as.dtype == "bf16" ? at::kBFloat16 : as.dtype == "fp16" ? at::kHalf : at::kFloat);
-      at::Tensor q = at::randn(as.query, opt), k = at::randn(as.key, opt), v = at::randn(as.value, opt);
+      const at::TensorOptions opt = f32.dtype(as.dtype == "bf16"   ? at::kBFloat16
+                                              : as.dtype == "fp16" ? at::kHalf
+                                                                   : at::kFloat);
+      at::Tensor q = at::randn(as.query, opt), k = at::randn(as.key, opt),
+                 v = at::randn(as.value, opt);
       const int64_t bh = as.query[0] * as.query[1];
       Point pt;
-      pt.point.set_m(bh * as.query[2]), pt.point.set_n(as.key[2]), pt.point.set_k(as.query[3]), pt.point.set_batch(1);
+      pt.point.set_m(bh * as.query[2]), pt.point.set_n(as.key[2]), pt.point.set_k(as.query[3]),
+          pt.point.set_batch(1);
       pt.point.set_dtype(as.dtype);
       pt.flops = 4.0 * bh * as.query[2] * as.key[2] * as.query[3];
       pt.probe = probes.Add([q, k, v] { (void)at::scaled_dot_product_attention(q, k, v); });
@@ -552,7 +559,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
                                           (llc > 0 ? "inputs cycled through copies of 2x the " + std::to_string(static_cast<int64_t>(llc)) + "-byte last-level cache"
                                                    : "none: the cache size is unknown") + ")";
     (*p.mutable_sources())["attention_efficiency"] =
-        measured + ": scaled_dot_product_attention, batch x heads 8, 32, sequence 64, 256, head size 32, 64" +
+        measured +
+        ": scaled_dot_product_attention, batch x heads 8, 32, sequence 64, 256, head size 32, 64" +
         (o.workloads.empty() ? "" : " and the workloads' shapes") + ", " + how;
   } catch (const c10::Error& e) {
     return Status::Internal(std::string("calibration failed in LibTorch: ") + e.what_without_backtrace());

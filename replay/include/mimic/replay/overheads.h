@@ -28,8 +28,9 @@ struct ReplayOpCost {
 
 // Replays TinyOpChain(ops) on `device` and times the bare boxed calls beside it, alternately in
 // `rounds` rounds of a few iterations (loops) each; every iteration (loop) is a sample, and the
-// samples combine by their minimum (`use_min`) or median. Runs with LibTorch's current thread count. Errors: whatever the replay
-// returns (an unknown device, say); Internal when the chain did not replay in full.
+// samples combine by their minimum (`use_min`) or median. Runs with LibTorch's current thread
+// count. Errors: whatever the replay returns (an unknown device, say); Internal when the chain did
+// not replay in full.
 Result<ReplayOpCost> MeasureReplayOpCost(const std::string& device, int rounds, bool use_min,
                                          int ops = 2000);
 
