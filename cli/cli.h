@@ -69,6 +69,15 @@ std::string HostPlatformCachePath(const std::string& name, int64_t threads);
 proto::Platform ForThisHost(proto::Platform platform, std::vector<std::string>& notes,
                             bool* needs_calibration = nullptr);
 
+// --host-gaps recorded on the CPU: the capture's cost per event boundary from `platform`
+// (cpu_overheads.capture_cost_us) when it is a CPU platform calibrated on this host with one,
+// so that the replay and the model take the same figure off the recorded gaps; otherwise the
+// replay measures it at setup. A capture_cost_us already given is kept.
+void UseCaptureCostOf(const proto::Platform& platform, replay::ReplayOptions& options);
+// The same from this host's calibration of cpu_host: the one `calibrate --cache` kept, else the
+// built-in one where it was calibrated on this host.
+void UseHostCaptureCost(replay::ReplayOptions& options);
+
 // Calibrates this host (a quick sweep from `base`'s datasheet figures, with progress on stderr)
 // and keeps it at HostPlatformCachePath. Needs LibTorch (mimic-torch).
 Result<proto::Platform> CalibrateThisHost(const proto::Platform& base);

@@ -218,6 +218,10 @@ Runner AddCompare(CLI::App& app) {
       *platform = std::move(*here);
     }
 
+    // The replay takes the same capture cost off the recorded gaps as the model.
+    UseCaptureCostOf(*platform, ro);
+    UseHostCaptureCost(ro);
+
     model::PredictOptions po;
     po.iteration = ro.iteration;
     po.label = ro.label;
@@ -259,6 +263,11 @@ Runner AddCompare(CLI::App& app) {
         {"replay_heap", r->heap},
         {"replay_page_faults_per_iteration",
          std::to_string(std::lround(r->page_faults_per_iteration))},
+        // The replay process's CPU time per measured iteration (user + sys, all its threads):
+        // on a shared machine, with one intra-op thread, its work without the time other
+        // processes held the CPU.
+        {"replay_cpu_ms_per_iteration",
+         Fmt(r->system.cpu_user_ms() + r->system.cpu_sys_ms(), "%.3f")},
         {"original_source", w.original().source().empty() ? "Kineto ProfilerStep span (profiled)"
                                                           : w.original().source()}};
 

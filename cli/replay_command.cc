@@ -90,8 +90,9 @@ void AddReplayOptions(CLI::App& app, replay::ReplayOptions& o, std::string& repo
       ->transform(CLI::CheckedTransformer(kGaps, CLI::ignore_case));
   app.add_option("--capture-cost-us", o.capture_cost_us,
                  "The capture's own cost per event boundary (an op starting or ending) taken off "
-                 "the recorded gaps (default: measured at setup on a known loop under the profiler "
-                 "and the execution-trace observer)")
+                 "the recorded gaps (default on the CPU: this host's calibration of cpu_host, "
+                 "`mimic calibrate --cache`, where it has one; else measured at setup on a known "
+                 "loop under the profiler and the execution-trace observer)")
       ->check(CLI::NonNegativeNumber);
   app.add_option_function<double>(
          "--timeout", [&o](double s) { o.comm_timeout_ms = static_cast<int64_t>(s * 1000); },
@@ -135,6 +136,7 @@ Result<double> MeasureByReplay(const proto::Workload& w, const replay::ReplayOpt
                                std::string* detail) {
   replay::ReplayOptions options = given;
   UseOriginalThreads(w, options);
+  UseHostCaptureCost(options);
   MIMIC_ASSIGN_OR_RETURN(
       const replay::ReplayResult r,
       replay::Replay(w, options, [&](int done, int total, double) { on_iteration(done, total); }));
@@ -145,6 +147,9 @@ Result<double> MeasureByReplay(const proto::Workload& w, const replay::ReplayOpt
   *detail = "replay on " + r.device + ", median of " + std::to_string(r.iteration_ms.size()) +
             " iterations, " + std::to_string(r.replayed_ops) + "/" + std::to_string(r.total_ops) +
             " ops replayed";
+  if (auto it = r.skipped_by_reason.find("collective"); it != r.skipped_by_reason.end())
+    *detail += " (" + std::to_string(it->second) +
+               " collectives skipped: one process, the step holds no communication)";
   if (w.original().iteration_ms_size() > 0) {
     std::vector<double> original(w.original().iteration_ms().begin(),
                                  w.original().iteration_ms().end());
@@ -159,6 +164,7 @@ int ReplayAndReport(const proto::Workload& w, const std::string& input,
                     const replay::ReplayOptions& given, const std::string& report_path) {
   replay::ReplayOptions options = given;
   UseOriginalThreads(w, options);
+  UseHostCaptureCost(options);
   const bool tty = isatty(fileno(stderr));
   const std::string who = options.dist ? "rank " + std::to_string(options.dist->rank) + ": " : "";
   auto progress = [tty, who](int done, int total, double ms) {

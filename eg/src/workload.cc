@@ -415,4 +415,30 @@ Result<proto::Workload> LoadWorkloadFromMemory(const std::string& et_name, std::
                /*allow_kineto_only=*/false);
 }
 
+SpanBoundaries::SpanBoundaries(const proto::Workload& w) {
+  for (const proto::Op& o : w.ops())
+    if (o.has_cpu_span())
+      at_us_.insert(at_us_.end(), {o.cpu_start_us(), o.cpu_start_us() + o.cpu_duration_us()});
+  std::sort(at_us_.begin(), at_us_.end());
+}
+
+int64_t SpanBoundaries::Count(double from_us, double to_us) const {
+  return std::upper_bound(at_us_.begin(), at_us_.end(), to_us) -
+         std::lower_bound(at_us_.begin(), at_us_.end(), from_us);
+}
+
+RecordedHostGaps::RecordedHostGaps(const proto::Workload& w, double step_start_us,
+                                   double capture_cost_us)
+    : boundaries_(w), latest_end_us_(step_start_us), capture_cost_us_(capture_cost_us) {}
+
+double RecordedHostGaps::Before(const proto::Op& op) {
+  const double start = op.cpu_start_us();
+  double gap = 0;
+  if (latest_end_us_ >= 0 && start > latest_end_us_)
+    gap = start - latest_end_us_ -
+          static_cast<double>(boundaries_.Count(latest_end_us_, start)) * capture_cost_us_;
+  latest_end_us_ = std::max(latest_end_us_, start + op.cpu_duration_us());
+  return std::max(gap, 0.0);
+}
+
 }  // namespace mimic::eg

@@ -147,4 +147,34 @@ Summary Summarize(const proto::Workload& workload);
 // True for collective and point-to-point communication ops (record_param_comms, c10d::*, nccl:*).
 bool IsCollectiveOp(const proto::Op& op);
 
+// The event boundaries of a workload's recorded host spans (every op with a CPU span starts and
+// ends once), sorted. Each is a point where the capture's instrumentation ran.
+class SpanBoundaries {
+ public:
+  explicit SpanBoundaries(const proto::Workload& workload);
+  // How many boundaries lie in [from_us, to_us] (the ends of a gap are boundaries themselves).
+  int64_t Count(double from_us, double to_us) const;
+
+ private:
+  std::vector<double> at_us_;
+};
+
+// The original's host time before each top-level op with no op of any thread running (Python,
+// the autograd engine, an optimizer's loop): the op's recorded start less the latest recorded
+// end of the ops before it (at first, the step's start; none when negative), less the capture's
+// cost for every event boundary in the gap (SpanBoundaries); never below zero. One rule for
+// replay --host-gaps recorded and the model's T1. Not thread-safe.
+class RecordedHostGaps {
+ public:
+  // `step_start_us` < 0: no gap before the first op.
+  RecordedHostGaps(const proto::Workload& workload, double step_start_us, double capture_cost_us);
+  // The gap before `op`, which has a CPU span; ops come in start order. `op` then counts as run.
+  double Before(const proto::Op& op);
+
+ private:
+  SpanBoundaries boundaries_;
+  double latest_end_us_;
+  double capture_cost_us_;
+};
+
 }  // namespace mimic::eg
