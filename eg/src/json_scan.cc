@@ -2,6 +2,10 @@
 
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace mimic::eg {
 
 bool JsonScanner::Fail(const char* what) {
@@ -56,6 +60,130 @@ bool JsonScanner::ReadString(std::string_view* out) {
   return true;
 }
 
+namespace {
+
+constexpr int kMaxDepth = 1024;
+
+#if defined(__SSE2__)
+__m128i Load16(const char* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+// '[' -> '{' and ']' -> '}' (no other byte becomes either).
+__m128i Fold(__m128i v) { return _mm_or_si128(v, _mm_set1_epi8(0x20)); }
+// Bit i set when byte i of the 64 is `c`.
+[[gnu::always_inline]] inline uint64_t Bits(const __m128i (&v)[4], char c) {
+  const __m128i n = _mm_set1_epi8(c);
+  auto mask = [&](int k) {
+    return static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v[k], n))));
+  };
+  return mask(0) | mask(1) << 16 | mask(2) << 32 | mask(3) << 48;
+}
+bool Any(const __m128i (&v)[4], char c) {
+  const __m128i n = _mm_set1_epi8(c);
+  const __m128i hits = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v[0], n), _mm_cmpeq_epi8(v[1], n)),
+                                    _mm_or_si128(_mm_cmpeq_epi8(v[2], n), _mm_cmpeq_epi8(v[3], n)));
+  return _mm_movemask_epi8(hits) != 0;
+}
+#endif
+
+// Bracket matching over a container, fed block by block. Strings are tracked so that brackets
+// inside them do not count.
+struct BracketWalk {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;                // the last byte was a backslash inside a string
+  const char* string_start = nullptr;  // the open string's quote (Bytes only)
+  const char* end = nullptr;           // just past the matching close bracket, once found
+  const char* too_deep = nullptr;      // the bracket that nested deeper than kMaxDepth
+
+  bool done() const { return end || too_deep; }
+
+  // Walks [p, limit) one byte at a time; stops when done().
+  void Bytes(const char* p, const char* limit) {
+    for (; p < limit; ++p) {
+      const char c = *p;
+      if (in_string) {
+        if (escaped)
+          escaped = false;
+        else if (c == '\\')
+          escaped = true;
+        else if (c == '"')
+          in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+        string_start = p;
+      } else if (c == '{' || c == '[') {
+        if (++depth > kMaxDepth) return void(too_deep = p);
+      } else if (c == '}' || c == ']') {
+        if (--depth == 0) return void(end = p + 1);
+      }
+    }
+  }
+
+#if defined(__SSE2__)
+  // Walks the 64 bytes at p, 16 at a time; false (nothing done) when they hold a backslash or
+  // an escape is pending, which Bytes handles.
+  bool Block64(const char* p) {
+    if (escaped) return false;
+    const __m128i v[4] = {Load16(p), Load16(p + 16), Load16(p + 32), Load16(p + 48)};
+    if (Any(v, '\\')) return false;
+    const __m128i folded[4] = {Fold(v[0]), Fold(v[1]), Fold(v[2]), Fold(v[3])};
+    const uint64_t opens = Bits(folded, '{'), closes = Bits(folded, '}');
+    // Bit i of `strings`: an odd number of quotes at or before i (inside a string or its
+    // opening quote), flipped when the block starts inside a string.
+    uint64_t strings = Bits(v, '"');
+    strings ^= strings << 1;
+    strings ^= strings << 2;
+    strings ^= strings << 4;
+    strings ^= strings << 8;
+    strings ^= strings << 16;
+    strings ^= strings << 32;
+    if (in_string) strings = ~strings;
+    in_string = strings >> 63;
+    for (uint64_t b = (opens | closes) & ~strings; b != 0; b &= b - 1) {
+      const int i = __builtin_ctzll(b);
+      if (opens >> i & 1) {
+        if (++depth > kMaxDepth) return too_deep = p + i, true;
+      } else if (--depth == 0) {
+        return end = p + i + 1, true;
+      }
+    }
+    return true;
+  }
+#else
+  bool Block64(const char*) { return false; }
+#endif
+};
+
+}  // namespace
+
+// REQUIRES: *p_ is '{' or '['. Leaves p_ just past the matching bracket.
+bool JsonScanner::SkipContainer() {
+  BracketWalk walk;
+  const size_t size = static_cast<size_t>(end_ - p_);
+  for (size_t at = 0; at < size && !walk.done(); at += 64) {
+    const char* block = p_ + at;
+    const bool whole = size - at >= 64;
+    if (!whole || !walk.Block64(block)) walk.Bytes(block, whole ? block + 64 : end_);
+  }
+  if (walk.too_deep) {
+    p_ = walk.too_deep;
+    return Fail("nesting deeper than 1024 levels");
+  }
+  if (walk.end) {
+    p_ = walk.end;
+    return true;
+  }
+  if (!final_) {  // the next window may complete it
+    incomplete_ = true;
+    return Fail("unterminated array or object");
+  }
+  // Out of input: once more byte by byte, to tell an open string (and where it opens) from an
+  // open bracket.
+  BracketWalk slow;
+  slow.Bytes(p_, end_);
+  if (slow.in_string) p_ = slow.string_start;
+  return Fail(slow.in_string ? "unterminated string" : "unterminated array or object");
+}
+
 bool JsonScanner::ScanValue(std::string_view* out) {
   const char c = Peek();
   const char* start = p_;
@@ -63,29 +191,7 @@ bool JsonScanner::ScanValue(std::string_view* out) {
   if (c == '"') {
     if (!SkipString()) return false;
   } else if (c == '{' || c == '[') {
-    // Depth-tracked walk; strings are skipped whole so brackets inside them do not count.
-    int depth = 0;
-    while (p_ < end_) {
-      const char ch = *p_;
-      if (ch == '"') {
-        if (!SkipString()) return false;
-        continue;
-      }
-      if (ch == '{' || ch == '[') {
-        if (++depth > 1024) return Fail("nesting deeper than 1024 levels");
-      } else if (ch == '}' || ch == ']') {
-        if (--depth == 0) {
-          ++p_;
-          break;
-        }
-      }
-      ++p_;
-    }
-    if (depth != 0) {
-      if (!final_) incomplete_ = true;
-      p_ = start;
-      return Fail("unterminated array or object");
-    }
+    if (!SkipContainer()) return false;
   } else {
     while (p_ < end_ && *p_ != ',' && *p_ != '}' && *p_ != ']' && *p_ != ' ' && *p_ != '\n' &&
            *p_ != '\r' && *p_ != '\t')
@@ -134,7 +240,7 @@ class Window {
   }
 
  private:
-  static constexpr size_t kInitial = 1 << 20;
+  static constexpr size_t kInitial = 64 << 10;  // stays in L2 while it is scanned and parsed
   InputStream& in_;
   PaddedBuffer buf_;
   size_t start_ = 0;

@@ -45,6 +45,7 @@ class JsonScanner {
   bool Fail(const char* what);
   bool AtEnd();
   bool SkipString();
+  bool SkipContainer();
   const char* begin_;
   const char* p_;
   const char* end_;

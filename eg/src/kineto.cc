@@ -13,6 +13,7 @@
 #include "mimic/eg/kineto.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <unordered_map>
 
@@ -28,9 +29,8 @@ using kineto::Links;
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 
-int64_t IntOr(element obj, std::string_view key, int64_t fallback) {
-  element v;
-  if (obj[key].get(v) != simdjson::SUCCESS) return fallback;
+// A number as an integer (a double is truncated), else `fallback`.
+int64_t IntOf(element v, int64_t fallback) {
   int64_t i;
   if (v.get(i) == simdjson::SUCCESS) return i;
   uint64_t u;
@@ -40,15 +40,58 @@ int64_t IntOr(element obj, std::string_view key, int64_t fallback) {
   return fallback;
 }
 
-double DoubleOr(element obj, std::string_view key, double fallback) {
+double DoubleOf(element v, double fallback) {
   double d;
-  element v;
-  if (obj[key].get(v) != simdjson::SUCCESS) return fallback;
   if (v.get(d) == simdjson::SUCCESS) return d;
   int64_t i;
   if (v.get(i) == simdjson::SUCCESS) return static_cast<double>(i);
   return fallback;
 }
+
+int64_t IntOr(element obj, std::string_view key, int64_t fallback) {
+  element v;
+  return obj[key].get(v) == simdjson::SUCCESS ? IntOf(v, fallback) : fallback;
+}
+
+double DoubleOr(element obj, std::string_view key, double fallback) {
+  element v;
+  return obj[key].get(v) == simdjson::SUCCESS ? DoubleOf(v, fallback) : fallback;
+}
+
+// The members named `keys` of a JSON object, read in one pass over it (obj[key] walks the
+// object's members once per key). The first of each wins when a key repeats, as with obj[key].
+template <size_t N>
+class Members {
+ public:
+  Members(element obj, const std::array<std::string_view, N>& keys) {
+    simdjson::dom::object o;
+    if (obj.get_object().get(o) != simdjson::SUCCESS) return;
+    for (auto field : o)
+      for (size_t i = 0; i < N; ++i)
+        if (!(found_ >> i & 1) && field.key == keys[i]) {
+          values_[i] = field.value;
+          found_ |= uint32_t{1} << i;
+          break;
+        }
+  }
+  bool Has(size_t i) const { return found_ >> i & 1; }
+  int64_t Int(size_t i, int64_t fallback) const {
+    return Has(i) ? IntOf(values_[i], fallback) : fallback;
+  }
+  double Double(size_t i, double fallback) const {
+    return Has(i) ? DoubleOf(values_[i], fallback) : fallback;
+  }
+  // The member as a string; false when it is absent or not a string.
+  bool String(size_t i, std::string_view* out) const {
+    return Has(i) && values_[i].get(*out) == simdjson::SUCCESS;
+  }
+  const element& operator[](size_t i) const { return values_[i]; }
+
+ private:
+  static_assert(N <= 32);
+  std::array<element, N> values_;
+  uint32_t found_ = 0;
+};
 
 bool KindOfCategory(std::string_view cat, KinetoEvent::Kind* kind) {
   if (cat == "cpu_op" || cat == "operator") *kind = KinetoEvent::Kind::kHostOp;
@@ -211,6 +254,77 @@ void ReadInputs(element args, std::vector<KinetoInput>& out) {
       if (c.get(text) == simdjson::SUCCESS) at(i).concrete = std::string(text);
       ++i;
     }
+}
+
+// The members of an event, and of its args, that the reader uses.
+enum EventKey { kCat, kName, kPh, kPid, kTid, kTs, kDur, kArgs };
+constexpr std::array<std::string_view, 8> kEventKeys = {"cat", "name", "ph",  "pid",
+                                                        "tid", "ts",   "dur", "args"};
+enum ArgKey {
+  kRfId,
+  kExternalId,
+  kCorrelation,
+  kStream,
+  kDevice,
+  kSyncKind,
+  kWaitOnStream,
+  kWaitEventCorrelation,
+  kTotalAllocated,
+  kDeviceType,
+};
+constexpr std::array<std::string_view, 10> kArgKeys = {"Record function id",
+                                                       "External id",
+                                                       "correlation",
+                                                       "stream",
+                                                       "device",
+                                                       "cuda_sync_kind",
+                                                       "wait_on_stream",
+                                                       "wait_on_cuda_event_record_corr_id",
+                                                       "Total Allocated",
+                                                       "Device Type"};
+
+// Adds one element of traceEvents to `trace` when it is an event Mimic uses: a "[memory]"
+// sample, or a complete ("X") event of a known category.
+void ReadEvent(element e, const KinetoParseOptions& options, KinetoTrace& trace) {
+  if (e.type() != element_type::OBJECT) return;
+  const Members<kEventKeys.size()> m(e, kEventKeys);
+  std::string_view cat, name;
+  if (!m.String(kCat, &cat)) return;
+  const bool has_name = m.String(kName, &name);
+  const bool has_args = m.Has(kArgs) && m[kArgs].type() == element_type::OBJECT;
+  if (cat == "cpu_instant_event" && has_name && name == "[memory]") {
+    if (!has_args) return;
+    const Members<kArgKeys.size()> args(m[kArgs], kArgKeys);
+    trace.memory.push_back(
+        {m.Double(kTs, 0), args.Int(kTotalAllocated, 0), args.Int(kDeviceType, 0)});
+    return;
+  }
+  KinetoEvent::Kind kind;
+  if (!KindOfCategory(cat, &kind)) return;
+  std::string_view ph;
+  if (m.String(kPh, &ph) && ph != "X") return;
+  KinetoEvent& ev = trace.events.emplace_back();
+  ev.kind = kind;
+  if (has_name) ev.name = std::string(name);
+  ev.category = std::string(cat);
+  ev.pid = m.Int(kPid, -1);
+  ev.tid = m.Int(kTid, -1);
+  ev.ts = m.Double(kTs, 0);
+  ev.dur = m.Double(kDur, 0);
+  if (!has_args) return;
+  const Members<kArgKeys.size()> args(m[kArgs], kArgKeys);
+  ev.rf_id = args.Int(kRfId, -1);
+  ev.external_id = args.Int(kExternalId, -1);
+  ev.correlation = args.Int(kCorrelation, -1);
+  ev.stream = args.Int(kStream, -1);
+  ev.device = args.Int(kDevice, -1);
+  if (kind == KinetoEvent::Kind::kSync) {
+    std::string_view sk;
+    if (args.String(kSyncKind, &sk)) ev.sync_kind = std::string(sk);
+    ev.wait_on_stream = args.Int(kWaitOnStream, -1);
+    ev.wait_event_correlation = args.Int(kWaitEventCorrelation, -1);
+  }
+  if (options.inputs && kineto::IsHost(ev)) ReadInputs(m[kArgs], ev.inputs);
 }
 
 }  // namespace
@@ -403,46 +517,8 @@ Result<KinetoTrace> ParseKinetoTrace(const std::string& path, std::string_view j
 Result<KinetoTrace> ParseKinetoTrace(const std::string& path, InputStream& in,
                                      const KinetoParseOptions& options) {
   KinetoTrace trace;
-  auto on_event = [&](element e, size_t, size_t at) -> Status {
-    if (e.type() != element_type::OBJECT) return Status::Ok();
-    std::string_view cat, name;
-    if (e["cat"].get(cat) != simdjson::SUCCESS) return Status::Ok();
-    if (cat == "cpu_instant_event" && e["name"].get(name) == simdjson::SUCCESS &&
-        name == "[memory]") {
-      element args;
-      if (e["args"].get(args) == simdjson::SUCCESS && args.type() == element_type::OBJECT)
-        trace.memory.push_back({DoubleOr(e, "ts", 0), IntOr(args, "Total Allocated", 0),
-                                IntOr(args, "Device Type", 0)});
-      return Status::Ok();
-    }
-    KinetoEvent::Kind kind;
-    if (!KindOfCategory(cat, &kind)) return Status::Ok();
-    std::string_view ph;
-    if (e["ph"].get(ph) == simdjson::SUCCESS && ph != "X") return Status::Ok();
-    KinetoEvent ev;
-    ev.kind = kind;
-    if (e["name"].get(name) == simdjson::SUCCESS) ev.name = std::string(name);
-    ev.category = std::string(cat);
-    ev.pid = IntOr(e, "pid", -1);
-    ev.tid = IntOr(e, "tid", -1);
-    ev.ts = DoubleOr(e, "ts", 0);
-    ev.dur = DoubleOr(e, "dur", 0);
-    element args;
-    if (e["args"].get(args) == simdjson::SUCCESS && args.type() == element_type::OBJECT) {
-      ev.rf_id = IntOr(args, "Record function id", -1);
-      ev.external_id = IntOr(args, "External id", -1);
-      ev.correlation = IntOr(args, "correlation", -1);
-      ev.stream = IntOr(args, "stream", -1);
-      ev.device = IntOr(args, "device", -1);
-      if (kind == KinetoEvent::Kind::kSync) {
-        std::string_view sk;
-        if (args["cuda_sync_kind"].get(sk) == simdjson::SUCCESS) ev.sync_kind = std::string(sk);
-        ev.wait_on_stream = IntOr(args, "wait_on_stream", -1);
-        ev.wait_event_correlation = IntOr(args, "wait_on_cuda_event_record_corr_id", -1);
-      }
-      if (options.inputs && IsHost(ev)) ReadInputs(args, ev.inputs);
-    }
-    trace.events.push_back(std::move(ev));
+  auto on_event = [&](element e, size_t, size_t) -> Status {
+    ReadEvent(e, options, trace);
     return Status::Ok();
   };
   auto on_member = [&](std::string_view key, element v, size_t) -> Status {

@@ -91,5 +91,55 @@ TEST(Kineto, TraceOfAnotherRunIsRefused) {
   EXPECT_NE(w.status().message().find("another run"), std::string::npos);
 }
 
+// What the reader takes from an event whatever the order of its members: the first of a
+// repeated key, integers written as doubles (truncated) or beyond int64, timestamps written as
+// integers, fallbacks for absent or mistyped members, and events it does not keep.
+TEST(Kineto, EventMembersInAnyOrder) {
+  const std::string json = R"({"traceEvents": [
+    {"args": {"stream": 7, "correlation": 12.9, "External id": 5, "External id": 6,
+              "device": "zero"},
+     "dur": 3, "ts": 10.5, "tid": 18446744073709551615, "pid": 2.5, "name": "k", "name": "x",
+     "ph": "X", "cat": "kernel", "cat": "cpu_op"},
+    {"cat": "cuda_sync", "ph": "X", "name": "s", "ts": 1, "dur": 1,
+     "args": {"wait_on_cuda_event_record_corr_id": 4, "cuda_sync_kind": "Event Sync",
+              "wait_on_stream": 3}},
+    {"name": "[memory]", "cat": "cpu_instant_event", "ph": "i", "ts": 2,
+     "args": {"Device Type": 1, "Total Allocated": 512}},
+    {"cat": "kernel", "ph": "s", "name": "flow"},
+    {"ph": "X", "name": "no category"},
+    {"cat": "cpu_op", "ph": 1, "name": 5, "ts": "late", "args": [1]}
+  ]})";
+  auto t = ParseKinetoTrace("members.json", json);
+  ASSERT_THAT(t, IsOk());
+  ASSERT_EQ(t->events.size(), 3u);
+  const KinetoEvent& k = t->events[0];
+  EXPECT_EQ(k.kind, KinetoEvent::Kind::kDevice);
+  EXPECT_EQ(k.category, "kernel");
+  EXPECT_EQ(k.name, "k");
+  EXPECT_EQ(k.pid, 2);
+  EXPECT_EQ(k.tid, -1);  // 2^64 - 1 as an int64
+  EXPECT_EQ(k.ts, 10.5);
+  EXPECT_EQ(k.dur, 3);
+  EXPECT_EQ(k.stream, 7);
+  EXPECT_EQ(k.correlation, 12);
+  EXPECT_EQ(k.external_id, 5);
+  EXPECT_EQ(k.device, -1);  // not a number
+  EXPECT_EQ(k.rf_id, -1);   // absent
+  const KinetoEvent& s = t->events[1];
+  EXPECT_EQ(s.kind, KinetoEvent::Kind::kSync);
+  EXPECT_EQ(s.sync_kind, "Event Sync");
+  EXPECT_EQ(s.wait_on_stream, 3);
+  EXPECT_EQ(s.wait_event_correlation, 4);
+  const KinetoEvent& odd = t->events[2];  // a ph that is not a string is not checked
+  EXPECT_EQ(odd.kind, KinetoEvent::Kind::kHostOp);
+  EXPECT_EQ(odd.name, "");
+  EXPECT_EQ(odd.ts, 0);
+  EXPECT_EQ(odd.correlation, -1);  // args not an object
+  ASSERT_EQ(t->memory.size(), 1u);
+  EXPECT_EQ(t->memory[0].ts, 2);
+  EXPECT_EQ(t->memory[0].total_allocated, 512);
+  EXPECT_EQ(t->memory[0].device_type, 1);
+}
+
 }  // namespace
 }  // namespace mimic::eg
