@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "json_scan.h"
+#include "mimic/eg/workload.h"
 
 namespace mimic::eg {
 namespace {
@@ -363,8 +364,11 @@ int32_t TraceBuilder::InternTensor(element value, std::string_view type, const e
   for (size_t i = 0; i < 5; ++i) f[i] = AsInt(fields.at(i));
   std::string_view device;
   if (fields.size() >= 6) device = fields.at(5).get_string();
-  if (f[3] == 0 && f[4] == 0 && f[1] == 0 && (device.empty() || type.find("nullptr") != std::string_view::npos))
-    return -1;  // an undefined tensor
+  // An undefined tensor: typed "Tensor(nullptr (uninitialized))", or all zeros with no type. A
+  // sparse tensor has no storage either ([id,0,0,0,0,""]) but its dtype: it is a tensor.
+  if (f[3] == 0 && f[4] == 0 && f[1] == 0 &&
+      (type.find("nullptr") != std::string_view::npos || (type.empty() && device.empty())))
+    return -1;
   if (f[3] < 0 || f[4] < 0 || f[2] < 0)
     throw NodeError{"tensor " + std::to_string(f[0]) + " has a negative numel, itemsize or offset"};
 
@@ -408,7 +412,8 @@ int32_t TraceBuilder::InternTensor(element value, std::string_view type, const e
   return it->second;
 }
 
-// tensor_range is a JSON object {"<input index>": [min, max], ...}.
+// tensor_range is a JSON object {"<tensor ordinal>": [min, max], ...}: keys count the op's
+// tensor inputs (InputTensorByOrdinal), not its arguments.
 void TraceBuilder::ApplyTensorRange(std::string_view json, proto::Op& op) {
   element doc;
   if (aux_parser_.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS ||
@@ -417,16 +422,16 @@ void TraceBuilder::ApplyTensorRange(std::string_view json, proto::Op& op) {
   for (auto field : doc.get_object()) {
     int64_t index = -1;
     for (char c : field.key) {
-      if (c < '0' || c > '9') throw NodeError{"tensor_range key is not an input index"};
+      if (c < '0' || c > '9') throw NodeError{"tensor_range key is not a tensor index"};
       index = (index < 0 ? 0 : index * 10) + (c - '0');
     }
-    if (index < 0 || index >= op.inputs_size()) continue;
+    if (index < 0) continue;
     const simdjson::dom::array bounds = field.value.get_array();
     if (bounds.size() != 2) throw NodeError{"tensor_range entry is not [min, max]"};
     const int64_t lo = AsInt(bounds.at(0)), hi = AsInt(bounds.at(1));
-    const proto::Value& v = op.inputs(static_cast<int>(index));
-    if (v.kind_case() != proto::Value::kTensor || v.tensor() < 0) continue;
-    proto::Tensor& t = *w_.mutable_tensors(v.tensor());
+    const int entry = InputTensorByOrdinal(op, index);
+    if (entry < 0) continue;
+    proto::Tensor& t = *w_.mutable_tensors(entry);
     if (t.has_range()) {
       t.set_range_min(std::min(t.range_min(), lo));
       t.set_range_max(std::max(t.range_max(), hi));

@@ -328,7 +328,9 @@ Result<proto::Workload> LoadWorkload(const std::string& path, const LoadOptions&
     MIMIC_ASSIGN_OR_RETURN(FileContents file, ReadFile(path));
     return ParseWorkloadFile(path, file.bytes.view());
   }
-  return Build(et, Source{options.kineto_path, {}});
+  MIMIC_ASSIGN_OR_RETURN(proto::Workload w, Build(et, Source{options.kineto_path, {}}));
+  MIMIC_RETURN_IF_ERROR(AttachIntegerData(path, w));
+  return w;
 }
 
 Result<proto::Workload> LoadWorkloadFromMemory(const std::string& et_name, std::string_view et_raw,
