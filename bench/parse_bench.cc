@@ -1,14 +1,15 @@
 // mimic_parse_bench: throughput and peak memory of the trace readers (mimic::eg).
 //
-//   mimic_parse_bench FILE [FILE...] [--reps N] [--kind et|kineto|auto] [--json OUT]
+//   mimic_parse_bench FILE [FILE...] [--reps N] [--kind et|kineto|kineto-alone|auto] [--json OUT]
 //
 // For each FILE (plain or gzip JSON):
 //  * Throughput. The file is read and decompressed once, outside the timing (mimic::ReadFile).
 //    One untimed warm-up parse, then N timed repetitions of parse + normalize of the in-memory
 //    JSON on this thread: eg::ParseExecutionTrace for execution traces (the normalized
 //    proto::Workload: ops sorted by id, tensor table, segments), eg::ParseKinetoTrace for Kineto
-//    traces. Destroying the result is not timed. Reported: median, p10 and p90 of MB/s of
-//    decompressed JSON (1 MB = 10^6 bytes).
+//    traces (--kind kineto-alone: with the host ops' arguments, then eg::BuildKinetoWorkload, the
+//    workload of a Kineto trace alone). Destroying the result is not timed. Reported: median, p10
+//    and p90 of MB/s of decompressed JSON (1 MB = 10^6 bytes).
 //  * Peak memory. The decompressed JSON is written to a temporary plain file; a child process
 //    (fork + exec of this binary, so that its heap and its VmHWM start clean) parses two tiny
 //    built-in documents (so that the readers' code pages are resident), records VmRSS, streams
@@ -50,9 +51,20 @@ namespace {
 constexpr double kTargetMBps = 300.0;
 constexpr double kTargetMemRatio = 2.0;
 
-enum class Kind { kAuto, kEt, kKineto };
+enum class Kind { kAuto, kEt, kKineto, kKinetoAlone };
 
-const char* KindName(Kind k) { return k == Kind::kKineto ? "kineto" : "et"; }
+const char* KindName(Kind k) {
+  return k == Kind::kKineto ? "kineto" : k == Kind::kKinetoAlone ? "kineto-alone" : "et";
+}
+
+// The workload of a Kineto trace alone (what inspect and predict read): the parse with the host
+// ops' arguments, then the build. Returns the number of ops.
+mimic::Result<int64_t> ParseKinetoAlone(const std::string& path, mimic::InputStream& in) {
+  MIMIC_ASSIGN_OR_RETURN(const mimic::eg::KinetoTrace t,
+                         mimic::eg::ParseKinetoTrace(path, in, {.inputs = true}));
+  MIMIC_ASSIGN_OR_RETURN(const mimic::proto::Workload w, mimic::eg::BuildKinetoWorkload(path, t));
+  return static_cast<int64_t>(w.ops_size());
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -95,6 +107,11 @@ ParseOutcome ParseOnce(Kind kind, const std::string& path, std::string_view json
     auto w = mimic::eg::ParseExecutionTrace(path, json);
     if (!w.ok()) return {false, w.status().ToString(), 0};
     out.items = w->ops_size();
+  } else if (kind == Kind::kKinetoAlone) {
+    auto in = mimic::InputStream::FromMemory(path, json);
+    auto n = ParseKinetoAlone(path, *in);
+    if (!n.ok()) return {false, n.status().ToString(), 0};
+    out.items = *n;
   } else {
     auto t = mimic::eg::ParseKinetoTrace(path, json);
     if (!t.ok()) return {false, t.status().ToString(), 0};
@@ -111,6 +128,14 @@ double TimedParseMs(Kind kind, const std::string& path, std::string_view json) {
     auto w = mimic::eg::ParseExecutionTrace(path, json);
     const double ms = MsSince(t0);
     if (!w.ok()) std::exit(1);
+    return ms;
+  }
+  if (kind == Kind::kKinetoAlone) {
+    const auto t0 = Clock::now();
+    auto in = mimic::InputStream::FromMemory(path, json);
+    auto n = ParseKinetoAlone(path, *in);
+    const double ms = MsSince(t0);
+    if (!n.ok()) std::exit(1);
     return ms;
   }
   const auto t0 = Clock::now();
@@ -164,6 +189,9 @@ int MemChild(const std::string& path, Kind kind) {
     auto w = mimic::eg::ParseExecutionTrace(path, **in);
     if (!w.ok()) return 1;
     end = StatusKb("VmRSS");  // reader window + finished workload
+  } else if (kind == Kind::kKinetoAlone) {
+    if (!ParseKinetoAlone(path, **in).ok()) return 1;
+    end = StatusKb("VmRSS");  // the workload is gone by now: end is not "retained" here
   } else {
     auto t = mimic::eg::ParseKinetoTrace(path, **in);
     if (!t.ok()) return 1;
@@ -253,8 +281,10 @@ std::string Basename(const std::string& p) {
 }
 
 int Usage() {
-  std::fprintf(stderr,
-               "usage: mimic_parse_bench FILE [FILE...] [--reps N] [--kind et|kineto|auto] [--json OUT]\n");
+  std::fprintf(
+      stderr,
+      "usage: mimic_parse_bench FILE [FILE...] [--reps N] [--kind et|kineto|kineto-alone|auto] "
+      "[--json OUT]\n");
   return 2;
 }
 
@@ -262,7 +292,9 @@ int Usage() {
 
 int main(int argc, char** argv) {
   if (argc == 4 && std::string_view(argv[1]) == "--mem-child")
-    return MemChild(argv[2], std::string_view(argv[3]) == "kineto" ? Kind::kKineto : Kind::kEt);
+    return MemChild(argv[2], std::string_view(argv[3]) == "kineto"         ? Kind::kKineto
+                             : std::string_view(argv[3]) == "kineto-alone" ? Kind::kKinetoAlone
+                                                                           : Kind::kEt);
 
   std::vector<std::string> files;
   int reps = 20;
@@ -277,6 +309,8 @@ int main(int argc, char** argv) {
       const std::string_view k = argv[++i];
       if (k == "et") forced = Kind::kEt;
       else if (k == "kineto") forced = Kind::kKineto;
+      else if (k == "kineto-alone")
+        forced = Kind::kKinetoAlone;
       else if (k == "auto") forced = Kind::kAuto;
       else return Usage();
     } else if (a == "--json" && i + 1 < argc) {

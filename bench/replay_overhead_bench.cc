@@ -23,62 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "mimic/replay/overheads.h"
 #include "mimic/replay/replayer.h"
 #include "proto/workload.pb.h"
 
 namespace {
 
 int g_ops = 2000;
-
-constexpr const char* kAddSchema =
-    "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
-
-// t[i+1] = t[i] + c, for i < n: entry 0 and the constant c are leaves, the rest are produced.
-mimic::proto::Workload AddChain(int n) {
-  mimic::proto::Workload w;
-  w.mutable_format()->set_major(1);
-  w.add_types("");
-  w.add_types("Tensor(float)");
-  w.add_types("Int");
-  w.add_schemas(kAddSchema);
-  auto add_tensor = [&](int64_t id) {
-    mimic::proto::Tensor* t = w.add_tensors();
-    t->set_tensor_id(id);
-    t->set_storage_id(id);
-    t->set_numel(1);
-    t->set_itemsize(4);
-    t->set_dtype(mimic::proto::FLOAT32);
-    t->add_shape(1);
-    t->add_strides(1);
-    t->set_device("cpu");
-    t->set_type(1);
-    return w.tensors_size() - 1;
-  };
-  const int constant = add_tensor(1'000'000);
-  int prev = add_tensor(1);
-  for (int i = 0; i < n; ++i) {
-    const int next = add_tensor(i + 2);
-    mimic::proto::Op* op = w.add_ops();
-    op->set_id(i + 1);
-    op->set_name("aten::add");
-    op->set_schema(0);
-    op->set_thread(1);
-    auto tensor_value = [](int entry) {
-      mimic::proto::Value v;
-      v.set_tensor(entry);
-      v.set_type(1);
-      return v;
-    };
-    *op->add_inputs() = tensor_value(prev);
-    *op->add_inputs() = tensor_value(constant);
-    mimic::proto::Value* alpha = op->add_inputs();
-    alpha->set_int_value(1);
-    alpha->set_type(2);
-    *op->add_outputs() = tensor_value(next);
-    prev = next;
-  }
-  return w;
-}
 
 void BM_BareBoxedCall(benchmark::State& state) {
   const c10::OperatorHandle add = *c10::Dispatcher::singleton().findSchema({"aten::add", "Tensor"});
@@ -100,7 +51,7 @@ void BM_BareBoxedCall(benchmark::State& state) {
 }
 
 void BM_Replay(benchmark::State& state) {
-  const mimic::proto::Workload w = AddChain(g_ops);
+  const mimic::proto::Workload w = mimic::replay::TinyOpChain(g_ops);
   mimic::replay::ReplayOptions options;
   options.device = "cpu";
   options.warmup = 2;

@@ -106,8 +106,8 @@ Runner AddCalibrate(CLI::App& app) {
     if (args->output.empty() && !args->cache)
       return Fail(Status::InvalidInput("give -o FILE, --cache, or both"));
     for (const std::string& path : args->workloads) {
-      // A trace's Kineto file is not needed for its shapes.
-      Result<LoadedInput> in = LoadInput(path, "");
+      // A trace's Kineto file is not needed for its shapes; a Kineto trace alone has them too.
+      Result<LoadedInput> in = LoadInput(path, "", /*allow_kineto_only=*/true);
       if (!in.ok()) return Fail(in.status());
       args->options.workloads.push_back(model::ShapesOf(in->workload));
     }

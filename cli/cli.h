@@ -24,14 +24,17 @@ Status WriteOutput(const std::string& path, const std::string& text);
 
 // What a command was given to work on, loaded: a PyTorch execution trace (with its Kineto
 // trace, and the capture manifest's unprofiled step times when one lies beside it), a .mimic
-// workload, or a bundle (which also carries the seed of its random tensor contents).
+// workload, or a bundle (which also carries the seed of its random tensor contents); with
+// `allow_kineto_only`, also a Kineto trace alone (for commands that need no tensors), which is
+// otherwise refused with a one-line hint (exit 2).
 struct LoadedInput {
   proto::Workload workload;
   bool has_seed = false;
   uint64_t seed = 0;
   std::string kineto_path;  // the Kineto trace linked into it, if any
 };
-Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto_path);
+Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto_path,
+                              bool allow_kineto_only = false);
 
 // The platform to predict `in` for: `given` (a --platform value) when set, else the built-in
 // platform of the GPU that the Kineto trace's deviceProperties describe (the linked one, or
@@ -65,6 +68,15 @@ std::string HostPlatformCachePath(const std::string& name, int64_t threads);
 // GPU platforms pass through. `*needs_calibration` (optional) tells the caller none was found.
 proto::Platform ForThisHost(proto::Platform platform, std::vector<std::string>& notes,
                             bool* needs_calibration = nullptr);
+
+// --host-gaps recorded on the CPU: the capture's cost per event boundary from `platform`
+// (cpu_overheads.capture_cost_us) when it is a CPU platform calibrated on this host with one,
+// so that the replay and the model take the same figure off the recorded gaps; otherwise the
+// replay measures it at setup. A capture_cost_us already given is kept.
+void UseCaptureCostOf(const proto::Platform& platform, replay::ReplayOptions& options);
+// The same from this host's calibration of cpu_host: the one `calibrate --cache` kept, else the
+// built-in one where it was calibrated on this host.
+void UseHostCaptureCost(replay::ReplayOptions& options);
 
 // Calibrates this host (a quick sweep from `base`'s datasheet figures, with progress on stderr)
 // and keeps it at HostPlatformCachePath. Needs LibTorch (mimic-torch).

@@ -154,7 +154,8 @@ Runner AddCompare(CLI::App& app) {
   args->options.warmup = 2;
   args->options.iters = 10;
   app.add_option("input", args->input,
-                 "Execution trace (.json, .json.gz), .mimic workload or bundle")
+                 "Execution trace (.json, .json.gz), .mimic workload or bundle (with "
+                 "--no-replay, also a Kineto trace alone)")
       ->required();
   app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
   app.add_option("--platform", args->platform,
@@ -191,7 +192,7 @@ Runner AddCompare(CLI::App& app) {
                  "name's profiled time beside the original's Kineto spans (profiled_ops)");
   return [args, &app]() -> int {
     args->seed_given = app.count("--seed") > 0;
-    Result<LoadedInput> in = LoadInput(args->input, args->kineto);
+    Result<LoadedInput> in = LoadInput(args->input, args->kineto, args->no_replay);
     if (!in.ok()) return Fail(in.status());
     const proto::Workload& w = in->workload;
     replay::ReplayOptions ro = args->options;
@@ -216,6 +217,10 @@ Runner AddCompare(CLI::App& app) {
                     HostPlatformCachePath(platform->name(), platform->threads()) + ")"};
       *platform = std::move(*here);
     }
+
+    // The replay takes the same capture cost off the recorded gaps as the model.
+    UseCaptureCostOf(*platform, ro);
+    UseHostCaptureCost(ro);
 
     model::PredictOptions po;
     po.iteration = ro.iteration;
@@ -258,6 +263,11 @@ Runner AddCompare(CLI::App& app) {
         {"replay_heap", r->heap},
         {"replay_page_faults_per_iteration",
          std::to_string(std::lround(r->page_faults_per_iteration))},
+        // The replay process's CPU time per measured iteration (user + sys, all its threads):
+        // on a shared machine, with one intra-op thread, its work without the time other
+        // processes held the CPU.
+        {"replay_cpu_ms_per_iteration",
+         Fmt(r->system.cpu_user_ms() + r->system.cpu_sys_ms(), "%.3f")},
         {"original_source", w.original().source().empty() ? "Kineto ProfilerStep span (profiled)"
                                                           : w.original().source()}};
 

@@ -11,11 +11,14 @@ Runner AddConvert(CLI::App& app) {
     std::string trace, kineto, out;
   };
   auto args = std::make_shared<Args>();
-  app.add_option("trace", args->trace, "Execution trace (.json or .json.gz)")->required();
+  app.add_option("trace", args->trace,
+                 "Execution trace (.json or .json.gz), or a Kineto trace alone")
+      ->required();
   app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
   app.add_option("-o,--output", args->out, "Workload file to write (.mimic)")->required();
   return [args]() {
-    Result<proto::Workload> w = eg::LoadWorkload(args->trace, {.kineto_path = args->kineto});
+    Result<proto::Workload> w =
+        eg::LoadWorkload(args->trace, {.kineto_path = args->kineto, .allow_kineto_only = true});
     if (!w.ok()) return Fail(w.status());
     Status st = eg::SaveWorkload(args->out, *w);
     if (!st.ok()) return Fail(st);

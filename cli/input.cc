@@ -17,7 +17,8 @@
 
 namespace mimic::cli {
 
-Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto_path) {
+Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto_path,
+                              bool allow_kineto_only) {
   LoadedInput out;
   std::string head;
   {
@@ -48,7 +49,9 @@ Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto
   if (kineto.empty() && sample && !sample->kineto.empty() &&
       stat((dir + "/" + sample->kineto).c_str(), &st) == 0)
     kineto = dir + "/" + sample->kineto;
-  MIMIC_ASSIGN_OR_RETURN(out.workload, eg::LoadWorkload(path, {.kineto_path = kineto}));
+  MIMIC_ASSIGN_OR_RETURN(
+      out.workload,
+      eg::LoadWorkload(path, {.kineto_path = kineto, .allow_kineto_only = allow_kineto_only}));
   out.kineto_path = kineto;
   if (sample && out.workload.transformations_size() == 0)
     eg::ApplyCaptureSample(*sample, manifest, out.workload);
@@ -101,13 +104,22 @@ std::string HostPlatformCachePath(const std::string& name, int64_t threads) {
   return root + "/mimic/platforms/" + name + "@" + key + ".json";
 }
 
+namespace {
+
+// The host key a CPU platform was calibrated for: what its calibrated_on holds in "(...)".
+std::string CalibratedHost(const proto::Platform& p) {
+  const std::string& on = p.calibrated_on();
+  const size_t open = on.find('('), close = on.rfind(')');
+  return open == std::string::npos ? on : on.substr(open + 1, close - open - 1);
+}
+
+}  // namespace
+
 proto::Platform ForThisHost(proto::Platform p, std::vector<std::string>& notes,
                             bool* needs_calibration) {
   if (needs_calibration) *needs_calibration = false;
   if (p.device_type() != "cpu" || p.calibrated_on().empty()) return p;
-  const std::string& on = p.calibrated_on();
-  const size_t open = on.find('('), close = on.rfind(')');
-  const std::string theirs = open == std::string::npos ? on : on.substr(open + 1, close - open - 1);
+  const std::string theirs = CalibratedHost(p);
   const std::string ours = HostCalibrationKey(p.threads());
   if (theirs == ours) return p;
   const std::string cache = HostPlatformCachePath(p.name(), p.threads());
@@ -123,6 +135,26 @@ proto::Platform ForThisHost(proto::Platform p, std::vector<std::string>& notes,
                   "calibrates this "
                   "host once for every later prediction)");
   return p;
+}
+
+void UseCaptureCostOf(const proto::Platform& p, replay::ReplayOptions& o) {
+  if (o.capture_cost_us >= 0 || o.host_gaps == replay::HostGaps::kNone || o.device != "cpu" ||
+      p.device_type() != "cpu" || p.cpu_overheads().capture_cost_us() <= 0)
+    return;
+  if (CalibratedHost(p) != HostCalibrationKey(p.threads())) return;  // another host's
+  o.capture_cost_us = p.cpu_overheads().capture_cost_us();
+  o.capture_cost_source =
+      "platform " + p.name() + " calibrated on this host at " + p.calibrated_at();
+}
+
+void UseHostCaptureCost(replay::ReplayOptions& o) {
+  Result<proto::Platform> builtin = model::FindPlatform("cpu_host");
+  if (!builtin.ok()) return;
+  if (Result<proto::Platform> cached =
+          model::LoadPlatform(HostPlatformCachePath(builtin->name(), builtin->threads()));
+      cached.ok())
+    UseCaptureCostOf(*cached, o);
+  UseCaptureCostOf(*builtin, o);
 }
 
 }  // namespace mimic::cli

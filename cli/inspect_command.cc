@@ -1,6 +1,7 @@
 // mimic inspect TRACE [--kineto K] [--json]
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "cli.h"
 #include "mimic/base/json_writer.h"
@@ -27,10 +28,19 @@ std::map<int64_t, int64_t> StepOpsPerThread(const proto::Workload& w) {
   return out;
 }
 
+// The device streams the linked kernels ran on.
+int64_t KernelStreams(const proto::Workload& w) {
+  std::set<std::pair<int64_t, int64_t>> streams;  // (device, stream)
+  for (const proto::Op& op : w.ops())
+    for (const proto::Kernel& k : op.kernels()) streams.emplace(k.device(), k.stream());
+  return static_cast<int64_t>(streams.size());
+}
+
 std::string InspectJson(const proto::Workload& w, const eg::Summary& s) {
   JsonWriter j;
   j.BeginObject();
   j.Key("schema").String(w.provenance().schema());
+  j.Key("kineto_only").Bool(eg::IsKinetoOnly(w));
   j.Key("pid").Int(w.provenance().pid());
   j.Key("ops").Int(s.ops);
   j.Key("ops_with_schema").Int(s.ops_with_schema);
@@ -91,6 +101,7 @@ std::string InspectJson(const proto::Workload& w, const eg::Summary& s) {
     j.Key("kernels").Int(k.kernels());
     j.Key("kernels_linked").Int(k.kernels_linked());
     j.Key("kernels_total").Int(k.kernels_total());
+    j.Key("streams").Int(KernelStreams(w));
     j.EndObject();
   } else {
     j.Key("kineto").Null();
@@ -101,21 +112,33 @@ std::string InspectJson(const proto::Workload& w, const eg::Summary& s) {
 
 void PrintText(const std::string& path, const proto::Workload& w, const eg::Summary& s) {
   std::printf("%s\n", path.c_str());
-  std::printf("  schema          %s (pid %lld)\n", w.provenance().schema().c_str(),
-              static_cast<long long>(w.provenance().pid()));
-  std::printf("  ops             %lld (%lld with a schema, %lld replayable top-level)\n",
+  if (eg::IsKinetoOnly(w))
+    std::printf(
+        "  schema          %s (pid %lld): a Kineto trace alone, no tensors recorded (inspect, "
+        "predict and compare --no-replay read it; replay needs its execution trace)\n",
+        w.provenance().schema().c_str(), static_cast<long long>(w.provenance().pid()));
+  else
+    std::printf("  schema          %s (pid %lld)\n", w.provenance().schema().c_str(),
+                static_cast<long long>(w.provenance().pid()));
+  // A Kineto trace alone is not replayable: its top-level operators are what predict prices.
+  const char* top = eg::IsKinetoOnly(w) ? "top-level operators" : "replayable top-level";
+  std::printf("  ops             %lld (%lld with a schema, %lld %s)\n",
               static_cast<long long>(s.ops), static_cast<long long>(s.ops_with_schema),
-              static_cast<long long>(s.replayable_ops));
-  std::printf("  tensors         %lld views over %lld storages\n", static_cast<long long>(s.tensors),
-              static_cast<long long>(s.storages));
+              static_cast<long long>(s.replayable_ops), top);
+  if (eg::IsKinetoOnly(w))
+    std::printf("  tensors         %lld argument shapes (Kineto records no tensor identity)\n",
+                static_cast<long long>(s.tensors));
+  else
+    std::printf("  tensors         %lld views over %lld storages\n",
+                static_cast<long long>(s.tensors), static_cast<long long>(s.storages));
   std::printf("  iterations      %lld   labels %lld   threads %lld\n",
               static_cast<long long>(s.iterations), static_cast<long long>(s.labels),
               static_cast<long long>(s.threads));
   const std::map<int64_t, int64_t> in_step = StepOpsPerThread(w);
   for (const eg::Summary::Thread& t : s.per_thread)
-    std::printf("    thread %-6lld %lld ops, %lld replayable top-level, %lld in the first step\n",
+    std::printf("    thread %-6lld %lld ops, %lld %s, %lld in the first step\n",
                 static_cast<long long>(t.tid), static_cast<long long>(t.ops),
-                static_cast<long long>(t.replayable_ops),
+                static_cast<long long>(t.replayable_ops), top,
                 static_cast<long long>(in_step.count(t.tid) ? in_step.at(t.tid) : 0));
   std::printf("  collectives     %lld   process groups %d\n", static_cast<long long>(s.collectives),
               w.provenance().process_groups_size());
@@ -128,10 +151,13 @@ void PrintText(const std::string& path, const proto::Workload& w, const eg::Summ
   for (const auto& m : w.provenance().warnings()) std::printf("  warning         %s\n", m.c_str());
   if (w.kineto().present()) {
     const auto& k = w.kineto();
-    std::printf("  kineto          host ops linked %lld/%lld, kernels linked %lld/%lld (%lld in the trace; by %s)\n",
-                static_cast<long long>(k.host_ops_linked()), static_cast<long long>(k.host_ops()),
-                static_cast<long long>(k.kernels_linked()), static_cast<long long>(k.kernels()),
-                static_cast<long long>(k.kernels_total()), k.link_method().c_str());
+    std::printf(
+        "  kineto          host ops linked %lld/%lld, kernels linked %lld/%lld (%lld in the trace; "
+        "by %s) on %lld streams\n",
+        static_cast<long long>(k.host_ops_linked()), static_cast<long long>(k.host_ops()),
+        static_cast<long long>(k.kernels_linked()), static_cast<long long>(k.kernels()),
+        static_cast<long long>(k.kernels_total()), k.link_method().c_str(),
+        static_cast<long long>(KernelStreams(w)));
   }
 }
 
@@ -139,11 +165,14 @@ void PrintText(const std::string& path, const proto::Workload& w, const eg::Summ
 
 Runner AddInspect(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
-  app.add_option("trace", args->trace, "Execution trace (.json or .json.gz) or .mimic workload")->required();
+  app.add_option("trace", args->trace,
+                 "Execution trace (.json or .json.gz), Kineto trace alone, or .mimic workload")
+      ->required();
   app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
   app.add_flag("--json", args->json, "Print JSON instead of text");
   return [args]() {
-    Result<proto::Workload> w = eg::LoadWorkload(args->trace, {.kineto_path = args->kineto});
+    Result<proto::Workload> w =
+        eg::LoadWorkload(args->trace, {.kineto_path = args->kineto, .allow_kineto_only = true});
     if (!w.ok()) return Fail(w.status());
     const eg::Summary s = eg::Summarize(*w);
     if (args->json) {

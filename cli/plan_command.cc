@@ -50,7 +50,7 @@ class CliEnvironment final : public fleet::PlanEnvironment {
       st.source = "measured";
       return st;
     }
-    return Predict(*w, platform);
+    return Predict(cls, *w, platform);
   }
 
   // A CPU platform is this machine's device: measured. GPU platforms are predicted (the replay
@@ -83,18 +83,39 @@ class CliEnvironment final : public fleet::PlanEnvironment {
     return &(platforms_[name] = std::move(*p));
   }
 
-  Result<fleet::StepTime> Predict(const proto::Workload& w, const std::string& platform) {
+  // A class of several GPUs per job carries its collectives into the step: the model prices
+  // the trace's communication at the class's rank count on `platform` and overlaps it with
+  // compute as its stream simulation does.
+  Result<fleet::StepTime> Predict(int cls, const proto::Workload& w, const std::string& platform) {
     MIMIC_ASSIGN_OR_RETURN(const proto::Platform* p, PlatformOf(platform));
-    Result<model::Prediction> pred = model::Predict(w, *p);
+    model::PredictOptions options;
+    options.world_size = static_cast<int>(manifest_.classes(cls).gpus_per_job());
+    Result<model::Prediction> pred = model::Predict(w, *p, options);
     if (!pred.ok()) return pred.status().WithContext("predicting on '" + platform + "'");
     fleet::StepTime st;
     st.ms = pred->iteration_ms;
     st.source = "predicted";
+    st.ranks = pred->ranks;
+    st.collective_ms = pred->comm_ms;
+    st.exposed_collective_ms = pred->exposed_comm_ms;
     st.detail = "model (mimic predict) on " + p->name() + ", " + pred->selection + ", " +
                 std::to_string(pred->ops.size()) + " ops";
+    char buf[200];
+    if (pred->collectives > 0)
+      std::snprintf(buf, sizeof(buf),
+                    "; %lld collectives at %lld ranks: %.3f ms, %.3f ms of it not overlapped by "
+                    "compute",
+                    static_cast<long long>(pred->collectives), static_cast<long long>(st.ranks),
+                    st.collective_ms, st.exposed_collective_ms);
+    else if (st.ranks > 1)
+      std::snprintf(buf, sizeof(buf),
+                    "; %lld GPUs per job, but the trace holds no collective: one rank's step",
+                    static_cast<long long>(st.ranks));
+    else
+      buf[0] = '\0';
+    st.detail += buf;
     // A step the host sets is the same on every GPU: say so, with the figures that show it.
     if (p->device_type() == "cuda" && pred->gpu_active_ms < 0.5 * pred->iteration_ms) {
-      char buf[200];
       std::snprintf(buf, sizeof(buf),
                     "; host-bound: the CPU timeline (%.3f ms of overheads) sets the step, the GPU "
                     "is busy %.3f ms",
@@ -164,6 +185,15 @@ void PrintSummary(const fleet::PlanResult& p) {
         std::printf(
             "  note: %s on %s is host-bound (%s)\n", k.name.c_str(), t.c_str(),
             k.step.at(t).detail.substr(k.step.at(t).detail.find("host-bound") + 12).c_str());
+  for (const fleet::ClassPlan& k : p.classes)
+    for (const auto& [platform, s] : k.step)
+      if (s.collective_ms > 0)
+        std::printf(
+            "  collectives: %s on %s at %lld ranks: %.3f ms (%.1f%% of the step), %.3f ms "
+            "(%.1f%%) not overlapped by compute\n",
+            k.name.c_str(), platform.c_str(), static_cast<long long>(s.ranks), s.collective_ms,
+            100 * s.collective_ms / s.ms, s.exposed_collective_ms,
+            100 * s.exposed_collective_ms / s.ms);
   std::printf("\n  %-12s %12s %10s %12s %11s %12s\n", "scenario", "GPU-hours", "rel.thpt",
               "offered GPUs", "GPUs needed", "cost");
   for (const fleet::Scenario& s : p.scenarios) {

@@ -15,7 +15,8 @@ Runner AddPredict(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   app.add_option("input", args->input,
-                 "Execution trace (.json, .json.gz), .mimic workload or bundle")
+                 "Execution trace (.json, .json.gz), Kineto trace alone, .mimic workload or "
+                 "bundle")
       ->required();
   app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
   app.add_option("--platform", args->platform,
@@ -33,7 +34,7 @@ Runner AddPredict(CLI::App& app) {
   app.add_flag("--json", args->json, "Print the prediction as JSON");
   app.add_option("-o,--output", args->output, "Write the JSON prediction here instead of stdout");
   return [args]() -> int {
-    Result<LoadedInput> in = LoadInput(args->input, args->kineto);
+    Result<LoadedInput> in = LoadInput(args->input, args->kineto, /*allow_kineto_only=*/true);
     if (!in.ok()) return Fail(in.status());
     std::string chosen_by;
     Result<std::string> name = ChoosePlatform(args->platform, *in, args->input, "", &chosen_by);

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "cli.h"
@@ -88,8 +90,9 @@ void AddReplayOptions(CLI::App& app, replay::ReplayOptions& o, std::string& repo
       ->transform(CLI::CheckedTransformer(kGaps, CLI::ignore_case));
   app.add_option("--capture-cost-us", o.capture_cost_us,
                  "The capture's own cost per event boundary (an op starting or ending) taken off "
-                 "the recorded gaps (default: measured at setup on a known loop under the profiler "
-                 "and the execution-trace observer)")
+                 "the recorded gaps (default on the CPU: this host's calibration of cpu_host, "
+                 "`mimic calibrate --cache`, where it has one; else measured at setup on a known "
+                 "loop under the profiler and the execution-trace observer)")
       ->check(CLI::NonNegativeNumber);
   app.add_option_function<double>(
          "--timeout", [&o](double s) { o.comm_timeout_ms = static_cast<int64_t>(s * 1000); },
@@ -104,11 +107,17 @@ Status ApplyLaunchEnvironment(replay::ReplayOptions& options) {
   return Status::Ok();
 }
 
+// `path` with its "{rank}" replaced by `rank`; nullopt when it has none.
+std::optional<std::string> WithRank(const std::string& path, int rank) {
+  const size_t at = path.find("{rank}");
+  if (at == std::string::npos) return std::nullopt;
+  return path.substr(0, at) + std::to_string(rank) + path.substr(at + 6);
+}
+
 std::string RankReportPath(const std::string& path, const replay::ReplayOptions& options) {
   if (!options.dist || options.dist->world_size <= 1 || path == "-" || path.empty()) return path;
+  if (std::optional<std::string> p = WithRank(path, options.dist->rank)) return *p;
   const std::string rank = std::to_string(options.dist->rank);
-  if (const size_t at = path.find("{rank}"); at != std::string::npos)
-    return path.substr(0, at) + rank + path.substr(at + 6);
   const size_t slash = path.find_last_of('/');
   const size_t dot = path.find_last_of('.');
   if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + ".rank" + rank;
@@ -127,6 +136,7 @@ Result<double> MeasureByReplay(const proto::Workload& w, const replay::ReplayOpt
                                std::string* detail) {
   replay::ReplayOptions options = given;
   UseOriginalThreads(w, options);
+  UseHostCaptureCost(options);
   MIMIC_ASSIGN_OR_RETURN(
       const replay::ReplayResult r,
       replay::Replay(w, options, [&](int done, int total, double) { on_iteration(done, total); }));
@@ -137,6 +147,9 @@ Result<double> MeasureByReplay(const proto::Workload& w, const replay::ReplayOpt
   *detail = "replay on " + r.device + ", median of " + std::to_string(r.iteration_ms.size()) +
             " iterations, " + std::to_string(r.replayed_ops) + "/" + std::to_string(r.total_ops) +
             " ops replayed";
+  if (auto it = r.skipped_by_reason.find("collective"); it != r.skipped_by_reason.end())
+    *detail += " (" + std::to_string(it->second) +
+               " collectives skipped: one process, the step holds no communication)";
   if (w.original().iteration_ms_size() > 0) {
     std::vector<double> original(w.original().iteration_ms().begin(),
                                  w.original().iteration_ms().end());
@@ -151,6 +164,7 @@ int ReplayAndReport(const proto::Workload& w, const std::string& input,
                     const replay::ReplayOptions& given, const std::string& report_path) {
   replay::ReplayOptions options = given;
   UseOriginalThreads(w, options);
+  UseHostCaptureCost(options);
   const bool tty = isatty(fileno(stderr));
   const std::string who = options.dist ? "rank " + std::to_string(options.dist->rank) + ": " : "";
   auto progress = [tty, who](int done, int total, double ms) {
@@ -202,7 +216,10 @@ Runner AddReplay(CLI::App& app) {
   app.add_option("--trace-dir", args->trace_dir, "Folder of per-rank traces, named by --rank-pattern");
   app.add_option("--rank-pattern", args->rank_pattern, "File name of rank N's trace in --trace-dir, {rank} = N")
       ->capture_default_str();
-  app.add_option("--kineto", args->kineto, "Kineto trace captured with it, to link");
+  app.add_option(
+      "--kineto", args->kineto,
+      "Kineto trace captured with it, to link; in a multi-rank replay {rank} in the path is "
+      "replaced by the rank, as --rank-pattern does");
   AddReplayOptions(app, args->options, args->report);
   return [args, &app]() {
     args->seed_given = app.count("--seed") > 0;
@@ -212,11 +229,10 @@ Runner AddReplay(CLI::App& app) {
     std::string input;
     if (!args->trace_dir.empty()) {
       if (!args->inputs.empty()) return Fail(Status::InvalidInput("give either traces or --trace-dir, not both"));
-      const size_t at = args->rank_pattern.find("{rank}");
-      if (at == std::string::npos)
+      std::optional<std::string> name = WithRank(args->rank_pattern, rank);
+      if (!name)
         return Fail(Status::InvalidInput("--rank-pattern \"" + args->rank_pattern + "\" has no {rank}"));
-      input = args->trace_dir + "/" + args->rank_pattern.substr(0, at) + std::to_string(rank) +
-              args->rank_pattern.substr(at + 6);
+      input = args->trace_dir + "/" + *name;
     } else if (args->inputs.size() == 1) {
       input = args->inputs[0];
     } else if (args->inputs.empty()) {
@@ -227,7 +243,9 @@ Runner AddReplay(CLI::App& app) {
     } else {
       input = args->inputs[rank];
     }
-    Result<LoadedInput> in = LoadInput(input, args->kineto);
+    // Each rank's Kineto trace by the same pattern as the traces: "{rank}" in --kineto.
+    const std::string kineto = WithRank(args->kineto, rank).value_or(args->kineto);
+    Result<LoadedInput> in = LoadInput(input, kineto);
     if (!in.ok()) return Fail(in.status());
     if (in->has_seed && !args->seed_given) args->options.seed = in->seed;
     if (args->options.device.empty()) args->options.device = replay::BestDevice();

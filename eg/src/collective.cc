@@ -368,7 +368,14 @@ void AnnotateCollectives(proto::Workload& w) {
     // each a communication even when nested in another: with Gloo, whose worker threads record
     // spans too, the observer sometimes files one c10d op under the previous one.
     if (!IsIssuer(op) || (IsRecordParamComms(op) && issuer_above(i))) continue;
-    const Type type = TypeOf(op);
+    // A Kineto trace records no arguments of record_param_comms and none of a c10d op's tensor
+    // list: the backend span inside (nccl:all_to_all, with its tensor's shape) names it then.
+    const std::vector<int> below = own_descendants(i);
+    const auto span =
+        std::find_if(below.begin(), below.end(), [&](int k) { return IsBackendSpan(w.ops(k)); });
+    Type type = TypeOf(op);
+    if (type == proto::Collective::TYPE_UNKNOWN && span != below.end())
+      type = CollectiveTypeOfName(w.ops(*span).name());
     if (type == proto::Collective::TYPE_UNKNOWN) continue;
     proto::Collective c;
     c.set_type(type);
@@ -392,6 +399,11 @@ void AnnotateCollectives(proto::Workload& w) {
           break;
         }
       }
+    }
+    if (c.in_elems() == 0 && c.out_elems() == 0 && span != below.end() &&
+        w.ops(*span).inputs_size() > 0) {
+      c.set_in_elems(Elements(w, w.ops(*span).inputs(0), c));
+      c.set_out_elems(c.in_elems());
     }
     // c10d ops return a Work, NCCL's record_param_comms enqueue on a stream and functional
     // collectives return before their wait_tensor: asynchronous unless the call said otherwise.

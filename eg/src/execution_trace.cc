@@ -65,10 +65,7 @@ constexpr DTypeName kDTypes[] = {
 proto::DType DTypeOfTensorType(std::string_view type) {
   const size_t open = type.find('(');
   if (open == std::string_view::npos || type.back() != ')') return proto::DTYPE_UNKNOWN;
-  const std::string_view inner = type.substr(open + 1, type.size() - open - 2);
-  for (const auto& d : kDTypes)
-    if (d.name == inner) return d.dtype;
-  return proto::DTYPE_UNKNOWN;
+  return DTypeOfScalarTypeName(type.substr(open + 1, type.size() - open - 2));
 }
 
 bool IsTensorType(std::string_view type) { return type.substr(0, 6) == "Tensor"; }
@@ -492,27 +489,37 @@ Status TraceBuilder::Finish() {
   for (const proto::Tensor& t : w_.tensors())
     if (!t.device().empty() && devices.insert(t.device()).second)
       w_.mutable_provenance()->add_devices(t.device());
-  for (const proto::Op& op : w_.ops()) {
+  AddTraceSegments(w_);
+  return Status::Ok();
+}
+
+}  // namespace
+
+proto::DType DTypeOfScalarTypeName(std::string_view name) {
+  for (const auto& d : kDTypes)
+    if (d.name == name) return d.dtype;
+  return proto::DTYPE_UNKNOWN;
+}
+
+void AddTraceSegments(proto::Workload& w) {
+  for (const proto::Op& op : w.ops()) {
     int64_t step = 0;
     const std::string& name = op.name();
     if (ParseStepNumber(name, &step)) {
-      proto::Segment& s = *w_.add_segments();
+      proto::Segment& s = *w.add_segments();
       s.set_kind(proto::Segment::ITERATION);
       s.set_name(name);
       s.set_op_id(op.id());
       s.set_step(step);
     } else if (name.size() > 6 && name.compare(0, 3, "## ") == 0 &&
                name.compare(name.size() - 3, 3, " ##") == 0 && name != "## process_group:init ##") {
-      proto::Segment& s = *w_.add_segments();
+      proto::Segment& s = *w.add_segments();
       s.set_kind(proto::Segment::LABEL);
       s.set_name(name);
       s.set_op_id(op.id());
     }
   }
-  return Status::Ok();
 }
-
-}  // namespace
 
 bool IsKnownSchema(std::string_view schema) {
   return std::find(kKnownSchemas.begin(), kKnownSchemas.end(), schema) != kKnownSchemas.end();

@@ -17,9 +17,13 @@
 #include <unordered_map>
 
 #include "json_scan.h"
+#include "kineto_internal.h"
 
 namespace mimic::eg {
 namespace {
+
+using kineto::IsHost;
+using kineto::Links;
 
 using simdjson::dom::element;
 using simdjson::dom::element_type;
@@ -58,18 +62,12 @@ bool KindOfCategory(std::string_view cat, KinetoEvent::Kind* kind) {
   return true;
 }
 
-bool IsHost(const KinetoEvent& e) {
-  return e.kind == KinetoEvent::Kind::kHostOp || e.kind == KinetoEvent::Kind::kAnnotation;
-}
-
 bool IsThreadRoot(const proto::Op& op) {
   return op.name().find("[pytorch|profiler|") == 0;
 }
 
 // ET ops that can have a Kineto counterpart.
 bool IsLinkable(const proto::Op& op) { return !IsThreadRoot(op) && !op.name().empty(); }
-
-using Links = std::unordered_map<int, const KinetoEvent*>;  // op index -> host event
 
 Links LinkByKey(const proto::Workload& w, const std::vector<const KinetoEvent*>& host,
                 int64_t KinetoEvent::*key) {
@@ -156,9 +154,114 @@ Links LinkByNameThreadOrder(const proto::Workload& w, const std::vector<const Ki
   return links;
 }
 
-// For every runtime (launch) event, the ET op that issued it: a sweep per thread over host spans
-// and launches in time order keeps the stack of open host spans; the innermost one linked to
-// an ET op is the launcher.
+// args["Input type"], ["Input Dims"], ["Input Strides"] and ["Concrete Inputs"], position by
+// position (record_shapes=True). A TensorList's dims hold one shape per tensor.
+void ReadInputs(element args, std::vector<KinetoInput>& out) {
+  simdjson::dom::array types, dims, strides, concrete;
+  const bool has_types = args["Input type"].get_array().get(types) == simdjson::SUCCESS;
+  const bool has_dims = args["Input Dims"].get_array().get(dims) == simdjson::SUCCESS;
+  if (!has_types && !has_dims) return;
+  if (has_types)
+    for (element t : types) {
+      std::string_view name;
+      out.emplace_back();
+      if (t.get(name) == simdjson::SUCCESS) out.back().type = std::string(name);
+    }
+  auto at = [&out](size_t i) -> KinetoInput& {
+    if (i >= out.size()) out.resize(i + 1);
+    return out[i];
+  };
+  auto ints = [](element v, std::vector<int64_t>& dst) {
+    simdjson::dom::array a;
+    if (v.get_array().get(a) != simdjson::SUCCESS) return false;
+    for (element x : a) {
+      int64_t n;
+      if (x.get(n) != simdjson::SUCCESS) return false;
+      dst.push_back(n);
+    }
+    return true;
+  };
+  size_t i = 0;
+  if (has_dims)
+    for (element d : dims) {
+      KinetoInput& in = at(i++);
+      in.has_dims = true;
+      if (in.type == "TensorList") {
+        simdjson::dom::array shapes;
+        if (d.get_array().get(shapes) == simdjson::SUCCESS)
+          for (element shape : shapes) {
+            in.dims.emplace_back();
+            if (!ints(shape, in.dims.back())) in.dims.pop_back();
+          }
+      } else {
+        in.dims.emplace_back();
+        if (!ints(d, in.dims.back())) in.dims.clear(), in.has_dims = false;
+      }
+    }
+  i = 0;
+  if (args["Input Strides"].get_array().get(strides) == simdjson::SUCCESS)
+    for (element st : strides) {
+      KinetoInput& in = at(i++);
+      if (in.type != "TensorList" && !ints(st, in.strides)) in.strides.clear();
+    }
+  i = 0;
+  if (args["Concrete Inputs"].get_array().get(concrete) == simdjson::SUCCESS)
+    for (element c : concrete) {
+      std::string_view text;
+      if (c.get(text) == simdjson::SUCCESS) at(i).concrete = std::string(text);
+      ++i;
+    }
+}
+
+}  // namespace
+
+namespace kineto {
+
+bool IsHost(const KinetoEvent& e) {
+  return e.kind == KinetoEvent::Kind::kHostOp || e.kind == KinetoEvent::Kind::kAnnotation;
+}
+
+bool IsHostSpan(const KinetoEvent& e) { return IsHost(e) && e.category != "gpu_user_annotation"; }
+
+std::unordered_map<int64_t, const KinetoEvent*> LaunchesByCorrelation(const KinetoTrace& trace) {
+  std::unordered_map<int64_t, const KinetoEvent*> launch_of;
+  for (const KinetoEvent& e : trace.events)
+    if (e.kind == KinetoEvent::Kind::kRuntime && e.correlation >= 0)
+      launch_of.emplace(e.correlation, &e);
+  return launch_of;
+}
+
+KernelCounts AttachKernels(const KinetoTrace& trace,
+                           const std::unordered_map<int64_t, const KinetoEvent*>& launch_of,
+                           const std::unordered_map<const KinetoEvent*, int>& launcher,
+                           double window_lo, double window_hi, proto::Workload& w) {
+  KernelCounts n;
+  for (const KinetoEvent& e : trace.events) {
+    if (e.kind != KinetoEvent::Kind::kDevice) continue;
+    ++n.total;
+    auto launch = launch_of.find(e.correlation);
+    const KinetoEvent* l = launch == launch_of.end() ? nullptr : launch->second;
+    const double launch_ts = l ? l->ts : e.ts;
+    if (launch_ts < window_lo || launch_ts > window_hi) continue;
+    ++n.in_window;
+    auto op_it = l ? launcher.find(l) : launcher.end();
+    if (op_it == launcher.end()) continue;
+    ++n.linked;
+    proto::Kernel& k = *w.mutable_ops(op_it->second)->add_kernels();
+    k.set_name(e.name);
+    k.set_category(e.category);
+    k.set_device(e.device);
+    k.set_stream(e.stream);
+    k.set_start_us(e.ts);
+    k.set_duration_us(e.dur);
+    k.set_correlation(e.correlation);
+    k.set_launch_us(launch_ts);
+  }
+  return n;
+}
+
+// A sweep per thread over host spans and launches in time order keeps the stack of open host
+// spans; the innermost one that is an op is the launcher.
 std::unordered_map<const KinetoEvent*, int> AttributeLaunches(
     const KinetoTrace& trace, const std::vector<const KinetoEvent*>& host,
     const std::unordered_map<const KinetoEvent*, int>& op_of_event) {
@@ -192,8 +295,8 @@ std::unordered_map<const KinetoEvent*, int> AttributeLaunches(
   return out;
 }
 
-// Each recorded CUDA synchronization on the op whose span holds its runtime call (the launcher
-// of that call), else on the next linked op its thread started; with the start of the
+// Each recorded CUDA synchronization goes on the op whose span holds its runtime call (the
+// launcher of that call), else on the next linked op its thread started; with the start of the
 // cudaEventRecord it waits for, where the trace names one.
 void AttachSyncs(const KinetoTrace& trace, const Links& links,
                  const std::unordered_map<int64_t, const KinetoEvent*>& runtime_of,
@@ -225,9 +328,10 @@ void AttachSyncs(const KinetoTrace& trace, const Links& links,
   }
 }
 
-// The most bytes the original's allocator held during a profiled step above what it held when
-// the step began, from its "[memory]" events (profile_memory=True): on the GPU when the trace has
-// GPU samples, else on the CPU (where the profiler counts from zero when profiling begins).
+// The step memory peak: the most bytes the original's allocator held during a profiled step
+// above what it held when the step began, from its "[memory]" events (profile_memory=True): on the
+// GPU when the trace has GPU samples, else on the CPU (where the profiler counts from zero when
+// profiling begins).
 void RecordStepMemory(const KinetoTrace& trace, proto::Workload& w) {
   const bool gpu = std::any_of(trace.memory.begin(), trace.memory.end(),
                                [](const KinetoMemorySample& m) { return m.device_type == 1; });
@@ -254,14 +358,45 @@ void RecordStepMemory(const KinetoTrace& trace, proto::Workload& w) {
                                                " allocator, profiled steps");
 }
 
-}  // namespace
+void SetSegmentSpans(proto::Workload& w) {
+  std::unordered_map<int64_t, int> index_of_id;
+  for (int i = 0; i < w.ops_size(); ++i) index_of_id[w.ops(i).id()] = i;
+  std::vector<double> step_ms;
+  for (proto::Segment& s : *w.mutable_segments()) {
+    auto it = index_of_id.find(s.op_id());
+    if (it == index_of_id.end()) continue;
+    const proto::Op& op = w.ops(it->second);
+    if (!op.has_cpu_span()) continue;
+    s.set_has_span(true);
+    s.set_start_us(op.cpu_start_us());
+    s.set_duration_us(op.cpu_duration_us());
+    if (s.kind() == proto::Segment::ITERATION) step_ms.push_back(op.cpu_duration_us() / 1000.0);
+  }
+  if (!step_ms.empty() && w.original().iteration_ms_size() == 0) {
+    for (double ms : step_ms) w.mutable_original()->add_iteration_ms(ms);
+    w.mutable_original()->set_source("Kineto ProfilerStep spans (measured under the profiler)");
+  }
+}
+
+void AddTraceProvenance(const KinetoTrace& trace, proto::Workload& w) {
+  auto& prov = *w.mutable_provenance();
+  if (trace.rank >= 0) prov.set_rank(trace.rank);
+  if (trace.world_size > 0) prov.set_world_size(trace.world_size);
+  for (const std::string& d : trace.device_names)
+    if (std::find(prov.devices().begin(), prov.devices().end(), d) == prov.devices().end())
+      prov.add_devices(d);
+}
+
+}  // namespace kineto
+
+using kineto::AttributeLaunches;
 
 Result<KinetoTrace> ParseKinetoTrace(const std::string& path, std::string_view json) {
   std::unique_ptr<InputStream> in = InputStream::FromMemory(path, json);
   return ParseKinetoTrace(path, *in);
 }
-
-Result<KinetoTrace> ParseKinetoTrace(const std::string& path, InputStream& in) {
+Result<KinetoTrace> ParseKinetoTrace(const std::string& path, InputStream& in,
+                                     const KinetoParseOptions& options) {
   KinetoTrace trace;
   auto on_event = [&](element e, size_t, size_t at) -> Status {
     if (e.type() != element_type::OBJECT) return Status::Ok();
@@ -300,6 +435,7 @@ Result<KinetoTrace> ParseKinetoTrace(const std::string& path, InputStream& in) {
         ev.wait_on_stream = IntOr(args, "wait_on_stream", -1);
         ev.wait_event_correlation = IntOr(args, "wait_on_cuda_event_record_corr_id", -1);
       }
+      if (options.inputs && IsHost(ev)) ReadInputs(args, ev.inputs);
     }
     trace.events.push_back(std::move(ev));
     return Status::Ok();
@@ -375,68 +511,23 @@ Status LinkKineto(const std::string& path, const KinetoTrace& trace, proto::Work
   // give runtime events their correlation as External id.)
   std::unordered_map<const KinetoEvent*, int> op_of_event;
   for (const auto& [index, e] : links) op_of_event.emplace(e, index);
-  std::unordered_map<int64_t, const KinetoEvent*> launch_of;
-  for (const KinetoEvent& e : trace.events)
-    if (e.kind == KinetoEvent::Kind::kRuntime && e.correlation >= 0) launch_of.emplace(e.correlation, &e);
+  const auto launch_of = kineto::LaunchesByCorrelation(trace);
   const std::unordered_map<const KinetoEvent*, int> launcher = AttributeLaunches(trace, host, op_of_event);
-  int64_t kernels_total = 0, kernels_in_window = 0, kernels_linked = 0;
-  for (const KinetoEvent& e : trace.events) {
-    if (e.kind != KinetoEvent::Kind::kDevice) continue;
-    ++kernels_total;
-    auto launch = launch_of.find(e.correlation);
-    const KinetoEvent* l = launch == launch_of.end() ? nullptr : launch->second;
-    const double launch_ts = l ? l->ts : e.ts;
-    if (launch_ts < window_lo || launch_ts > window_hi) continue;
-    ++kernels_in_window;
-    auto op_it = l ? launcher.find(l) : launcher.end();
-    if (op_it == launcher.end()) continue;
-    ++kernels_linked;
-    proto::Kernel& k = *w.mutable_ops(op_it->second)->add_kernels();
-    k.set_name(e.name);
-    k.set_category(e.category);
-    k.set_device(e.device);
-    k.set_stream(e.stream);
-    k.set_start_us(e.ts);
-    k.set_duration_us(e.dur);
-    k.set_correlation(e.correlation);
-    k.set_launch_us(launch_ts);
-  }
-
-  AttachSyncs(trace, links, launch_of, launcher, w);
-
-  // Segment spans and the profiled step times they imply.
-  std::unordered_map<int64_t, int> index_of_id;
-  for (int i = 0; i < w.ops_size(); ++i) index_of_id[w.ops(i).id()] = i;
-  std::vector<double> step_ms;
-  for (proto::Segment& s : *w.mutable_segments()) {
-    const proto::Op& op = w.ops(index_of_id[s.op_id()]);
-    if (!op.has_cpu_span()) continue;
-    s.set_has_span(true);
-    s.set_start_us(op.cpu_start_us());
-    s.set_duration_us(op.cpu_duration_us());
-    if (s.kind() == proto::Segment::ITERATION) step_ms.push_back(op.cpu_duration_us() / 1000.0);
-  }
-  if (!step_ms.empty() && w.original().iteration_ms_size() == 0) {
-    for (double ms : step_ms) w.mutable_original()->add_iteration_ms(ms);
-    w.mutable_original()->set_source("Kineto ProfilerStep spans (measured under the profiler)");
-  }
-  RecordStepMemory(trace, w);
-
-  auto& prov = *w.mutable_provenance();
-  if (trace.rank >= 0) prov.set_rank(trace.rank);
-  if (trace.world_size > 0) prov.set_world_size(trace.world_size);
-  for (const std::string& d : trace.device_names)
-    if (std::find(prov.devices().begin(), prov.devices().end(), d) == prov.devices().end())
-      prov.add_devices(d);
+  const kineto::KernelCounts kernels =
+      kineto::AttachKernels(trace, launch_of, launcher, window_lo, window_hi, w);
+  kineto::AttachSyncs(trace, links, launch_of, launcher, w);
+  kineto::SetSegmentSpans(w);
+  kineto::RecordStepMemory(trace, w);
+  kineto::AddTraceProvenance(trace, w);
 
   auto& summary = *w.mutable_kineto();
   summary.set_present(true);
   summary.set_link_method(method);
   summary.set_host_ops(linkable);
   summary.set_host_ops_linked(static_cast<int64_t>(links.size()));
-  summary.set_kernels(kernels_in_window);
-  summary.set_kernels_linked(kernels_linked);
-  summary.set_kernels_total(kernels_total);
+  summary.set_kernels(kernels.in_window);
+  summary.set_kernels_linked(kernels.linked);
+  summary.set_kernels_total(kernels.total);
   summary.set_kineto_pid(kineto_pid);
   return Status::Ok();
 }

@@ -16,14 +16,17 @@ struct ClassRecord {
 };
 
 // First match wins; unlisted aten ops are elementwise if they are pointwise math, else other.
+// oneDNN's recurrent layers (nn.LSTM and nn.GRU on the CPU) are gemm: their time is GEMMs.
 const ClassRecord kClasses[] = {
     {OpClass::kGemm, "gemm",
      {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
-      "aten::addmv", "aten::mv", "aten::dot", "aten::_addmm_activation", "aten::einsum"}},
+      "aten::addmv", "aten::mv", "aten::dot", "aten::_addmm_activation", "aten::einsum",
+      "aten::mkldnn_rnn_layer", "aten::mkldnn_rnn_layer_backward"}},
     {OpClass::kConv, "conv",
      {"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
       "aten::convolution_backward", "aten::mkldnn_convolution", "aten::cudnn_convolution",
-      "aten::conv_transpose2d", "aten::_convolution_double_backward"}},
+      "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d",
+      "aten::_convolution_double_backward"}},
     {OpClass::kAttention, "attention",
      {"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
       "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention",

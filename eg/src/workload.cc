@@ -1,10 +1,12 @@
 #include "mimic/eg/workload.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <unordered_set>
 
+#include "json_scan.h"
 #include "mimic/base/file.h"
 #include "mimic/base/framed.h"
 #include "mimic/eg/collective.h"
@@ -179,12 +181,30 @@ std::vector<char> SegmentMembers(const proto::Workload& w, const OpTree& tree, i
   return member;
 }
 
+bool IsKinetoOnly(const proto::Workload& w) { return w.provenance().schema() == kKinetoOnlySchema; }
+
+bool IsOperatorName(std::string_view name) {
+  const size_t ns = name.find("::");
+  if (ns == 0 || ns == std::string_view::npos || ns + 2 == name.size()) return false;
+  auto word = [](std::string_view s, bool dots) {
+    for (char c : s)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && !(dots && c == '.'))
+        return false;
+    return true;
+  };
+  return word(name.substr(0, ns), false) && word(name.substr(ns + 2), true);
+}
+
 std::vector<int> ReplayableOps(const proto::Workload& w, const OpTree& tree, int segment_op,
                                bool include_compiled) {
   const int n = w.ops_size();
+  const bool kineto_only = IsKinetoOnly(w);
   auto candidate = [&](int i) {
     const proto::Op& op = w.ops(i);
     if (IsWrapperOp(op)) return false;
+    // A Kineto trace alone records no schemas: its operators by name, and the spans that
+    // launched kernels themselves (compiled functions, custom autograd nodes).
+    if (kineto_only && (IsOperatorName(op.name()) || op.kernels_size() > 0)) return true;
     return op.schema() >= 0 || IsDelayOp(op) || op.has_collective() ||
            (include_compiled && IsCompiledKernel(op));
   };
@@ -298,8 +318,56 @@ Result<bool> IsWorkloadFile(const Source& source) {
   return head == kMagic;
 }
 
-// Normalizes an execution trace, streaming it, and links a Kineto trace when one is given.
-Result<proto::Workload> Build(const Source& et, const Source& kineto) {
+// Whether a JSON trace is a Kineto trace: its top-level object has "traceEvents" before any
+// "nodes". Reads the members ahead of the big array (metadata, kilobytes) from the first
+// 256 KiB; anything undecided there is read as an execution trace.
+Result<bool> IsKinetoTrace(const Source& source) {
+  MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, source.Open());
+  MIMIC_ASSIGN_OR_RETURN(const std::string head, ReadHead(*in, 256 << 10));
+  JsonScanner scan(head.data(), head.size(), 0, head.size() < (256 << 10));
+  if (!scan.Consume('{')) return false;
+  std::string_view key, value;
+  while (scan.ReadString(&key)) {
+    if (key == "traceEvents") return true;
+    if (key == "nodes" || !scan.Consume(':') || !scan.ScanValue(&value) || !scan.Consume(','))
+      return false;
+  }
+  return false;
+}
+
+std::string KinetoAloneHint(const std::string& path) {
+  return path +
+         ":byte 0: not a PyTorch execution trace but a Kineto trace (\"traceEvents\"): give it "
+         "with --kineto beside its execution trace (a Kineto trace alone cannot be replayed: it "
+         "records no tensors; inspect, predict and compare --no-replay read it alone)";
+}
+
+// The workload of a Kineto trace alone.
+Result<proto::Workload> BuildFromKinetoAlone(const Source& kineto) {
+  MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, kineto.Open());
+  MIMIC_ASSIGN_OR_RETURN(const KinetoTrace trace,
+                         ParseKinetoTrace(kineto.name, *in, {.inputs = true}));
+  MIMIC_ASSIGN_OR_RETURN(proto::Workload w, BuildKinetoWorkload(kineto.name, trace));
+  w.mutable_format()->set_major(kWorkloadFormatMajor);
+  w.mutable_format()->set_minor(kWorkloadFormatMinor);
+  w.mutable_provenance()->set_mimic_version(MIMIC_VERSION);
+  MIMIC_ASSIGN_OR_RETURN(const std::string sha, kineto.Sha256());
+  AddSource(w, "kineto", kineto.name, sha, in->bytes_read());
+  MIMIC_RETURN_IF_ERROR(CheckParentLinks(kineto.name, w));
+  AnnotateCollectives(w);
+  return w;
+}
+
+// Normalizes an execution trace, streaming it, and links a Kineto trace when one is given; or
+// reads a Kineto trace alone when that is allowed.
+Result<proto::Workload> Build(const Source& et, const Source& kineto, bool allow_kineto_only) {
+  MIMIC_ASSIGN_OR_RETURN(const bool is_kineto, IsKinetoTrace(et));
+  if (is_kineto && !allow_kineto_only) return Status::InvalidInput(KinetoAloneHint(et.name));
+  if (is_kineto && kineto.present())
+    return Status::InvalidInput(et.name +
+                                ":byte 0: a Kineto trace, not an execution trace: "
+                                "--kineto links a Kineto trace to an execution trace");
+  if (is_kineto) return BuildFromKinetoAlone(et);
   MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, et.Open());
   MIMIC_ASSIGN_OR_RETURN(proto::Workload w, ParseExecutionTrace(et.name, *in));
   w.mutable_format()->set_major(kWorkloadFormatMajor);
@@ -326,10 +394,18 @@ Result<proto::Workload> LoadWorkload(const std::string& path, const LoadOptions&
   MIMIC_ASSIGN_OR_RETURN(const bool is_workload, IsWorkloadFile(et));
   if (is_workload) {
     MIMIC_ASSIGN_OR_RETURN(FileContents file, ReadFile(path));
-    return ParseWorkloadFile(path, file.bytes.view());
+    MIMIC_ASSIGN_OR_RETURN(proto::Workload w, ParseWorkloadFile(path, file.bytes.view()));
+    if (IsKinetoOnly(w) && !options.allow_kineto_only)
+      return Status::InvalidInput(
+          path +
+          ":byte 0: a workload read from a Kineto trace alone (it records "
+          "no tensors): it cannot be replayed; inspect, predict and compare "
+          "--no-replay read it");
+    return w;
   }
-  MIMIC_ASSIGN_OR_RETURN(proto::Workload w, Build(et, Source{options.kineto_path, {}}));
-  MIMIC_RETURN_IF_ERROR(AttachIntegerData(path, w));
+  MIMIC_ASSIGN_OR_RETURN(proto::Workload w,
+                         Build(et, Source{options.kineto_path, {}}, options.allow_kineto_only));
+  if (!IsKinetoOnly(w)) MIMIC_RETURN_IF_ERROR(AttachIntegerData(path, w));
   return w;
 }
 
@@ -338,7 +414,34 @@ Result<proto::Workload> LoadWorkloadFromMemory(const std::string& et_name, std::
                                                std::string_view kineto_raw) {
   if (et_raw.empty()) return Status::InvalidInput(et_name + ":byte 0: empty file");
   return Build(Source{et_name, et_raw},
-               kineto_raw.empty() ? Source{} : Source{kineto_name, kineto_raw});
+               kineto_raw.empty() ? Source{} : Source{kineto_name, kineto_raw},
+               /*allow_kineto_only=*/false);
+}
+
+SpanBoundaries::SpanBoundaries(const proto::Workload& w) {
+  for (const proto::Op& o : w.ops())
+    if (o.has_cpu_span())
+      at_us_.insert(at_us_.end(), {o.cpu_start_us(), o.cpu_start_us() + o.cpu_duration_us()});
+  std::sort(at_us_.begin(), at_us_.end());
+}
+
+int64_t SpanBoundaries::Count(double from_us, double to_us) const {
+  return std::upper_bound(at_us_.begin(), at_us_.end(), to_us) -
+         std::lower_bound(at_us_.begin(), at_us_.end(), from_us);
+}
+
+RecordedHostGaps::RecordedHostGaps(const proto::Workload& w, double step_start_us,
+                                   double capture_cost_us)
+    : boundaries_(w), latest_end_us_(step_start_us), capture_cost_us_(capture_cost_us) {}
+
+double RecordedHostGaps::Before(const proto::Op& op) {
+  const double start = op.cpu_start_us();
+  double gap = 0;
+  if (latest_end_us_ >= 0 && start > latest_end_us_)
+    gap = start - latest_end_us_ -
+          static_cast<double>(boundaries_.Count(latest_end_us_, start)) * capture_cost_us_;
+  latest_end_us_ = std::max(latest_end_us_, start + op.cpu_duration_us());
+  return std::max(gap, 0.0);
 }
 
 }  // namespace mimic::eg

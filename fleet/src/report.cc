@@ -23,6 +23,13 @@ void StepJson(JsonWriter& j, const StepTime& s) {
   j.Key("ms").Double(s.ms);
   j.Key("source").String(s.source);
   j.Key("detail").String(s.detail);
+  if (s.collective_ms >= 0) {
+    j.Key("ranks").Int(s.ranks);
+    j.Key("collective_ms").Double(s.collective_ms);
+    j.Key("exposed_collective_ms").Double(s.exposed_collective_ms);
+    j.Key("collective_share").Double(s.ms > 0 ? s.collective_ms / s.ms : 0);
+    j.Key("exposed_collective_share").Double(s.ms > 0 ? s.exposed_collective_ms / s.ms : 0);
+  }
   j.EndObject();
 }
 
@@ -257,8 +264,11 @@ std::string PlanHtml(const ReportContext& c, const PlanResult& p) {
     cols.insert(cols.end(), platforms.begin(), platforms.end());
     for (const std::string& pl : cols) {
       const StepTime& s = k.step.at(pl);
-      h += "<td class=\"" + Escape(s.source) + "\" title=\"" + Escape(s.detail) + "\">" + Fmt("%.3f", s.ms) + " (" +
-           Escape(s.source) + ")</td>";
+      h += "<td class=\"" + Escape(s.source) + "\" title=\"" + Escape(s.detail) + "\">" +
+           Fmt("%.3f", s.ms) + " (" + Escape(s.source) +
+           (s.collective_ms > 0 ? ", collectives " + Fmt("%.0f", 100 * s.collective_ms / s.ms) + "%"
+                                : "") +
+           ")</td>";
     }
     h += "</tr>\n";
   }

@@ -9,6 +9,7 @@
 
 #include "mimic/eg/collective.h"
 #include "mimic/eg/op_class.h"
+#include "mimic/eg/workload.h"
 #include "mimic/model/platform.h"
 #include "mimic/model/shapes.h"
 
@@ -103,8 +104,72 @@ OpCost ComputeBound(const Ctx& c, const char* model, double flops,
   return cost;
 }
 
+bool HasKind(const proto::Platform& p, std::string_view kind);
+
+// A recurrent layer (oneDNN's, which nn.LSTM and nn.GRU run on the CPU) over `steps` steps of
+// `batch` sequences, G gates of `hidden` each (gates_hidden = G x hidden): the input-to-hidden
+// GEMM of every step at once, one hidden-to-hidden GEMM per step, and the gates' activations.
+struct RnnLayer {
+  double steps = 0, batch = 0, gates_hidden = 0, input = 0, hidden = 0;
+  bool backward = false;
+  std::string_view dtype;
+};
+
+bool IsRnnLayer(std::string_view base_name) {
+  return base_name == "aten::mkldnn_rnn_layer" || base_name == "aten::mkldnn_rnn_layer_backward";
+}
+
+bool RnnLayerOf(const proto::Workload& w, const proto::Op& op, RnnLayer* out) {
+  const std::string_view name = BaseName(op.name());
+  if (!IsRnnLayer(name)) return false;
+  const bool backward = name == "aten::mkldnn_rnn_layer_backward";
+  // (input, weight_ih, weight_hh, ...). The input is time-major, steps x batch x features,
+  // whatever its batch_first flag says: the RNN transposes a batch-first input before its layers.
+  const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
+  if (in.size() < 3 || in[0]->shape_size() != 3 || in[1]->shape_size() != 2 ||
+      in[2]->shape_size() != 2)
+    return false;
+  RnnLayer r;
+  r.steps = static_cast<double>(Dim(in[0], 0));
+  r.batch = static_cast<double>(Dim(in[0], 1));
+  r.input = static_cast<double>(Dim(in[0], 2));
+  r.gates_hidden = static_cast<double>(Dim(in[1], 0));
+  r.hidden = static_cast<double>(Dim(in[2], 1));
+  r.backward = backward;
+  r.dtype = DtypeKey(in[0]->dtype());
+  if (r.steps <= 0 || r.batch <= 0 || r.input <= 0 || r.gates_hidden <= 0 || r.hidden <= 0)
+    return false;
+  *out = r;
+  return true;
+}
+
+// Each GEMM at its measured efficiency, the gates at the measured bandwidth of sigmoid (else
+// unary) per step; the backward computes the data and the weight gradients of both GEMMs and
+// goes through the gates again: twice the forward.
+OpCost RnnLayerModel(const Ctx& c, const RnnLayer& r) {
+  const double peak = PeakFlops(c.p, r.dtype, UsesTensorCores(r.dtype));
+  auto gemm_us = [&](double m, double n, double k) {
+    const double eff = ShapeEfficiency(c.p, c.p.gemm_efficiency(), m, n, k, r.dtype, "");
+    return peak > 0 ? 2 * m * n * k / (peak * std::max(eff, 1e-3)) * 1e6 : 0;
+  };
+  const double passes = r.backward ? 2 : 1;
+  const double step_gate_bytes =
+      2 * r.batch * r.gates_hidden * (c.in.empty() ? 4 : c.in[0]->itemsize());
+  const std::string_view gate_kind = HasKind(c.p, "sigmoid") ? "sigmoid" : "unary";
+  OpCost cost;
+  cost.model = "rnn";
+  cost.flops = passes * 2 * r.steps * r.batch * r.gates_hidden * (r.input + r.hidden);
+  cost.bytes = TouchedBytes(c.in, c.out);
+  cost.compute_us = passes * (gemm_us(r.steps * r.batch, r.gates_hidden, r.input) +
+                              r.steps * gemm_us(r.batch, r.gates_hidden, r.hidden) +
+                              r.steps * step_gate_bytes /
+                                  EffectiveBandwidth(c.p, gate_kind, step_gate_bytes) * 1e6);
+  return cost;
+}
+
 // A GEMM-shaped op: batch x (m x k) . (k x n).
 OpCost GemmModel(const Ctx& c) {
+  if (RnnLayer r; RnnLayerOf(c.w, c.op, &r)) return RnnLayerModel(c, r);
   GemmShape g;
   if (!GemmShapeOf(c.w, c.op, &g)) return OpCost{"gemm"};
   const double batch = static_cast<double>(g.batch), m = static_cast<double>(g.m), n = static_cast<double>(g.n),
@@ -192,8 +257,6 @@ OpCost EmbeddingModel(const Ctx& c) {
   cost.model = "embedding";
   return cost;
 }
-
-bool HasKind(const proto::Platform& p, std::string_view kind);
 
 // Bytes a normalization reads a second time, as PyTorch's kernels do it (where the platform has
 // no measured point of its own kind, which would include them): training batch norm computes
@@ -325,6 +388,27 @@ std::vector<const proto::Tensor*> Tensors(const proto::Workload& w,
   std::vector<const proto::Tensor*> out;
   for (const proto::Value& v : values) CollectTensors(w, v, out);
   return out;
+}
+
+std::vector<const proto::Tensor*> OutputsOf(const proto::Workload& w, const proto::Op& op,
+                                            const std::vector<const proto::Tensor*>& in) {
+  std::vector<const proto::Tensor*> out = Tensors(w, op.outputs());
+  if (!out.empty() || in.empty() || !eg::IsKinetoOnly(w)) return out;
+  const std::string_view name = BaseName(op.name());
+  if (name == "aten::cat" || name == "aten::stack") return in;
+  const OpClass cls = eg::ClassOf(op.name());
+  const bool same_size = cls == OpClass::kElementwise ||
+                         (cls == OpClass::kMemcpy && name != "aten::copy_") ||
+                         name.find("softmax") != std::string_view::npos ||
+                         name.find("layer_norm") != std::string_view::npos ||
+                         name.find("batch_norm") != std::string_view::npos ||
+                         name.find("group_norm") != std::string_view::npos ||
+                         name.find("rms_norm") != std::string_view::npos;
+  if (!same_size) return out;
+  if (!name.empty() && name.back() == '_') return {in.front()};  // in place: written back
+  return {*std::max_element(
+      in.begin(), in.end(),
+      [](const proto::Tensor* a, const proto::Tensor* b) { return Bytes(a) < Bytes(b); })};
 }
 
 double Bytes(const proto::Tensor* t) {
@@ -466,7 +550,9 @@ OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Plat
     proto::Op portable = op;
     if (eg::RewriteAsPortable(*e, &portable)) return LeafCost(w, portable, p, cold_fraction);
   }
-  Ctx c{w, op, p, BaseName(op.name()), Tensors(w, op.inputs()), Tensors(w, op.outputs()), cold_fraction};
+  std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
+  std::vector<const proto::Tensor*> out = OutputsOf(w, op, in);
+  Ctx c{w, op, p, BaseName(op.name()), std::move(in), std::move(out), cold_fraction};
   const OpClass cls = eg::ClassOf(op.name());
   OpCost cost;
   for (const ClassModel& m : kModels)
@@ -531,7 +617,8 @@ int64_t ToInt(double v) { return v >= 1 && v < 9e18 ? static_cast<int64_t>(v) : 
 
 bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) {
   const std::string_view name = BaseName(op.name());
-  if (eg::ClassOf(op.name()) != OpClass::kGemm || name == "aten::einsum") return false;
+  if (eg::ClassOf(op.name()) != OpClass::kGemm || name == "aten::einsum" || IsRnnLayer(name))
+    return false;
   const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
   const bool has_bias = name == "aten::addmm" || name == "aten::baddbmm" || name == "aten::addmv" ||
                         name == "aten::_addmm_activation";
@@ -568,11 +655,21 @@ bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) 
 bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) {
   const std::string_view name = BaseName(op.name());
   const bool backward = name == "aten::convolution_backward";
-  // Argument positions of stride, padding, dilation and groups in each schema.
-  int s = 3, p = 4, d = 5, g = 8;
-  if (name == "aten::conv1d" || name == "aten::conv2d" || name == "aten::conv3d") g = 6;
-  else if (backward) s = 4, p = 5, d = 6, g = 9;
+  const bool transpose_op = name == "aten::conv_transpose1d" || name == "aten::conv_transpose2d" ||
+                            name == "aten::conv_transpose3d";
+  // Argument positions of stride, padding, dilation, groups and the transposed flag (-1: none)
+  // in each schema.
+  int s = 3, p = 4, d = 5, g = 8, t = 6;
+  if (name == "aten::conv1d" || name == "aten::conv2d" || name == "aten::conv3d")
+    g = 6, t = -1;
+  else if (transpose_op)
+    g = 6, d = 7, t = -1;
+  else if (backward)
+    s = 4, p = 5, d = 6, g = 9, t = 7;
   else if (name != "aten::convolution" && name != "aten::_convolution") return false;
+  const bool transposed = transpose_op || (t >= 0 && t < op.inputs_size() &&
+                                           op.inputs(t).kind_case() == proto::Value::kBoolValue &&
+                                           op.inputs(t).bool_value());
   const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
   if (in.size() < (backward ? 3u : 2u)) return false;
   const proto::Tensor* x = backward ? in[1] : in[0];
@@ -590,7 +687,13 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
   fill(c.stride, 1), fill(c.padding, 0), fill(c.dilation, 1);
   for (size_t i = 0; i < spatial; ++i)
     if (c.stride[i] <= 0 || c.padding[i] < 0 || c.dilation[i] <= 0) return false;
-  if (c.groups <= 0 || c.input[1] != c.weight[1] * c.groups) c.groups = std::max<int64_t>(1, c.input[1] / std::max<int64_t>(c.weight[1], 1));
+  // A transposed convolution's weight is (C_in, C_out / groups, ...): its groups are the recorded
+  // ones.
+  if (transposed)
+    c.groups = std::max<int64_t>(c.groups, 1);
+  else if (c.groups <= 0 || c.input[1] != c.weight[1] * c.groups)
+    c.groups = std::max<int64_t>(1, c.input[1] / std::max<int64_t>(c.weight[1], 1));
+  c.transposed = transposed;
   c.backward = backward;
   if (backward) {
     // output_mask, the last bool list: grad_input, grad_weight, grad_bias.
@@ -607,14 +710,17 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
 
 ImplicitGemm ImplicitGemmOf(const ConvShape& c) {
   ImplicitGemm g;
-  double out_pixels = 1, kernel = 1;
+  double out_pixels = 1, in_pixels = 1, kernel = 1;
   for (size_t i = 0; i + 2 < c.weight.size(); ++i) {
     const int64_t eff_k = c.dilation[i] * (c.weight[i + 2] - 1) + 1;
     const int64_t o = (c.input[i + 2] + 2 * c.padding[i] - eff_k) / c.stride[i] + 1;
     out_pixels *= static_cast<double>(std::max<int64_t>(o, 1));
+    in_pixels *= static_cast<double>(std::max<int64_t>(c.input[i + 2], 1));
     kernel *= static_cast<double>(c.weight[i + 2]);
   }
-  g.m = static_cast<double>(c.input[0]) * out_pixels;
+  // A transposed convolution scatters every input pixel through the kernel: the GEMM of the
+  // convolution whose data gradient it is, one row per input pixel.
+  g.m = static_cast<double>(c.input[0]) * (c.transposed ? in_pixels : out_pixels);
   g.n = static_cast<double>(c.weight[0]);
   g.k = static_cast<double>(c.weight[1]) * kernel;
   return g;
@@ -655,8 +761,17 @@ WorkloadShapes ShapesOf(const proto::Workload& w) {
     AttentionShape a;
     if (AttentionShapeOf(w, op, &a) && std::find(out.attentions.begin(), out.attentions.end(), a) == out.attentions.end())
       out.attentions.push_back(a);
-    GemmShape g;
-    if (GemmShapeOf(w, op, &g) && std::find(out.gemms.begin(), out.gemms.end(), g) == out.gemms.end()) out.gemms.push_back(g);
+    std::vector<GemmShape> gemms(1);
+    if (!GemmShapeOf(w, op, &gemms[0])) gemms.clear();
+    if (RnnLayer r;
+        RnnLayerOf(w, op, &r)) {  // the GEMMs it runs: input-to-hidden, one step's hidden-to-hidden
+      const auto i = [](double v) { return static_cast<int64_t>(v); };
+      gemms = {{1, i(r.steps * r.batch), i(r.gates_hidden), i(r.input), std::string(r.dtype)},
+               {1, i(r.batch), i(r.gates_hidden), i(r.hidden), std::string(r.dtype)}};
+    }
+    for (const GemmShape& g : gemms)
+      if (std::find(out.gemms.begin(), out.gemms.end(), g) == out.gemms.end())
+        out.gemms.push_back(g);
     ConvShape c;
     if (ConvShapeOf(w, op, &c) && std::find(out.convs.begin(), out.convs.end(), c) == out.convs.end()) out.convs.push_back(c);
   }

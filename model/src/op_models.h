@@ -25,6 +25,13 @@ std::vector<const proto::Tensor*> Tensors(const proto::Workload& w,
                                           const google::protobuf::RepeatedPtrField<proto::Value>& values);
 double Bytes(const proto::Tensor* t);
 
+// The tensors `op` wrote, as recorded. A Kineto trace alone records no outputs: there, an
+// elementwise, copy (not copy_, which the models read from its source), softmax or normalization
+// op writes one tensor the size of its largest input (an in-place op: its first input again),
+// cat and stack all their inputs; other classes stay without (`in`: the op's input tensors).
+std::vector<const proto::Tensor*> OutputsOf(const proto::Workload& w, const proto::Op& op,
+                                            const std::vector<const proto::Tensor*>& in);
+
 // The cost of `op` as a leaf on `p`. Never fails: an op whose arguments the model cannot read
 // is priced by the bytes of the tensors it touches. `cold_fraction` is the share of its input
 // bytes that are not in cache (CacheModel, predict.cc): memory-bound ops pay the platform's

@@ -67,6 +67,8 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
       {"cpu_overheads.t4_us", p.cpu_overheads().t4_us()},
       {"cpu_overheads.t5_us", p.cpu_overheads().t5_us()},
       {"cpu_overheads.dispatch_us", p.cpu_overheads().dispatch_us()},
+      {"cpu_overheads.framework_us", p.cpu_overheads().framework_us()},
+      {"cpu_overheads.capture_cost_us", p.cpu_overheads().capture_cost_us()},
       {"price_per_gpu_hour", p.price_per_gpu_hour()},
       {"threads", static_cast<double>(p.threads())},
   };

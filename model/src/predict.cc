@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -17,10 +19,6 @@
 
 namespace mimic::model {
 namespace {
-
-// Lin et al. count only gaps below 200 us as T1: longer ones are the job doing something
-// else (data loading, logging), not per-op overhead.
-constexpr double kMaxT1Us = 200.0;
 
 // Which inputs an op finds in cache, by reuse distance: `clock_` counts the bytes that priced
 // ops have read and written so far, and an input is cold when more than the cache's capacity
@@ -87,14 +85,26 @@ bool PricedByClassModels(const proto::Op& op) {
 }
 
 // Whether op `index` is priced whole by its class model: a leaf, or a composite of a known
-// class (its children are how this backend happens to implement it). Ops of class other, and
-// attention, which dispatches to a fused kernel (itself of class attention, priced whole) or,
-// with dropout or on some backends, to the math path of bmm, softmax and dropout, are the sum
-// of the children the trace recorded.
+// class (its children are how this backend happens to implement it). Ops of class other are
+// the sum of the children the trace recorded, and so is attention where its children do the
+// work: it dispatches to a fused kernel (itself of class attention) or, with dropout or on some
+// backends, to the math path of bmm, softmax and dropout (a GEMM or attention op somewhere
+// under it). A fused kernel whose children are only its buffers (the CPU flash kernel records
+// empty, zeros and transpose) is priced whole.
+bool HasMatmulUnder(const proto::Workload& w, const eg::OpTree& tree, int index) {
+  for (int c : tree.Children(index)) {
+    const eg::OpClass cls = eg::ClassOf(w.ops(c).name());
+    if (cls == eg::OpClass::kGemm || cls == eg::OpClass::kAttention || HasMatmulUnder(w, tree, c))
+      return true;
+  }
+  return false;
+}
+
 bool PricedWhole(const proto::Workload& w, const eg::OpTree& tree, int index) {
+  if (tree.Children(index).empty()) return true;
   const eg::OpClass cls = eg::ClassOf(w.ops(index).name());
-  return tree.Children(index).empty() ||
-         (cls != eg::OpClass::kOther && cls != eg::OpClass::kAttention);
+  if (cls == eg::OpClass::kOther) return false;
+  return cls != eg::OpClass::kAttention || !HasMatmulUnder(w, tree, index);
 }
 
 // The ops under (and including) `index` that Accumulate prices, in its order, through `cache`
@@ -194,8 +204,15 @@ double UncoveredLength(const std::vector<std::pair<double, double>>& a,
   return UnionLength(both) - UnionLength(b);
 }
 
-// Whether `op` ran on the host in a GPU trace: it has tensors and every one is on the CPU.
-bool RunsOnHost(const proto::Workload& w, const proto::Op& op) {
+// Whether top-level op `index` ran on the host in a GPU trace: it has tensors and every one is
+// on the CPU; in a Kineto trace alone (no tensor devices), it launched no kernel.
+bool RunsOnHost(const proto::Workload& w, const eg::OpTree& tree, int index) {
+  if (eg::IsKinetoOnly(w)) {
+    std::vector<const proto::Kernel*> ks;
+    RecordedKernels(w, tree, index, ks);
+    return ks.empty();
+  }
+  const proto::Op& op = w.ops(index);
   std::vector<const proto::Tensor*> ts = Tensors(w, op.inputs());
   for (const proto::Tensor* t : Tensors(w, op.outputs())) ts.push_back(t);
   if (ts.empty()) return false;
@@ -225,6 +242,8 @@ bool IsSyncOp(const proto::Workload& w, const proto::Op& op) {
 // T1-T5 from the workload's Kineto spans, where it has them (medians over the selection).
 struct Overheads {
   double t1 = 0, t2 = 0, t3 = 0, t4 = 0, t5 = 0, dispatch = 0;
+  double framework = 0;  // CPU: the replay's own cost per op it issues, beyond dispatch
+  double capture = 0;    // the capture's cost per event boundary, taken off T1 read from a trace
   bool t1_from_trace = false;
 };
 
@@ -232,7 +251,8 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
                          const proto::Platform& p, const eg::OpTree& tree, bool from_trace,
                          std::vector<std::string>& notes) {
   const proto::CpuOverheads& c = p.cpu_overheads();
-  Overheads o{c.t1_us(), c.t2_us(), c.t3_us(), c.t4_us(), c.t5_us(), c.dispatch_us(), false};
+  Overheads o{c.t1_us(),       c.t2_us(),        c.t3_us(),           c.t4_us(), c.t5_us(),
+              c.dispatch_us(), c.framework_us(), c.capture_cost_us(), false};
   if (!from_trace || !w.kineto().present()) return o;
   std::vector<double> t2, t3, t5;
   for (int i : top) {
@@ -254,9 +274,18 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
   if (!t2.empty()) o.t2 = Median(t2), o.t3 = Median(t3);
   if (!t5.empty()) o.t5 = Median(t5);
   o.t1_from_trace = true;
-  notes.push_back(
-      t2.empty() ? "T1 (gaps between ops) from the Kineto trace; dispatch cost from the platform"
-                 : "T1, T2, T3, T5 from the Kineto trace (medians); T4 from the platform");
+  notes.push_back(t2.empty()
+                      ? "T1 (the original's host time between ops, as replay --host-gaps recorded "
+                        "waits it) from the Kineto trace; dispatch cost from the platform"
+                      : "T1, T2, T3, T5 from the Kineto trace (medians); T4 from the platform");
+  if (o.capture > 0) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf),
+                  "T1 less the platform's capture cost, %.2f us per event boundary in the gap "
+                  "(cpu_overheads.capture_cost_us)",
+                  o.capture);
+    notes.push_back(buf);
+  }
   return o;
 }
 
@@ -270,6 +299,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   MIMIC_ASSIGN_OR_RETURN(const proto::Segment* seg, eg::FindSegment(w, opts.iteration, opts.label));
   pred.selection = seg ? seg->name() : "whole trace";
   const int segment = seg ? tree.IndexOf(seg->op_id()) : -1;
+  const double step_start_us = seg && seg->has_span() ? seg->start_us() : -1;
   const std::vector<int> top = eg::ReplayableOps(w, tree, segment, /*include_compiled=*/true);
   if (top.empty())
     return Status::Unsupported("nothing to predict: no top-level op with a schema in " +
@@ -277,6 +307,8 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   const bool gpu = p.device_type() == "cuda";
   const bool trace_gpu = w.kineto().kernels_linked() > 0;
   const Overheads oh = TraceOverheads(w, top, p, tree, opts.overheads_from_trace, pred.notes);
+  std::optional<eg::RecordedHostGaps> trace_gaps;
+  if (oh.t1_from_trace) trace_gaps.emplace(w, step_start_us, oh.capture);
   if (!p.calibrated_at().empty())
     pred.notes.push_back("platform calibrated at " + p.calibrated_at() + " on " +
                          p.calibrated_on());
@@ -285,14 +317,17 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
         "platform figures are datasheet values (not calibrated): GEMM efficiency by wave "
         "quantization, bandwidth at a fixed fraction of peak");
   int64_t ranks = opts.world_size > 0 ? opts.world_size : w.provenance().world_size();
-  for (const proto::ProcessGroup& g : w.provenance().process_groups())
-    ranks = std::max(ranks, g.size());
+  if (opts.world_size <= 0)
+    for (const proto::ProcessGroup& g : w.provenance().process_groups())
+      ranks = std::max(ranks, g.size());
   ranks = std::max<int64_t>(ranks, 1);
 
   // Memory-bound ops pay for cold inputs where the platform measured the slow-down; a first
   // pass over the iteration leaves the cache model as the previous iteration would.
-  const bool cold_points = std::any_of(p.bandwidth().begin(), p.bandwidth().end(),
-                                       [](const proto::BandwidthPoint& b) { return b.cold(); });
+  // A Kineto trace alone records no tensor identity: no reuse to follow, every input hot.
+  const bool cold_points =
+      !eg::IsKinetoOnly(w) && std::any_of(p.bandwidth().begin(), p.bandwidth().end(),
+                                          [](const proto::BandwidthPoint& b) { return b.cold(); });
   CacheModel cache(cold_points ? p.l2_bytes() : 0);  // capacity 0: every input hot
   if (cold_points && p.l2_bytes() > 0) {
     for (int i : top)
@@ -311,7 +346,6 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   // Per op class: predicted device intervals and the recorded kernels' intervals.
   std::map<std::string, std::vector<std::pair<double, double>>> class_iv, class_orig_iv;
   std::vector<std::pair<double, double>> orig_iv;
-  std::map<int64_t, const proto::Op*> last_on_thread;
   // Per thread: (recorded CPU end, simulated CPU end) of its ops, in issue order.
   std::map<int64_t, std::vector<std::pair<double, double>>> issued;
   double cpu_overhead_us = 0;
@@ -335,6 +369,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
                                 ? op.collective().group_size()
                                 : ranks;
       const OpCost cc = CollectiveCost(op, p, group);
+      ++pred.collectives;
       sc.compute_us = cc.compute_us, sc.bytes = cc.bytes, sc.nodes = 1, sc.launches = 1,
       sc.model = cc.model;
     } else if (!PricedByClassModels(op)) {
@@ -367,17 +402,10 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
             [](double t, const std::pair<double, double>& e) { return t < e.first; });
         if (it != ends.begin()) cursor = std::max(cursor, std::prev(it)->second);
       }
+    // T1 from a trace: the original's host time before the op with no op running, as the replay
+    // waits it (eg::RecordedHostGaps).
     double gap = oh.t1;
-    if (oh.t1_from_trace) {
-      gap = 0;
-      auto prev = last_on_thread.find(op.thread());
-      if (prev != last_on_thread.end() && prev->second->has_cpu_span() && op.has_cpu_span()) {
-        const double g =
-            op.cpu_start_us() - (prev->second->cpu_start_us() + prev->second->cpu_duration_us());
-        if (g > 0 && g < kMaxT1Us) gap = g;
-      }
-    }
-    last_on_thread[op.thread()] = &op;
+    if (trace_gaps) gap = op.has_cpu_span() ? trace_gaps->Before(op) : 0;
     cursor += gap;
     cpu_overhead_us += gap;
     o.start_us = cursor;
@@ -402,9 +430,9 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
       cursor = op.collective().async() ? cursor + o.overhead_us : end_us;
       cpu_overhead_us += o.overhead_us;
     } else if (!gpu) {
-      // A CPU platform: the op runs on its thread; each dispatch costs the platform's
-      // dispatcher overhead, the leaves their compute.
-      o.overhead_us = sc.nodes * oh.dispatch;
+      // A CPU platform: the op runs on its thread; the replay's own cost of issuing it, each
+      // dispatch the platform's dispatcher overhead, the leaves their compute.
+      o.overhead_us = oh.framework + sc.nodes * oh.dispatch;
       o.predicted_us = o.compute_us + o.overhead_us;
       cursor += o.predicted_us;
       cpu_overhead_us += o.overhead_us;
@@ -414,7 +442,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
       // work starts when both its launch is done and its stream is free.
       // An op of a GPU trace whose tensors are all on the host runs there: no kernel, its
       // recorded host time (else dispatch costs) on the CPU timeline.
-      const bool host = trace_gpu && RunsOnHost(w, op);
+      const bool host = trace_gpu && RunsOnHost(w, tree, i);
       if (host) {
         ++host_ops;
         o.compute_us = 0;
@@ -471,6 +499,8 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
                        }())
                             : UnionLength(compute_iv)) /
                        1000;
+  pred.ranks = ranks;
+  pred.comm_ms = UnionLength(comm_iv) / 1000;
   pred.exposed_comm_ms = UncoveredLength(comm_iv, compute_iv) / 1000;
   if (trace_gpu) pred.original_gpu_active_ms = UnionLength(orig_iv) / 1000;
   for (auto& [name, ct] : pred.by_class) {
@@ -478,6 +508,11 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
     if (trace_gpu) ct.original_gpu_active_ms = UnionLength(class_orig_iv[name]) / 1000;
   }
   pred.cpu_overhead_ms = cpu_overhead_us / 1000;
+  if (eg::IsKinetoOnly(w))
+    pred.notes.push_back(
+        "a Kineto trace alone: ops priced by name and recorded input shapes (no outputs and no "
+        "tensor identity recorded: every input hot; on a GPU trace, an op that launched no "
+        "kernel runs on the host)");
   if (gpu && !trace_gpu)
     pred.notes.push_back(
         "the workload has no recorded kernels: every non-view leaf op is assumed to launch one "

@@ -16,6 +16,9 @@ std::string PredictionToJson(const Prediction& p) {
   j.Key("iteration_ms").Double(p.iteration_ms);
   j.Key("gpu_active_ms").Double(p.gpu_active_ms);
   j.Key("original_gpu_active_ms").Optional(Known(p.original_gpu_active_ms));
+  j.Key("ranks").Int(p.ranks);
+  j.Key("collectives").Int(p.collectives);
+  j.Key("comm_ms").Double(p.comm_ms);
   j.Key("exposed_comm_ms").Double(p.exposed_comm_ms);
   j.Key("cpu_overhead_ms").Double(p.cpu_overhead_ms);
   j.Key("by_class").BeginObject();

@@ -73,10 +73,7 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const DistEnv& env,
                                                            const proto::Workload& w,
                                                            Executor& executor,
                                                            milliseconds timeout) {
-  const int64_t recorded = w.provenance().world_size();
-  if (recorded > 0 && recorded != env.world_size)
-    return Status::InvalidInput("the trace was recorded on " + std::to_string(recorded) + " ranks; " + env.launcher +
-                                " launched " + std::to_string(env.world_size));
+  MIMIC_RETURN_IF_ERROR(CheckLaunchMatchesTrace(env, w));
   std::unique_ptr<Communicator> c(new Communicator(env, timeout));
   Impl& impl = *c->impl_;
   const std::string where = "rank " + std::to_string(env.rank) + ": rendezvous at " + env.master_addr + ":" +

@@ -1,5 +1,6 @@
 #include "mimic/replay/distributed.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <string_view>
@@ -84,6 +85,23 @@ Result<std::optional<DistEnv>> DistEnvFromEnvironment(const EnvLookup& lookup) {
     return std::optional<DistEnv>(std::move(d));
   }
   return std::optional<DistEnv>();
+}
+
+Status CheckLaunchMatchesTrace(const DistEnv& env, const proto::Workload& w) {
+  const int64_t recorded = w.provenance().world_size();
+  if (recorded > 0 && recorded != env.world_size)
+    return Status::InvalidInput("the trace was recorded on " + std::to_string(recorded) +
+                                " ranks; " + env.launcher + " launched " +
+                                std::to_string(env.world_size));
+  const bool scaled =
+      std::any_of(w.transformations().begin(), w.transformations().end(),
+                  [](const proto::Transformation& t) { return t.name() == "world_size"; });
+  if (recorded > 1 && !scaled && w.provenance().has_rank() && w.provenance().rank() != env.rank)
+    return Status::InvalidInput("rank " + std::to_string(env.rank) +
+                                " was given the trace of rank " +
+                                std::to_string(w.provenance().rank()) +
+                                ": give one trace per rank, in rank order (or --trace-dir)");
+  return Status::Ok();
 }
 
 }  // namespace mimic::replay

@@ -4,12 +4,14 @@
 #include <climits>
 #include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "mimic/eg/collective.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/schema_args.h"
+#include "mimic/eg/workload.h"
 #include "mimic/replay/executor.h"
 
 namespace mimic::replay {
@@ -121,21 +123,8 @@ class Planner {
   bool AddHostGap(int top, int index) {
     const proto::Op& op = w_.ops(index);
     if (in_.options.host_gaps != HostGaps::kRecorded || !op.has_cpu_span()) return false;
-    if (boundaries_.empty()) {
-      for (const proto::Op& o : w_.ops())
-        if (o.has_cpu_span())
-          boundaries_.insert(boundaries_.end(),
-                             {o.cpu_start_us(), o.cpu_start_us() + o.cpu_duration_us()});
-      std::sort(boundaries_.begin(), boundaries_.end());
-    }
-    const double start = op.cpu_start_us(), end = start + op.cpu_duration_us();
-    double gap = 0;
-    if (latest_end_ >= 0 && start > latest_end_) {
-      const auto in_gap = std::upper_bound(boundaries_.begin(), boundaries_.end(), start) -
-                          std::lower_bound(boundaries_.begin(), boundaries_.end(), latest_end_);
-      gap = start - latest_end_ - static_cast<double>(in_gap) * in_.options.capture_cost_us;
-    }
-    latest_end_ = std::max(latest_end_, end);
+    if (!host_gaps_) host_gaps_.emplace(w_, in_.step_start_us, in_.options.capture_cost_us);
+    const double gap = host_gaps_->Before(op);
     if (gap <= 0) return false;
     Step& d = NewStep(Step::Kind::kDelay, index, top);
     d.delay_us = gap;
@@ -530,8 +519,7 @@ class Planner {
   Plan plan_;
   std::vector<int> store_order_;  // the ops the store plans, in replay order
   int collectives_ = 0;
-  double latest_end_ = in_.step_start_us;  // of the ops planned so far (Kineto clock)
-  std::vector<double> boundaries_;         // every op's start and end, sorted (host gaps)
+  std::optional<eg::RecordedHostGaps> host_gaps_;  // --host-gaps recorded
 };
 
 }  // namespace

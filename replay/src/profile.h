@@ -11,14 +11,13 @@
 #include <string>
 
 #include "mimic/base/status.h"
+#include "mimic/replay/overheads.h"
 
 namespace at {
 class RecordFunction;
 }
 
 namespace mimic::replay {
-
-Result<double> MeasureCaptureCostUs(c10::Device device);
 
 class ProfileSession {
  public:
@@ -39,13 +38,5 @@ class ProfileSession {
   std::unique_ptr<at::RecordFunction> step_;
   bool running_ = false;
 };
-
-// The host time the capture's instrumentation adds per event boundary (an op starting or
-// ending) outside the ops' spans: half the median gap between 2,000 back-to-back one-element
-// `aten::add` calls from C++ (where the true gap is a few nanoseconds of loop, and each gap
-// holds two boundaries) recorded as the capture scripts record (Kineto with shapes and the
-// execution trace observer). A constant of the host and torch, never of a workload.
-// Errors: Internal when the profiler cannot start.
-Result<double> MeasureCaptureCostUs(c10::Device device);
 
 }  // namespace mimic::replay

@@ -114,7 +114,7 @@ class Runner {
                                              comm_ != nullptr, step_start_us},
                                             store_));
     result_.host_gaps = {options_.host_gaps == HostGaps::kRecorded, options_.capture_cost_us,
-                         plan_.host_gaps, plan_.host_gap_us / 1000};
+                         options_.capture_cost_source, plan_.host_gaps, plan_.host_gap_us / 1000};
     disabled_.assign(plan_.tops.size(), 0);
     checks_.assign(plan_.steps.size(), {});
     stacks_.resize(plan_.lanes);
@@ -584,6 +584,7 @@ void Merge(const ReplayResult& p, bool several, bool comm, ReplayResult& result,
   result.cross_lane_waits += p.cross_lane_waits;
   result.host_gaps.recorded = p.host_gaps.recorded;
   result.host_gaps.capture_cost_us = p.host_gaps.capture_cost_us;
+  result.host_gaps.capture_cost_from = p.host_gaps.capture_cost_from;
   result.host_gaps.gaps += p.host_gaps.gaps;
   result.host_gaps.ms += p.host_gaps.ms;
   result.per_op_timed = p.per_op_timed;
@@ -631,6 +632,7 @@ class Session {
 
   Result<ReplayResult> Run(const ProgressFn& progress) {
     const std::string& device = device_;
+    if (options_.dist) MIMIC_RETURN_IF_ERROR(CheckLaunchMatchesTrace(*options_.dist, w_));
     MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> first, CreateExecutor(device));
     if (options_.num_threads > 0) at::set_num_threads(options_.num_threads);
     result_.heap = options_.retain_heap ? RetainFreedHeap() : "";
@@ -684,13 +686,17 @@ class Session {
   }
 
   // --host-gaps: recorded by default when the original's host spans are linked; the capture's
-  // own cost per gap measured here unless given.
+  // own cost per event boundary measured here unless given.
   Status ResolveHostGaps(c10::Device device) {
     if (options_.host_gaps == HostGaps::kAuto)
       options_.host_gaps = w_.kineto().present() ? HostGaps::kRecorded : HostGaps::kNone;
-    if (options_.host_gaps != HostGaps::kRecorded || options_.capture_cost_us >= 0)
+    if (options_.host_gaps != HostGaps::kRecorded) return Status::Ok();
+    if (options_.capture_cost_us >= 0) {
+      if (options_.capture_cost_source.empty()) options_.capture_cost_source = "given";
       return Status::Ok();
+    }
     MIMIC_ASSIGN_OR_RETURN(options_.capture_cost_us, MeasureCaptureCostUs(device));
+    options_.capture_cost_source = "measured at setup";
     return Status::Ok();
   }
 

@@ -334,6 +334,7 @@ class JsonReporter final : public Reporter {
     j.Key("host_gaps").BeginObject();
     j.Key("mode").String(r.host_gaps.recorded ? "recorded" : "none");
     j.Key("capture_cost_us").Double(r.host_gaps.capture_cost_us);
+    j.Key("capture_cost_from").String(r.host_gaps.capture_cost_from);
     j.Key("gaps").Int(r.host_gaps.gaps);
     j.Key("ms_per_iteration").Double(r.host_gaps.ms);
     j.EndObject();
@@ -419,7 +420,8 @@ class ConsoleReporter final : public Reporter {
     if (r.host_gaps.recorded)
       line("  host gaps as recorded: " + std::to_string(r.host_gaps.gaps) + " totalling " +
            Format("%.3f", r.host_gaps.ms) + " ms per iteration (the capture's " +
-           Format("%.2f", r.host_gaps.capture_cost_us) + " us per event boundary taken off)");
+           Format("%.2f", r.host_gaps.capture_cost_us) + " us per event boundary taken off, " +
+           r.host_gaps.capture_cost_from + ")");
     if (r.memory.peak_allocated_bytes >= (1 << 20))
       line("  memory peak " + Format("%.1f", r.memory.peak_allocated_bytes / 1048576.0) +
            " MiB allocated by tensors (" + Format("%.1f", r.estimated_peak_bytes / 1048576.0) +

@@ -109,6 +109,21 @@ def main():
     write("kineto_given_as_et.json", json.dumps(kineto),
           "replay {case} --device cpu --warmup 0 --iters 1 --report {out}",
           "but a Kineto trace (\"traceEvents\"): give it with --kineto")
+    # A Kineto trace alone: read by inspect, predict and compare --no-replay, refused where tensors
+    # are needed; without deviceProperties its GPU is unknown.
+    kineto_gpu = {"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 7, "ts": 1.0, "dur": 10.0,
+         "args": {"External id": 1, "Input Dims": [[4, 4], [4, 4]], "Input type": ["float", "float"]}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 7, "ts": 2.0, "dur": 3.0,
+         "args": {"correlation": 5}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 6.0, "dur": 4.0,
+         "args": {"correlation": 5, "stream": 7, "device": 0}}]}
+    write("kineto_alone_no_device.json", json.dumps(kineto_gpu), "predict {case} --json",
+          "records no GPU (deviceProperties) to predict for: give one with --platform")
+    write("kineto_alone_compare_replay.json", json.dumps(kineto_gpu), "compare {case} --report {out}",
+          "compare --no-replay read it alone")
+    write("kineto_alone_with_kineto.json", json.dumps(kineto_gpu),
+          "inspect {case} --kineto fleet_samples/mlp.kineto.json.gz", "--kineto links a Kineto trace to an execution trace")
     write("kineto_not_a_trace.json", json.dumps({"nodes": []}),
           "convert fleet_samples/mlp.et.json.gz --kineto {case} -o {out}", "not a Kineto trace")
 
@@ -125,6 +140,8 @@ def main():
           "newer than this Mimic reads")
     workload = fmt_v1 + field(5, 2, field(1, 0, 1) + no_schema)
     replay = "replay {case} --report {out}"
+    kineto_alone = fmt_v1 + field(2, 2, field(2, 2, b"kineto")) + field(5, 2, field(1, 0, 1) + no_schema)
+    write("kineto_alone.mimic", mimic_file(kineto_alone), replay, "read from a Kineto trace alone")
     write("bundle_bad_checksum.bundle",
           mimic_file(field(1, 2, field(1, 0, 1)) + field(2, 2, workload), corrupt=True, magic=b"MIMICBN\n"),
           replay, "checksum mismatch")

@@ -197,10 +197,13 @@ class ReplayTest(unittest.TestCase):
         self.assertEqual(rep["outputs"]["mismatched"], 0)
         self.assertEqual(sum(op["calls"] for op in rep["ops"]), cov["total"])
         # With the Kineto trace linked, the original's host gaps are waited by default, less the
-        # capture's cost per event boundary measured at setup (a few microseconds).
+        # capture's cost per event boundary (a few microseconds): this host's calibration's, else
+        # measured at setup.
         gaps = rep["host_gaps"]
         self.assertEqual(gaps["mode"], "recorded")
         self.assertTrue(0 < gaps["capture_cost_us"] < 50, gaps)
+        self.assertTrue(gaps["capture_cost_from"] == "measured at setup" or
+                        gaps["capture_cost_from"].startswith("platform cpu_host calibrated on this host"), gaps)
         self.assertGreater(gaps["gaps"], 0)
         self.assertLess(gaps["ms_per_iteration"], rep["original_iteration_ms"])
 

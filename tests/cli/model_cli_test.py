@@ -172,6 +172,11 @@ class CalibrateTest(unittest.TestCase):
             self.assertGreater(p["peak_flops"]["fp32"]["no_tensor_core"], 0)
             self.assertGreater(p["memory_bandwidth_bytes_per_s"], 0)
             self.assertGreater(p["cpu_overheads"]["dispatch_us"], 0)
+            # The replay's own cost per op and the capture's per event boundary, on known loops.
+            self.assertGreater(p["cpu_overheads"]["capture_cost_us"], 0)
+            self.assertGreaterEqual(p["cpu_overheads"].get("framework_us", 0), 0)  # JSON omits a 0
+            self.assertIn("framework_us = the replay's time per op", p["sources"]["cpu_overheads"])
+            self.assertIn("capture_cost_us = half the median gap", p["sources"]["cpu_overheads"])
             self.assertTrue(p["gemm_efficiency"] and p["conv_efficiency"] and p["bandwidth"])
             for e in p["gemm_efficiency"]:
                 self.assertTrue(0 < e["efficiency"] <= 1)
@@ -179,6 +184,39 @@ class CalibrateTest(unittest.TestCase):
             r = mimic("predict", *sample("cnn_bn"), "--platform", out, "--json")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(json.loads(r.stdout)["platform"], "test_host")
+
+    def test_a_cpu_replay_takes_the_capture_cost_from_this_hosts_calibration(self):
+        """`calibrate --cache` keeps this host's cpu_host; a replay with recorded host gaps then
+        takes its capture cost from this host's calibration (that one, or the built-in one where
+        it was calibrated on this host), not from a measurement at setup."""
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {**os.environ, "XDG_CACHE_HOME": tmp}
+            run = lambda *a: subprocess.run([MIMIC, *a], capture_output=True, text=True, env=env, timeout=600)
+            out = os.path.join(tmp, "p.json")
+            r = run("calibrate", "--quick", "--trials", "1", "--threads", "2", "--cache", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                cached = json.load(f)
+            with open(os.path.join(ROOT, "platforms", "cpu_host.json")) as f:
+                builtin = json.load(f)
+            report = os.path.join(tmp, "r.json")
+            r = run("replay", *sample("mlp"), "--device", "cpu", "--warmup", "0", "--iters", "1", "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(report) as f:
+                gaps = json.load(f)["host_gaps"]
+            self.assertEqual(gaps["mode"], "recorded")
+            prefix = "platform cpu_host calibrated on this host at "
+            self.assertTrue(gaps["capture_cost_from"].startswith(prefix), gaps)
+            used = {p["calibrated_at"]: p for p in (builtin, cached)}[gaps["capture_cost_from"][len(prefix):]]
+            self.assertAlmostEqual(gaps["capture_cost_us"], used["cpu_overheads"]["capture_cost_us"], places=9)
+            self.assertIn(f"{gaps['capture_cost_us']:.2f} us per event boundary taken off, {gaps['capture_cost_from']}",
+                          r.stdout)
+            r = run("replay", *sample("mlp"), "--device", "cpu", "--warmup", "0", "--iters", "1",
+                    "--capture-cost-us", "0.25", "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(report) as f:
+                gaps = json.load(f)["host_gaps"]
+            self.assertEqual((gaps["capture_cost_us"], gaps["capture_cost_from"]), (0.25, "given"))
 
     def test_unknown_device_is_bad_input(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -292,6 +292,30 @@ class MultiRankReplay(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("2 traces for 1 rank(s)", r.stderr)
 
+    def test_a_rank_given_another_ranks_trace_is_refused_before_any_setup(self):
+        # The capture manifest records each trace's rank: swapped traces are bad input.
+        d = os.path.join(SAMPLES, "ddp_mlp_2r")
+        r = torchrun(2, "replay", f"{d}/rank-1.et.json.gz", f"{d}/rank-0.et.json.gz", "--iters", "1",
+                     "--timeout", "30")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("rank 0 was given the trace of rank 1", r.stderr)
+
+    def test_kineto_takes_a_rank_pattern_like_the_traces(self):
+        # The traces alone (no manifest beside them) and each rank's Kineto trace by pattern.
+        d = os.path.join(SAMPLES, "ddp_mlp_2r")
+        for rank in range(2):
+            shutil.copy(f"{d}/rank-{rank}.et.json.gz", self.tmp.name)
+        report = os.path.join(self.tmp.name, "k-{rank}.json")
+        r = torchrun(2, "replay", "--trace-dir", self.tmp.name, "--kineto", f"{d}/rank-{{rank}}.kineto.json.gz",
+                     "--mode", "compute", "--iters", "1", "--warmup", "0", "--timeout", "120", "--report", report)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for rank in range(2):
+            with open(report.format(rank=rank)) as f:
+                got = json.load(f)
+            # Linked (without a Kineto trace there are no recorded gaps and no profiled spans).
+            self.assertEqual(got["host_gaps"]["mode"], "recorded")
+            self.assertTrue(any(op["original_profiled_ms"] is not None for op in got["ops"]))
+
     def run_fault(self, fault) -> tuple:
         """Starts 2 ranks by hand, applies `fault` to rank 1 mid-replay, returns rank 0's
         (exit code, stderr, seconds from the fault to its exit, report)."""

@@ -279,6 +279,48 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("classes[3].allowed_gpu_types", r.stderr)
 
+    def test_multi_gpu_classes_carry_their_collectives_at_their_rank_count(self):
+        """A DDP rank's trace (ddp_mlp_2r: two ranks over Gloo) as classes of 4 and 16 GPUs per
+        job on GPU platforms (predicted, no replay): each step prices the trace's collectives at
+        the class's GPUs per job on that platform, as `mimic predict --world-size` does, and the
+        report gives the collectives' share of the step."""
+        d = os.path.join(SAMPLES, "ddp_mlp_2r")
+        trace, kineto = os.path.join(d, "rank-0.et.json.gz"), os.path.join(d, "rank-0.kineto.json.gz")
+        ddp = lambda name, gpus: {"name": name, "trace": trace, "kineto": kineto, "jobShare": 0.5,
+                                  "gpusPerJob": gpus, "iterations": {"fixed": 1000}, "platform": "h100_sxm"}
+        m = {"format": 1, "name": "ddp", "inventory": [{"gpuType": "h100_sxm", "nodes": 2, "gpusPerNode": 8}],
+             "classes": [ddp("ddp4", 4), ddp("ddp16", 16)],
+             "arrivals": {"poisson": {"jobsPerHour": 10, "numJobs": 40, "seed": 1}}}
+        report = os.path.join(self.tmp, "plan.json")
+        r = mimic("plan", self.write_manifest(m), "--target", "h200", "--report", report, "--quiet")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(report) as f:
+            got = json.load(f)
+        shares = {}
+        for c in got["classes"]:
+            gpus = {"ddp4": 4, "ddp16": 16}[c["name"]]
+            for platform in ("h100_sxm", "h200"):
+                with self.subTest(cls=c["name"], platform=platform):
+                    s = c["step_ms"][platform]
+                    self.assertEqual(s["source"], "predicted")
+                    self.assertEqual(s["ranks"], gpus)
+                    p = mimic("predict", trace, "--kineto", kineto, "--platform", platform, "--world-size",
+                              str(gpus), "--json")
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    want = json.loads(p.stdout)
+                    self.assertGreater(want["collectives"], 0)
+                    self.assertAlmostEqual(s["ms"], want["iteration_ms"], delta=1e-9 * want["iteration_ms"])
+                    self.assertGreater(s["collective_ms"], 0)
+                    self.assertAlmostEqual(s["collective_ms"], want["comm_ms"], delta=1e-9 * want["comm_ms"])
+                    self.assertAlmostEqual(s["exposed_collective_ms"], want["exposed_comm_ms"], delta=1e-9)
+                    self.assertAlmostEqual(s["collective_share"], s["collective_ms"] / s["ms"], places=9)
+                    self.assertLessEqual(s["exposed_collective_ms"], s["collective_ms"] + 1e-9)
+                    self.assertIn(f"collectives: {c['name']} on {platform} at {gpus} ranks", r.stdout)
+                    shares[(c["name"], platform)] = s["collective_ms"]
+        # 16 ranks span two nodes: the collectives cross the NIC and take longer than on 4 GPUs.
+        for platform in ("h100_sxm", "h200"):
+            self.assertGreater(shares[("ddp16", platform)], shares[("ddp4", platform)])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -252,6 +252,138 @@ TEST(Shapes, ConvolutionsReadStridePaddingAndGroupsAsTheRecordedOutputsSay) {
   EXPECT_FALSE(ShapesOf(LoadSample("transformer")).attentions.empty());
 }
 
+// A transposed convolution (the data gradient of a convolution, as a decoder upsamples) scatters
+// every input pixel through the kernel: 2 x N x input pixels x C_in x C_out / groups x kernel
+// FLOPs, whichever op records it; its backward computes the gradients its output_mask asks for.
+TEST(Shapes, TransposedConvolutionsAreTheGemmOfTheConvolutionTheyAreTheGradientOf) {
+  proto::Workload w;
+  w.add_types("");
+  auto tensor = [&](std::vector<int64_t> shape) {
+    proto::Tensor* t = w.add_tensors();
+    t->set_tensor_id(w.tensors_size()), t->set_storage_id(w.tensors_size());
+    t->set_itemsize(4), t->set_dtype(proto::FLOAT32), t->set_device("cpu");
+    int64_t n = 1;
+    for (int64_t d : shape) t->add_shape(d), n *= d;
+    t->set_numel(n);
+    return w.tensors_size() - 1;
+  };
+  // ConvTranspose2d(32, 16, kernel 4, stride 2, padding 1): 8 x 32 x 16 x 16 -> 8 x 16 x 32 x 32.
+  const int x = tensor({8, 32, 16, 16}), wt = tensor({32, 16, 4, 4}), y = tensor({8, 16, 32, 32});
+  auto ints = [](proto::Value* v, std::vector<int64_t> items) {
+    for (int64_t i : items) v->mutable_list()->add_items()->set_int_value(i);
+  };
+  auto op = [&](const char* name, std::vector<int> tensors) {
+    proto::Op* o = w.add_ops();
+    o->set_id(w.ops_size()), o->set_name(name), o->set_thread(1);
+    for (int t : tensors) t < 0 ? o->add_inputs()->set_none(true) : o->add_inputs()->set_tensor(t);
+    o->add_outputs()->set_tensor(y);
+    return o;
+  };
+  const double flops = 2.0 * 8 * 16 * 16 * 32 * 16 * 4 * 4;
+  // conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+  proto::Op* transpose = op("aten::conv_transpose2d", {x, wt, -1});
+  ints(transpose->add_inputs(), {2, 2}), ints(transpose->add_inputs(), {1, 1});
+  ints(transpose->add_inputs(), {0, 0}), transpose->add_inputs()->set_int_value(1);
+  ints(transpose->add_inputs(), {1, 1});
+  // convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+  proto::Op* conv = op("aten::convolution", {x, wt, -1});
+  ints(conv->add_inputs(), {2, 2}), ints(conv->add_inputs(), {1, 1}),
+      ints(conv->add_inputs(), {1, 1});
+  conv->add_inputs()->set_bool_value(true), ints(conv->add_inputs(), {0, 0});
+  conv->add_inputs()->set_int_value(1);
+  // convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+  // transposed, output_padding, groups, output_mask)
+  proto::Op* backward = op("aten::convolution_backward", {y, x, wt});
+  backward->add_inputs()->set_none(true);
+  ints(backward->add_inputs(), {2, 2}), ints(backward->add_inputs(), {1, 1});
+  ints(backward->add_inputs(), {1, 1}), backward->add_inputs()->set_bool_value(true);
+  ints(backward->add_inputs(), {0, 0}), backward->add_inputs()->set_int_value(1);
+  proto::ValueList* mask = backward->add_inputs()->mutable_list();
+  for (bool b : {true, true, false}) mask->add_items()->set_bool_value(b);
+
+  const proto::Platform p = Builtin("cpu_host");
+  for (const proto::Op* o : {transpose, conv, backward}) {
+    ConvShape c;
+    ASSERT_TRUE(ConvShapeOf(w, *o, &c)) << o->name();
+    EXPECT_TRUE(c.transposed) << o->name();
+    EXPECT_EQ(c.groups, 1) << o->name();
+    const ImplicitGemm g = ImplicitGemmOf(c);
+    EXPECT_DOUBLE_EQ(2 * g.m * g.n * g.k, flops) << o->name();
+    const OpCost cost = LeafCost(w, *o, p, 0);
+    EXPECT_STREQ(cost.model, "conv") << o->name();
+    EXPECT_DOUBLE_EQ(cost.flops, o == backward ? 2 * flops : flops) << o->name();
+  }
+}
+
+// scaled_dot_product_attention calls a fused kernel (itself of class attention), which on the
+// CPU records the buffers it allocates as children: the kernel is priced whole at 4 x B x H x L
+// x S x E FLOPs, not as its buffers.
+TEST(Predict, AFusedAttentionKernelIsPricedWholeNotAsItsBuffers) {
+  proto::Workload w;
+  w.add_types("");
+  for (int64_t id = 1; id <= 5; ++id) {
+    proto::Tensor* t = w.add_tensors();
+    t->set_tensor_id(id), t->set_storage_id(id), t->set_itemsize(4), t->set_dtype(proto::FLOAT32);
+    for (int64_t d : {4, 6, 96, 32}) t->add_shape(d);
+    t->set_numel(4 * 6 * 96 * 32), t->set_device("cpu");
+  }
+  auto op = [&](int64_t id, int64_t parent, const char* name, std::vector<int> in, int out) {
+    proto::Op* o = w.add_ops();
+    o->set_id(id), o->set_parent(parent), o->set_name(name), o->set_schema(0), o->set_thread(1);
+    for (int t : in) o->add_inputs()->set_tensor(t);
+    o->add_outputs()->set_tensor(out);
+  };
+  w.add_schemas(
+      "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value) -> Tensor");
+  op(1, 0, "aten::scaled_dot_product_attention", {0, 1, 2}, 3);
+  op(2, 1, "aten::_scaled_dot_product_flash_attention_for_cpu", {0, 1, 2}, 3);
+  op(3, 2, "aten::empty", {}, 4);
+  op(4, 2, "aten::zeros", {}, 4);
+  op(5, 2, "aten::transpose", {3}, 3);
+  auto r = Predict(w, Builtin("cpu_host"));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->ops.size(), 1u);
+  EXPECT_EQ(r->ops[0].model, "attention");
+  EXPECT_DOUBLE_EQ(r->ops[0].flops, 4.0 * 4 * 6 * 96 * 96 * 32);
+  EXPECT_GT(r->ops[0].compute_us, 0);
+}
+
+// oneDNN's recurrent layers (nn.LSTM on the CPU) are their GEMMs: the input-to-hidden GEMM of
+// every step at once and one hidden-to-hidden GEMM per step, 2 x T x B x G*H x (I + H) FLOPs,
+// the backward twice that; calibrate --workload measures both GEMMs.
+TEST(Predict, RecurrentLayersArePricedAsTheirGemms) {
+  const std::string dir = mimic::testing::SourceDir() + "/tests/data/";
+  auto w = eg::LoadWorkload(dir + "lstm.et.json.gz", {.kineto_path = dir + "lstm.kineto.json.gz"});
+  ASSERT_THAT(w, IsOk());
+  const proto::Platform p = Builtin("cpu_host");
+  const WorkloadShapes shapes = ShapesOf(*w);
+  int forward = 0, backward = 0;
+  for (const proto::Op& op : w->ops()) {
+    const bool bwd = op.name().rfind("aten::mkldnn_rnn_layer_backward", 0) == 0;
+    if (!bwd && op.name().rfind("aten::mkldnn_rnn_layer", 0) != 0) continue;
+    const std::vector<const proto::Tensor*> in = Tensors(*w, op.inputs());
+    ASSERT_GE(in.size(), 3u);
+    const proto::Tensor &x = *in[0], &w_ih = *in[1], &w_hh = *in[2];
+    // The layer's input is time-major, T x B x I (nn.LSTM(batch_first=True) transposed it).
+    const double t = x.shape(0), b = x.shape(1), i = x.shape(2), gh = w_ih.shape(0),
+                 h = w_hh.shape(1);
+    const OpCost cost = LeafCost(*w, op, p, 0);
+    EXPECT_STREQ(cost.model, "rnn");
+    EXPECT_DOUBLE_EQ(cost.flops, (bwd ? 2 : 1) * 2 * t * b * gh * (i + h));
+    // At least its input-to-hidden GEMM at the platform's peak.
+    EXPECT_GT(cost.compute_us, 2 * t * b * gh * i / PeakFlops(p, "fp32", false) * 1e6);
+    const GemmShape ih{1, static_cast<int64_t>(t * b), static_cast<int64_t>(gh),
+                       static_cast<int64_t>(i), "fp32"};
+    const GemmShape hh{1, static_cast<int64_t>(b), static_cast<int64_t>(gh),
+                       static_cast<int64_t>(h), "fp32"};
+    EXPECT_NE(std::find(shapes.gemms.begin(), shapes.gemms.end(), ih), shapes.gemms.end());
+    EXPECT_NE(std::find(shapes.gemms.begin(), shapes.gemms.end(), hh), shapes.gemms.end());
+    ++(bwd ? backward : forward);
+  }
+  EXPECT_GT(forward, 0);
+  EXPECT_GT(backward, 0);
+}
+
 // A GPU trace's cuDNN ops cost what their portable equivalents do: the convolution the flops
 // of the aten::_convolution that called it, the batch norm backward at least the bytes of its
 // tensors (it was priced at 0 as an unknown op).
@@ -476,6 +608,124 @@ TEST(Predict, CpuThreadsOverlapOnlyWhereTheTraceShowsThemOverlapping) {
   ASSERT_THAT(overlapping, IsOk());
   EXPECT_NEAR(overlapping->ops[1].start_us, overlapping->ops[0].start_us, 1e-9);
   EXPECT_LT(overlapping->iteration_ms, after->iteration_ms);
+}
+
+// Every op the replay issues on a CPU platform pays the replay's own cost (framework_us) once,
+// besides a dispatch per op under it.
+TEST(Predict, CpuOpsPayTheReplaysFrameworkCostOnceEach) {
+  const proto::Workload w = LoadSample("mlp");
+  proto::Platform p = Builtin("cpu_host");
+  p.mutable_cpu_overheads()->set_framework_us(0);
+  auto without = Predict(w, p);
+  p.mutable_cpu_overheads()->set_framework_us(7);
+  auto with = Predict(w, p);
+  ASSERT_THAT(without, IsOk());
+  ASSERT_THAT(with, IsOk());
+  ASSERT_EQ(with->ops.size(), without->ops.size());
+  for (size_t i = 0; i < with->ops.size(); ++i)
+    EXPECT_NEAR(with->ops[i].overhead_us - without->ops[i].overhead_us, 7, 1e-9)
+        << with->ops[i].name;
+  // One CPU thread: the iteration grows by the cost once per op.
+  EXPECT_NEAR((with->iteration_ms - without->iteration_ms) * 1000, 7.0 * with->ops.size(), 1e-6);
+}
+
+// Two adds on one thread 20 us apart in the trace, with a profiled annotation (no schema, not
+// replayed) inside the gap: the gap holds four event boundaries (the first add's end, the
+// annotation's start and end, the second add's start), and T1 is the gap less the capture's
+// cost for each of them, never below zero.
+proto::Workload GapWithAnnotation() {
+  proto::Workload w = TwoThreads(0);
+  w.mutable_kineto()->set_present(true);
+  w.mutable_ops(0)->set_cpu_duration_us(10);
+  w.mutable_ops(1)->set_thread(1), w.mutable_ops(1)->set_cpu_start_us(30);
+  w.mutable_ops(1)->set_cpu_duration_us(10);
+  proto::Op* note = w.add_ops();
+  note->set_id(3), note->set_name("## annotation ##"), note->set_schema(-1), note->set_thread(1);
+  note->set_has_cpu_span(true), note->set_cpu_start_us(14), note->set_cpu_duration_us(2);
+  return w;
+}
+
+TEST(Predict, TraceGapsLoseTheCaptureCostPerEventBoundary) {
+  const proto::Workload w = GapWithAnnotation();
+  proto::Platform p = Builtin("cpu_host");
+  auto t1 = [&](double capture_us) {
+    p.mutable_cpu_overheads()->set_capture_cost_us(capture_us);
+    auto r = Predict(w, p);
+    EXPECT_THAT(r, IsOk());
+    if (!r.ok() || r->ops.size() != 2) return -1.0;
+    return r->ops[1].start_us - (r->ops[0].start_us + r->ops[0].predicted_us);
+  };
+  EXPECT_NEAR(t1(0), 20, 1e-9);
+  EXPECT_NEAR(t1(3), 20 - 4 * 3, 1e-9);
+  EXPECT_NEAR(t1(6), 0, 1e-9);
+}
+
+// The host time before the first op since the step began, and long gaps, count as the replay
+// waits them: the step is the ops and every gap between them.
+TEST(Predict, TraceGapsRunFromTheStepStartAndLongOnesCount) {
+  proto::Workload w = GapWithAnnotation();
+  for (proto::Op& o : *w.mutable_ops()) o.set_cpu_start_us(o.cpu_start_us() + 50);
+  w.mutable_ops(1)->set_cpu_start_us(1080);  // 1020 us after the first add ends
+  proto::Op* step = w.add_ops();
+  step->set_id(4), step->set_name("ProfilerStep#1"), step->set_schema(-1), step->set_thread(1);
+  step->set_has_cpu_span(true), step->set_cpu_start_us(0), step->set_cpu_duration_us(1100);
+  for (int i : {0, 1, 2}) w.mutable_ops(i)->set_parent(4);
+  for (int i = w.ops_size() - 1; i > 0; --i) w.mutable_ops()->SwapElements(i, i - 1);  // first
+  proto::Segment* s = w.add_segments();
+  s->set_kind(proto::Segment::ITERATION), s->set_step(1);
+  s->set_name("ProfilerStep#1"), s->set_op_id(4), s->set_has_span(true);
+  s->set_start_us(0), s->set_duration_us(1100);
+  proto::Platform p = Builtin("cpu_host");
+  p.mutable_cpu_overheads()->set_capture_cost_us(1);
+  auto r = Predict(w, p);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->selection, "ProfilerStep#1");
+  ASSERT_EQ(r->ops.size(), 2u);
+  // Step start to the first add: 50 us holding 2 boundaries (the step's start, the add's).
+  EXPECT_NEAR(r->ops[0].start_us, 50 - 2, 1e-9);
+  EXPECT_NEAR(r->ops[1].start_us - (r->ops[0].start_us + r->ops[0].predicted_us), 1020 - 4, 1e-9);
+}
+
+TEST(SpanBoundaries, CountsTheStartsAndEndsInAClosedRange) {
+  const eg::SpanBoundaries b(GapWithAnnotation());  // 0, 10, 14, 16, 30, 40
+  EXPECT_EQ(b.Count(10, 30), 4);
+  EXPECT_EQ(b.Count(10.5, 29), 2);
+  EXPECT_EQ(b.Count(0, 40), 6);
+  EXPECT_EQ(b.Count(41, 50), 0);
+}
+
+proto::Workload LoadDdpRank0() {
+  const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/ddp_mlp_2r/";
+  auto w =
+      eg::LoadWorkload(dir + "rank-0.et.json.gz", {.kineto_path = dir + "rank-0.kineto.json.gz"});
+  EXPECT_THAT(w, IsOk());
+  return w.ok() ? *w : proto::Workload();
+}
+
+// --world-size prices every collective at that many ranks, fewer than the trace's too; the
+// collectives' time is the union of their intervals (one after another on the backend's thread).
+TEST(Predict, WorldSizePricesTheCollectivesAtThatManyRanks) {
+  const proto::Workload w = LoadDdpRank0();
+  const proto::Platform p = Builtin("h100_sxm");
+  for (int ranks : {1, 2, 8}) {
+    auto r = Predict(w, p, Options(true, ranks));
+    ASSERT_THAT(r, IsOk());
+    EXPECT_EQ(r->ranks, ranks);
+    EXPECT_GT(r->collectives, 0);
+    double sum_us = 0;
+    for (const OpPrediction& o : r->ops)
+      if (o.model == "collective") sum_us += o.compute_us;
+    EXPECT_GT(sum_us, 0);
+    EXPECT_LE(r->comm_ms * 1000, sum_us + 1e-6);
+    EXPECT_LE(r->exposed_comm_ms, r->comm_ms + 1e-12);
+  }
+  auto two = Predict(w, p, Options(true, 2)), eight = Predict(w, p, Options(true, 8));
+  ASSERT_THAT(two, IsOk());
+  ASSERT_THAT(eight, IsOk());
+  EXPECT_GT(eight->comm_ms, two->comm_ms);  // all-reduce's bus factor: 1 at 2 ranks, 1.75 at 8
+  auto own = Predict(w, p, Options(true));
+  ASSERT_THAT(own, IsOk());
+  EXPECT_EQ(own->ranks, 2);  // the trace's process group
 }
 
 TEST(Predict, UnknownIterationIsBadInput) {

@@ -1,11 +1,11 @@
 // Rank and rendezvous from each launcher's environment; the alpha-beta fit of collective sweeps.
 #include "mimic/replay/distributed.h"
 
-#include "mimic/replay/comm_sweep.h"
-
 #include <map>
+#include <optional>
 #include <string>
 
+#include "mimic/replay/comm_sweep.h"
 #include "testing.h"
 
 namespace mimic::replay {
@@ -86,6 +86,45 @@ TEST(DistEnv, FirstSlurmHost) {
   EXPECT_EQ(FirstSlurmHost("n[]"), "");
 }
 
+proto::Workload RecordedOn(int64_t world_size, std::optional<int64_t> rank) {
+  proto::Workload w;
+  w.mutable_provenance()->set_world_size(world_size);
+  if (rank) w.mutable_provenance()->set_rank(*rank);
+  return w;
+}
+
+DistEnv Launched(int rank, int world_size) {
+  DistEnv env;
+  env.rank = rank;
+  env.world_size = world_size;
+  env.launcher = "torchrun";
+  return env;
+}
+
+// The message of a refusal ("" when the check passes).
+std::string Refusal(const DistEnv& env, const proto::Workload& w) {
+  const Status st = CheckLaunchMatchesTrace(env, w);
+  if (!st.ok()) EXPECT_EQ(st.code(), StatusCode::kInvalidInput);
+  return st.message();
+}
+
+TEST(CheckLaunchMatchesTrace, WorldSizeMustMatchTheRecordedOne) {
+  EXPECT_EQ(Refusal(Launched(0, 2), RecordedOn(2, 0)), "");
+  EXPECT_EQ(Refusal(Launched(0, 2), RecordedOn(4, 0)),
+            "the trace was recorded on 4 ranks; torchrun launched 2");
+  EXPECT_EQ(Refusal(Launched(1, 2), RecordedOn(0, std::nullopt)), "");  // not recorded
+}
+
+TEST(CheckLaunchMatchesTrace, ARankMustGetItsOwnTraceWhereTheTraceTells) {
+  EXPECT_THAT(Refusal(Launched(0, 2), RecordedOn(2, 1)),
+              ::testing::StartsWith("rank 0 was given the trace of rank 1"));
+  // An execution trace alone does not record its rank: any rank may replay it.
+  EXPECT_EQ(Refusal(Launched(1, 2), RecordedOn(2, std::nullopt)), "");
+  // synth --world-size: every rank replays the same scaled workload.
+  proto::Workload scaled = RecordedOn(4, 1);
+  scaled.add_transformations()->set_name("world_size");
+  EXPECT_EQ(Refusal(Launched(3, 4), scaled), "");
+}
 
 TEST(FitAlphaBeta, RecoversTheLatencyAndBusBandwidthOfAnAllReduce) {
   // 8 ranks, alpha 25 us, busbw 40 GB/s: t = 25 + S x 2(7/8) / 40e9 s.

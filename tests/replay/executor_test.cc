@@ -12,6 +12,7 @@
 #include "mimic/base/file.h"
 #include "mimic/eg/kineto.h"
 #include "mimic/eg/workload.h"
+#include "mimic/replay/overheads.h"
 #include "mimic/replay/replayer.h"
 #include "testing.h"
 #include "workload_builder.h"
@@ -157,6 +158,7 @@ TEST(Executor, RecordedHostGapsWaitAsTheOriginalsHostDid) {
   EXPECT_TRUE(r->host_gaps.recorded);
   EXPECT_EQ(r->host_gaps.gaps, 1);
   EXPECT_DOUBLE_EQ(r->host_gaps.ms, (3010 - 1010 - 2 * 250) / 1000.0);
+  EXPECT_EQ(r->host_gaps.capture_cost_from, "given");
   EXPECT_EQ(r->replayed_ops, 2);
   ASSERT_EQ(r->iteration_ms.size(), 1u);
   EXPECT_GE(r->iteration_ms[0], 1.5);
@@ -169,6 +171,47 @@ TEST(Executor, RecordedHostGapsWaitAsTheOriginalsHostDid) {
   ASSERT_THAT(r, IsOk());
   EXPECT_FALSE(r->host_gaps.recorded);
   EXPECT_EQ(r->host_gaps.gaps, 0);
+}
+
+// Without a given figure the replay measures the capture's cost per event boundary at setup,
+// with the same function `mimic calibrate` keeps in the platform.
+TEST(Executor, CaptureCostIsMeasuredAtSetupWhenNoneIsGiven) {
+  WorkloadBuilder b;
+  b.Step(1);
+  const int x = b.Tensor({4}), y = b.Tensor({4});
+  proto::Op& op = b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(y)});
+  op.set_has_cpu_span(true);
+  op.set_cpu_duration_us(10);
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 0;
+  options.iters = 1;
+  options.host_gaps = HostGaps::kRecorded;
+  auto r = Replay(b.workload(), options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->host_gaps.capture_cost_from, "measured at setup");
+  EXPECT_GT(r->host_gaps.capture_cost_us, 0);
+}
+
+// The known loop of the replay's own cost per op: the whole chain replays, and both sides of
+// the measurement are times.
+TEST(Overheads, TheTinyOpChainReplaysInFullBesideBareBoxedCalls) {
+  const proto::Workload w = TinyOpChain(50);
+  EXPECT_EQ(w.ops_size(), 50);
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 0;
+  options.iters = 1;
+  auto r = Replay(w, options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->replayed_ops, 50);
+  EXPECT_EQ(r->outputs_mismatched, 0);
+  auto cost = MeasureReplayOpCost("cpu", 2, /*use_min=*/true, 200);
+  ASSERT_THAT(cost, IsOk());
+  EXPECT_GT(cost->replay_us, 0);
+  EXPECT_GT(cost->boxed_us, 0);
+  EXPECT_GE(cost->framework_us(), 0);
+  EXPECT_THAT(MeasureReplayOpCost("tpu", 1, true, 10), ::testing::Not(IsOk()));
 }
 
 // An op that needs more memory than the machine has (its recorded output is small, so the plan

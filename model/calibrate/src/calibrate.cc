@@ -53,6 +53,7 @@
 #include "mimic/base/stats.h"
 #include "mimic/model/platform.h"
 #include "mimic/replay/executor.h"
+#include "mimic/replay/overheads.h"
 
 namespace mimic::calibrate {
 namespace {
@@ -146,6 +147,49 @@ double CpuMhz() {
   return 0;
 }
 
+// The replay's own cost per op it issues (CPU devices) and the capture's cost per event
+// boundary, each measured `trials` times and combined by the statistic, into `c`. Returns how,
+// for the platform's sources.
+std::string MeasureReplayOverheads(const CalibrateOptions& o, c10::Device device,
+                                   proto::CpuOverheads& c,
+                                   const std::function<void(const std::string&)>& log) {
+  const bool use_min = o.statistic == "min";
+  std::string how;
+  if (!device.is_cuda()) {
+    Result<replay::ReplayOpCost> cost =
+        replay::MeasureReplayOpCost(device.str(), o.trials, use_min);
+    if (cost.ok()) {
+      c.set_framework_us(cost->framework_us());
+      how =
+          "framework_us = the replay's time per op on a chain of 2000 one-element aten::add ops (" +
+          std::to_string(cost->replay_us) + " us) less a bare boxed call of the same op (" +
+          std::to_string(cost->boxed_us) + " us); ";
+      log("replay: " + std::to_string(cost->replay_us) + " us per tiny op, " +
+          std::to_string(cost->framework_us()) + " us beyond the dispatcher call");
+    } else {
+      how = "framework_us not measured (" + cost.status().message() + "); ";
+    }
+  }
+  std::vector<double> capture;
+  std::string error;
+  for (int t = 0; t < o.trials; ++t) {
+    Result<double> us = replay::MeasureCaptureCostUs(device);
+    if (!us.ok()) {
+      error = us.status().message();
+      break;
+    }
+    capture.push_back(*us);
+  }
+  if (capture.empty()) return how + "capture_cost_us not measured (" + error + ")";
+  c.set_capture_cost_us(use_min ? *std::min_element(capture.begin(), capture.end())
+                                : Median(capture));
+  log("capture: " + std::to_string(c.capture_cost_us()) + " us per event boundary");
+  return how +
+         "capture_cost_us = half the median gap between 2000 back-to-back one-element aten::add "
+         "calls under Kineto (shapes) and the "
+         "execution-trace observer, " +
+         o.statistic + " of " + std::to_string(capture.size()) + " runs";
+}
 
 }  // namespace
 
@@ -267,7 +311,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         const at::TensorOptions opt = f32.dtype(cs.dtype == "bf16" ? at::kBFloat16 : cs.dtype == "fp16" ? at::kHalf : at::kFloat);
         at::Tensor x = at::randn(cs.input, opt), w = at::randn(cs.weight, opt);
         const std::vector<int64_t> out_pad(cs.stride.size(), 0);
-        at::Tensor y = at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, false, out_pad, cs.groups);
+        at::Tensor y = at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed,
+                                       out_pad, cs.groups);
         const model::ImplicitGemm g = model::ImplicitGemmOf(cs);
         Point pt;
         pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)), pt.point.set_k(static_cast<int64_t>(g.k));
@@ -277,32 +322,45 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
           // The gradients the workload computes: the first layer's backward skips grad-input.
           const bool grad_input = cs.passes == 2;
           pt.probe = probes.Add([x, w, y, cs, out_pad, grad_input] {
-            (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding, cs.dilation, false, out_pad,
-                                           cs.groups, {grad_input, true, false});
+            (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding,
+                                           cs.dilation, cs.transposed, out_pad, cs.groups,
+                                           {grad_input, true, false});
           });
         }
         else
           pt.probe = probes.Add([x, w, cs, out_pad] {
-            (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, false, out_pad, cs.groups);
+            (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed,
+                                  out_pad, cs.groups);
           });
         conv.push_back(pt);
       }
 
-    // The workloads' fused attention, forward.
+    // Fused attention, forward: a grid of batch x heads, sequence length and head size (the
+    // fused kernels run far from GEMM efficiency at small head sizes), and the workloads' own.
     std::vector<Point> attention;
+    auto add_attention = [&](const model::AttentionShape& as) {
+      const at::TensorOptions opt = f32.dtype(as.dtype == "bf16"   ? at::kBFloat16
+                                              : as.dtype == "fp16" ? at::kHalf
+                                                                   : at::kFloat);
+      at::Tensor q = at::randn(as.query, opt), k = at::randn(as.key, opt),
+                 v = at::randn(as.value, opt);
+      const int64_t bh = as.query[0] * as.query[1];
+      Point pt;
+      pt.point.set_m(bh * as.query[2]), pt.point.set_n(as.key[2]), pt.point.set_k(as.query[3]),
+          pt.point.set_batch(1);
+      pt.point.set_dtype(as.dtype);
+      pt.flops = 4.0 * bh * as.query[2] * as.key[2] * as.query[3];
+      pt.probe = probes.Add([q, k, v] { (void)at::scaled_dot_product_attention(q, k, v); });
+      attention.push_back(pt);
+    };
+    for (int64_t bh : o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32})
+      for (int64_t l : o.quick ? std::vector<int64_t>{64} : std::vector<int64_t>{64, 256})
+        for (int64_t e : o.quick ? std::vector<int64_t>{32} : std::vector<int64_t>{32, 64})
+          for (const std::string& dt : dtypes)
+            add_attention({{1, bh, l, e}, {1, bh, l, e}, {1, bh, l, e}, dt});
     for (const model::WorkloadShapes& ws : o.workloads)
-      for (const model::AttentionShape& as : ws.attentions) {
-        if (as.dtype != "fp32" && !gpu) continue;
-        const at::TensorOptions opt = f32.dtype(as.dtype == "bf16" ? at::kBFloat16 : as.dtype == "fp16" ? at::kHalf : at::kFloat);
-        at::Tensor q = at::randn(as.query, opt), k = at::randn(as.key, opt), v = at::randn(as.value, opt);
-        const int64_t bh = as.query[0] * as.query[1];
-        Point pt;
-        pt.point.set_m(bh * as.query[2]), pt.point.set_n(as.key[2]), pt.point.set_k(as.query[3]), pt.point.set_batch(1);
-        pt.point.set_dtype(as.dtype);
-        pt.flops = 4.0 * bh * as.query[2] * as.key[2] * as.query[3];
-        pt.probe = probes.Add([q, k, v] { (void)at::scaled_dot_product_attention(q, k, v); });
-        attention.push_back(pt);
-      }
+      for (const model::AttentionShape& as : ws.attentions)
+        if (as.dtype == "fp32" || gpu) add_attention(as);
 
     // Convolution sweep (3x3, padding 1), forward and backward, as implicit GEMMs.
     const std::vector<int64_t> batches = o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32};
@@ -446,8 +504,11 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     for (int i : dispatch_probes) dispatch_us += probes.Us(i) / static_cast<double>(dispatch_probes.size());
     p.mutable_cpu_overheads()->set_dispatch_us(dispatch_us);
     if (gpu) p.mutable_cpu_overheads()->set_t4_us(std::max(0.0, probes.Us(launch_probe) - dispatch_us));
-    (*p.mutable_sources())["cpu_overheads"] = measured + ": dispatch_us = mean boxed call of aten::t, aten::add, aten::mul_ on one-element tensors" +
-                                              std::string(gpu ? "; t4_us = a tiny aten::add_ launch minus dispatch" : "");
+    (*p.mutable_sources())["cpu_overheads"] =
+        measured +
+        ": dispatch_us = mean boxed call of aten::t, aten::add, aten::mul_ on one-element tensors" +
+        std::string(gpu ? "; t4_us = a tiny aten::add_ launch minus dispatch" : "") + "; " +
+        MeasureReplayOverheads(o, device, *p.mutable_cpu_overheads(), log);
     log("dispatch: " + std::to_string(dispatch_us) + " us per op");
     // CPU kernels run inside the dispatch they are timed with; subtract it (never below 10%).
     auto net_us = [&](double us) { return std::max(us - (gpu ? 0.0 : dispatch_us), us * 0.1); };
@@ -497,8 +558,10 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
                                           ", dispatch subtracted; cold points (" +
                                           (llc > 0 ? "inputs cycled through copies of 2x the " + std::to_string(static_cast<int64_t>(llc)) + "-byte last-level cache"
                                                    : "none: the cache size is unknown") + ")";
-    if (!attention.empty())
-      (*p.mutable_sources())["attention_efficiency"] = measured + ": scaled_dot_product_attention at the workloads' shapes, " + how;
+    (*p.mutable_sources())["attention_efficiency"] =
+        measured +
+        ": scaled_dot_product_attention, batch x heads 8, 32, sequence 64, 256, head size 32, 64" +
+        (o.workloads.empty() ? "" : " and the workloads' shapes") + ", " + how;
   } catch (const c10::Error& e) {
     return Status::Internal(std::string("calibration failed in LibTorch: ") + e.what_without_backtrace());
   }

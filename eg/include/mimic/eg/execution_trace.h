@@ -21,6 +21,13 @@ Result<proto::Workload> ParseExecutionTrace(const std::string& path, InputStream
 // The same for JSON text already in memory.
 Result<proto::Workload> ParseExecutionTrace(const std::string& path, std::string_view json);
 
+// The dtype of a C++ scalar type name as the profiler records it ("float", "c10::Half",
+// "long int", ...); DTYPE_UNKNOWN for others.
+proto::DType DTypeOfScalarTypeName(std::string_view name);
+
+// Adds a segment for every ProfilerStep#N op (ITERATION) and "## label ##" op (LABEL) of `w`.
+void AddTraceSegments(proto::Workload& w);
+
 // The schema strings this reader knows; others are read best-effort with a warning.
 bool IsKnownSchema(std::string_view schema);
 

@@ -1,5 +1,6 @@
-// Reader for Kineto (Chrome trace JSON) device traces and the linker that attaches their host
-// spans and device kernels to execution-trace ops. Stateless; thread-safe.
+// Reader for Kineto (Chrome trace JSON) device traces, the linker that attaches their host
+// spans and device kernels to execution-trace ops, and the builder of a workload from a Kineto
+// trace alone (kineto_workload.cc). Stateless; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,17 @@
 #include "proto/workload.pb.h"
 
 namespace mimic::eg {
+
+// One recorded argument of a host op (record_shapes=True): args "Input type", "Input Dims",
+// "Input Strides" and "Concrete Inputs" at one position, as the profiler wrote them.
+struct KinetoInput {
+  std::string type;  // "float", "c10::Half", "long int", ... (a tensor), "Scalar", "ScalarList",
+                     // "TensorList", "" (anything else: None, a device, a string)
+  std::vector<std::vector<int64_t>> dims;  // a tensor: its shape; a TensorList: one per tensor
+  std::vector<int64_t> strides;            // a tensor's, where recorded
+  std::string concrete;                    // a scalar's or scalar list's value, where recorded
+  bool has_dims = false;                   // "Input Dims" had an entry at this position
+};
 
 struct KinetoEvent {
   enum class Kind : uint8_t { kHostOp, kAnnotation, kRuntime, kDevice, kSync };
@@ -31,6 +43,14 @@ struct KinetoEvent {
   std::string sync_kind;
   int64_t wait_on_stream = -1;
   int64_t wait_event_correlation = -1;
+  // Host ops, when parsed with KinetoParseOptions::inputs: the recorded arguments.
+  std::vector<KinetoInput> inputs;
+};
+
+struct KinetoParseOptions {
+  // Keep host ops' recorded arguments (KinetoEvent::inputs): a workload built from the Kineto
+  // trace alone needs them, linking to an execution trace does not.
+  bool inputs = false;
 };
 
 // A "[memory]" instant event (profile_memory=True): the allocator's total after one allocation
@@ -58,7 +78,8 @@ struct KinetoTrace {
 
 // Parses a Kineto trace streamed from `in` (plain or gzip JSON), keeping only the events Mimic
 // uses. Errors: InvalidInput naming `path` and the byte offset, or for JSON without traceEvents.
-Result<KinetoTrace> ParseKinetoTrace(const std::string& path, InputStream& in);
+Result<KinetoTrace> ParseKinetoTrace(const std::string& path, InputStream& in,
+                                     const KinetoParseOptions& options = {});
 // The same for JSON text already in memory.
 Result<KinetoTrace> ParseKinetoTrace(const std::string& path, std::string_view json);
 
@@ -68,5 +89,16 @@ Result<KinetoTrace> ParseKinetoTrace(const std::string& path, std::string_view j
 // Errors: InvalidInput when the trace comes from a different run (pid mismatch, or no op
 // matches).
 Status LinkKineto(const std::string& path, const KinetoTrace& trace, proto::Workload& workload);
+
+// The workload of a Kineto trace alone (parsed with KinetoParseOptions::inputs), for the
+// commands that need no tensors (inspect, predict, compare --no-replay): one op per host event
+// (cpu_op, user_annotation) with ids in start order across threads, parents by time containment
+// on each thread, the recorded argument shapes and types as inputs (each tensor a fresh entry:
+// Kineto records no tensor identity, no outputs), kernels, syncs, ProfilerStep and "## label ##"
+// segments with their spans, provenance with schema kKinetoOnlySchema (workload.h;
+// docs/workload.md).
+// `path` names the file in provenance and messages. Errors: InvalidInput when the trace holds
+// no host op.
+Result<proto::Workload> BuildKinetoWorkload(const std::string& path, const KinetoTrace& trace);
 
 }  // namespace mimic::eg

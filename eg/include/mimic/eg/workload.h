@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -15,14 +16,25 @@ namespace mimic::eg {
 inline constexpr uint32_t kWorkloadFormatMajor = 1;
 inline constexpr uint32_t kWorkloadFormatMinor = 1;  // 1: Op.collective
 
+// Provenance.schema of a workload built from a Kineto trace alone (eg::BuildKinetoWorkload).
+inline constexpr const char* kKinetoOnlySchema = "kineto";
+// True for a workload built from a Kineto trace alone: no tensor identity or contents, no
+// schemas, no outputs; it can be inspected and predicted but not replayed.
+bool IsKinetoOnly(const proto::Workload& workload);
+
 struct LoadOptions {
   std::string kineto_path;  // optional Kineto trace to link (ignored for .mimic inputs)
+  // Accept a Kineto trace alone (and a .mimic converted from one): for the commands that need
+  // no tensors (inspect, predict, compare --no-replay, convert). Otherwise one is refused with
+  // a one-line hint to give it with --kineto beside its execution trace.
+  bool allow_kineto_only = false;
 };
 
 // Reads a workload from any input Mimic accepts: a `.mimic` workload file (by its magic bytes),
-// or a PyTorch execution trace (plain or gzip JSON), linked with `options.kineto_path` when set,
-// with the integer inputs saved beside it (AttachIntegerData).
-// Errors name the file and the position; input errors have IsInputError().
+// a PyTorch execution trace (plain or gzip JSON), linked with `options.kineto_path` when set,
+// with the integer inputs saved beside it (AttachIntegerData), or, with
+// `options.allow_kineto_only`, a Kineto trace alone (a top-level "traceEvents"; see
+// BuildKinetoWorkload). Errors name the file and the position; input errors have IsInputError().
 Result<proto::Workload> LoadWorkload(const std::string& path, const LoadOptions& options = {});
 
 // As LoadWorkload, for an execution trace (and optional Kineto trace) already in memory, as
@@ -103,12 +115,20 @@ std::vector<char> SegmentMembers(const proto::Workload& workload, const OpTree& 
 // True for ops Mimic never replays itself: profiler and record_function wrappers, thread roots.
 bool IsWrapperOp(const proto::Op& op);
 
+// An operator's name as the profiler records it: "namespace::name" with one namespace
+// ("aten::mm", "fbgemm::jagged_to_padded_dense"), not an autograd node
+// ("torch::autograd::AccumulateGrad") or a free-form record_function label.
+bool IsOperatorName(std::string_view name);
+
 // The ops a replay executes, in start order across threads: among the segment's members
 // (SegmentMembers; everywhere when segment_op < 0), the top-most ops that have a schema and are not
-// wrappers; never their children; `mimic::delay` ops count as replayable. With `include_compiled`,
-// also the top-most compiled kernels (Triton: ops with a kernel_backend and no schema), which a
-// replay must account for even though it never runs the code they carry. Returns indices into
-// workload.ops().
+// wrappers; never their children; `mimic::delay` ops count as replayable. In a workload of a
+// Kineto trace alone (eg::IsKinetoOnly), which records no schemas, the top-most operators by name
+// (IsOperatorName) and host spans that launched kernels themselves (compiled functions, custom
+// autograd nodes) stand where ops with a schema would: what predict prices. With
+// `include_compiled`, also the top-most compiled kernels (Triton: ops with a kernel_backend and no
+// schema), which a replay must account for even though it never runs the code they carry. Returns
+// indices into workload.ops().
 std::vector<int> ReplayableOps(const proto::Workload& workload, const OpTree& tree,
                                int segment_op = -1, bool include_compiled = false);
 
@@ -142,5 +162,35 @@ Summary Summarize(const proto::Workload& workload);
 
 // True for collective and point-to-point communication ops (record_param_comms, c10d::*, nccl:*).
 bool IsCollectiveOp(const proto::Op& op);
+
+// The event boundaries of a workload's recorded host spans (every op with a CPU span starts and
+// ends once), sorted. Each is a point where the capture's instrumentation ran.
+class SpanBoundaries {
+ public:
+  explicit SpanBoundaries(const proto::Workload& workload);
+  // How many boundaries lie in [from_us, to_us] (the ends of a gap are boundaries themselves).
+  int64_t Count(double from_us, double to_us) const;
+
+ private:
+  std::vector<double> at_us_;
+};
+
+// The original's host time before each top-level op with no op of any thread running (Python,
+// the autograd engine, an optimizer's loop): the op's recorded start less the latest recorded
+// end of the ops before it (at first, the step's start; none when negative), less the capture's
+// cost for every event boundary in the gap (SpanBoundaries); never below zero. One rule for
+// replay --host-gaps recorded and the model's T1. Not thread-safe.
+class RecordedHostGaps {
+ public:
+  // `step_start_us` < 0: no gap before the first op.
+  RecordedHostGaps(const proto::Workload& workload, double step_start_us, double capture_cost_us);
+  // The gap before `op`, which has a CPU span; ops come in start order. `op` then counts as run.
+  double Before(const proto::Op& op);
+
+ private:
+  SpanBoundaries boundaries_;
+  double latest_end_us_;
+  double capture_cost_us_;
+};
 
 }  // namespace mimic::eg

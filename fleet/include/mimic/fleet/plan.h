@@ -22,6 +22,12 @@ struct StepTime {
   double ms = 0;          // one iteration (training step) of the class's sampled job
   std::string source;     // "measured" (replayed on this machine) or "predicted" (model)
   std::string detail;     // how: device, iterations, model
+  // Predicted steps: the ranks the class's collectives were priced at (its gpus_per_job, else
+  // the trace's own), the time its collectives run in the step (the union of their intervals)
+  // and the part of it no compute overlaps. -1: not known (a measured step).
+  int64_t ranks = -1;
+  double collective_ms = -1;
+  double exposed_collective_ms = -1;
 };
 
 // What a plan needs from outside the fleet library.

@@ -56,6 +56,9 @@ struct Prediction {
   std::string selection;       // e.g. "ProfilerStep#1"
   double iteration_ms = 0;     // end to end: the simulated critical path of one iteration
   double gpu_active_ms = 0;    // union of device busy time (CPU platforms: the ops' compute time)
+  int64_t ranks = 1;        // the ranks collectives are priced at (--world-size, else the trace's)
+  int64_t collectives = 0;  // communication ops priced
+  double comm_ms = 0;       // collective time: the union of the collectives' intervals
   double exposed_comm_ms = 0;  // collective time not hidden behind compute
   // The union of the recorded kernel intervals of the selected ops (Kineto trace linked); -1
   // when the workload recorded no kernels.

@@ -21,6 +21,7 @@ struct ConvShape {
   std::vector<int64_t> input, weight;  // NCHW... and OIHW...
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups = 1;
+  bool transposed = false;  // weight (C_in, C_out / groups, ...): conv_transpose*d
   bool backward = false;
   int passes = 1;  // backward: the gradients computed, input and weight (output_mask), 1 or 2
   std::string dtype;
@@ -31,8 +32,8 @@ struct ConvShape {
 // the op is not one or its tensors are not recorded.
 bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out);
 
-// The convolution an op computes (aten::conv1d/2d/3d, convolution, _convolution,
-// convolution_backward); false otherwise.
+// The convolution an op computes (aten::conv1d/2d/3d, conv_transpose1d/2d/3d, convolution,
+// _convolution, convolution_backward; transposed ones too); false otherwise.
 bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out);
 
 // An embedding-bag lookup: a table of num_weights x dim, `lookups` indices into `bags` bags.
@@ -53,7 +54,8 @@ bool EmbeddingShapeOf(const proto::Workload& w, const proto::Op& op, EmbeddingSh
 bool AttentionShapeOf(const proto::Workload& w, const proto::Op& op, AttentionShape* out);
 
 // A convolution as the GEMM it amounts to: m = N x output pixels, n = output channels,
-// k = input channels per group x kernel pixels.
+// k = input channels per group x kernel pixels (weight dims 0 and 1 x kernel pixels). A
+// transposed one as the convolution whose data gradient it is: m = N x input pixels.
 struct ImplicitGemm {
   double m = 1, n = 1, k = 1;
 };

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "mimic/base/status.h"
+#include "proto/workload.pb.h"
 
 namespace mimic::replay {
 
@@ -31,6 +32,12 @@ using EnvLookup = std::function<const char*(const char*)>;
 // nullopt when no launcher variable is set (a single-process run). InvalidInput naming the
 // variable for a value that is not a number or out of range (rank >= world size, say).
 Result<std::optional<DistEnv>> DistEnvFromEnvironment(const EnvLookup& env = nullptr);
+
+// Checks, before anything is set up, that the launch fits the trace: the number of ranks the
+// trace recorded (when it says), and, for a trace that records its own rank (Kineto's
+// distributedInfo, a capture manifest), that this rank was given it. A workload that synth
+// scaled to another world size is every rank's. InvalidInput naming both figures.
+Status CheckLaunchMatchesTrace(const DistEnv& env, const proto::Workload& workload);
 
 // The first host of a Slurm node list: "node[03-05,7],gpu1" -> "node03". Empty if malformed.
 std::string FirstSlurmHost(const std::string& nodelist);

@@ -61,9 +61,11 @@ struct ReplayOptions {
   // kRecorded: before each top-level op, the time the original's host spent with no op running
   // (Python, the autograd engine, optimizer loops), from its Kineto trace, less capture_cost_us
   // for each event boundary in the gap: what the capture's instrumentation adds per boundary
-  // (measured at setup when negative).
+  // (measured at setup when negative; the CLI passes this host's calibrated platform's
+  // cpu_overheads.capture_cost_us where one exists, and says so in capture_cost_source).
   HostGaps host_gaps = HostGaps::kAuto;
   double capture_cost_us = -1;
+  std::string capture_cost_source;  // where a given capture_cost_us comes from (the report says)
   // Write a Kineto (Chrome trace) profile of the measured iterations here, through LibTorch's
   // profiler: one cpu_op per replayed op, a ProfilerStep#N span per iteration.
   std::string profile_path;
@@ -161,6 +163,7 @@ struct ReplayResult {
   struct {
     bool recorded = false;       // --host-gaps recorded (else none)
     double capture_cost_us = 0;  // taken off a recorded gap per event boundary in it
+    std::string capture_cost_from;  // "measured at setup", or the given figure's source
     int64_t gaps = 0;            // delays inserted per iteration
     double ms = 0;               // their sum per iteration
   } host_gaps;

@@ -1,7 +1,8 @@
 // `mimic calibrate`: measures a platform (proto/platform.proto) on the local device through
 // LibTorch: GEMM and convolution sweeps, memory-bound kernels by size, the dispatcher's
-// per-op overhead. Medians of repeated trials, for shared and noisy machines. Not reentrant
-// (sets LibTorch's global thread count).
+// per-op overhead, the replay's own cost per op and the capture's cost per event boundary
+// (replay/overheads.h). Medians of repeated trials, for shared and noisy machines. Not
+// reentrant (sets LibTorch's global thread count).
 #pragma once
 
 #include <functional>

@@ -1,0 +1,44 @@
+// What the replay and the capture's instrumentation cost per op, measured on known loops of
+// tiny ops: `mimic calibrate` keeps both in the platform (cpu_overheads.framework_us and
+// capture_cost_us, docs/model.md), and a replay with --host-gaps recorded measures the capture's
+// at setup where no calibration of its host exists. Constants of the host and torch, never of
+// a workload. Not reentrant: they run the replay and LibTorch's profiler.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <string>
+
+#include "mimic/base/status.h"
+#include "proto/workload.pb.h"
+
+namespace mimic::replay {
+
+// A workload of `n` aten::add.Tensor ops on one-element float tensors of `device`, each adding a
+// constant to the previous op's output: a trace where the ops cost almost nothing, so that a
+// replayer's own work per op is what its time shows.
+proto::Workload TinyOpChain(int n, const std::string& device = "cpu");
+
+struct ReplayOpCost {
+  double replay_us = 0;  // the replay's time per op of TinyOpChain (its iteration / ops)
+  double boxed_us = 0;   // a bare boxed dispatcher call of the same op, stacks built beforehand
+  // What the replay adds per op beyond the dispatcher call: replay_us - boxed_us, at least 0.
+  double framework_us() const { return replay_us > boxed_us ? replay_us - boxed_us : 0; }
+};
+
+// Replays TinyOpChain(ops) on `device` and times the bare boxed calls beside it, alternately in
+// `rounds` rounds of a few iterations (loops) each; every iteration (loop) is a sample, and the
+// samples combine by their minimum (`use_min`) or median. Runs with LibTorch's current thread
+// count. Errors: whatever the replay returns (an unknown device, say); Internal when the chain did
+// not replay in full.
+Result<ReplayOpCost> MeasureReplayOpCost(const std::string& device, int rounds, bool use_min,
+                                         int ops = 2000);
+
+// The host time the capture's instrumentation adds per event boundary (an op starting or
+// ending) outside the ops' spans: half the median gap between 2,000 back-to-back one-element
+// `aten::add` calls from C++ (where the true gap is a few nanoseconds of loop, and each gap
+// holds two boundaries) recorded as the capture scripts record (Kineto with shapes and the
+// execution trace observer). Errors: Internal when the profiler cannot start.
+Result<double> MeasureCaptureCostUs(c10::Device device);
+
+}  // namespace mimic::replay
