@@ -27,7 +27,7 @@ import tempfile
 import time
 from typing import Any, Callable
 
-# Makes the ET observer add a `tensor_range` attr {"<input index>": [min, max]}
+# Makes the ET observer add a `tensor_range` attr {"<tensor ordinal>": [min, max]}
 # for integer tensor inputs. It is read when the observer is registered; torch
 # 2.11 spells it with SAVE_ (torch/csrc/profiler/standalone/
 # execution_trace_observer.cpp).

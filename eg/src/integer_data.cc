@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <fstream>
-#include <iterator>
-#include <sstream>
+#include <string>
 #include <vector>
 
 #include "mimic/eg/workload.h"
@@ -71,6 +71,22 @@ std::string IntegerDataDir(const std::string& et_path) {
   return "";
 }
 
+namespace {
+
+// The most bytes any tensor of the workload holds (numel x itemsize): a saved file larger than
+// that fits none of them, and is not read.
+int64_t LargestTensorBytes(const proto::Workload& w) {
+  int64_t largest = 0;
+  for (const proto::Tensor& t : w.tensors()) {
+    int64_t bytes = 0;
+    if (__builtin_mul_overflow(t.numel(), t.itemsize(), &bytes)) return INT64_MAX;
+    largest = std::max(largest, bytes);
+  }
+  return largest;
+}
+
+}  // namespace
+
 Status AttachIntegerData(const std::string& et_path, proto::Workload& w) {
   const std::string dir = IntegerDataDir(et_path);
   if (dir.empty()) return Status::Ok();
@@ -81,17 +97,28 @@ Status AttachIntegerData(const std::string& et_path, proto::Workload& w) {
   closedir(d);
   std::sort(names.begin(), names.end());
   const std::string folder = dir.substr(dir.find_last_of('/') + 1);
+  const int64_t largest = LargestTensorBytes(w);
   for (const std::string& name : names) {
     int64_t op_id = 0;
     int32_t ordinal = 0;
     if (!ParseName(name, &op_id, &ordinal)) continue;
-    std::ifstream in(dir + "/" + name, std::ios::binary);
-    if (!in) return Status::Io(dir + "/" + name + ": cannot read the file");
+    const std::string path = dir + "/" + name;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return Status::Io(path + ": cannot read the file");
+    if (!S_ISREG(st.st_mode)) return Status::InvalidInput(path + ":byte 0: not a regular file");
+    if (st.st_size > largest)
+      return Status::InvalidInput(path + ":byte 0: " + std::to_string(st.st_size) +
+                                  " bytes, more than any tensor of the trace holds (" +
+                                  std::to_string(largest) + ")");
+    std::string bytes(static_cast<size_t>(st.st_size), '\0');
+    std::ifstream in(path, std::ios::binary);
+    if (!in || !in.read(bytes.data(), st.st_size))
+      return Status::Io(path + ": cannot read the file");
     proto::IntegerData& data = *w.add_integer_data();
     data.set_op_id(op_id);
     data.set_ordinal(ordinal);
     data.set_file(folder + "/" + name);
-    data.mutable_data()->assign(std::istreambuf_iterator<char>(in), {});
+    data.set_data(std::move(bytes));
   }
   return Status::Ok();
 }

@@ -345,7 +345,9 @@ std::vector<int64_t> Decode(std::string_view bytes, c10::ScalarType st) {
 // tensor (its tensor_range) or what its consumers can index.
 std::string TensorStore::CheckIntegerData(int t, std::string_view bytes) const {
   const proto::Tensor& rec = w_.tensors(t);
-  const int64_t expected = rec.numel() * rec.itemsize();
+  int64_t expected = 0;
+  if (__builtin_mul_overflow(rec.numel(), rec.itemsize(), &expected))
+    return "a tensor of more bytes than 64 bits count";
   if (static_cast<int64_t>(bytes.size()) != expected)
     return std::to_string(bytes.size()) + " bytes for a tensor of " + std::to_string(expected);
   if (rec.offset() != 0 && rec.itemsize() != 1)

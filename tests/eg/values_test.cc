@@ -1,5 +1,6 @@
 // Value decoding across schema versions, on small hand-written traces.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -167,6 +168,39 @@ TEST(Values, IntegerDataBesideTheTraceIsAttached) {
   ASSERT_EQ(d.data().size(), sizeof(values));
   EXPECT_EQ(std::memcmp(d.data().data(), values, sizeof(values)), 0);
   EXPECT_EQ(InputTensorByOrdinal(w->ops(0), d.ordinal()), w->ops(0).inputs(1).tensor());
+  std::system(("rm -rf " + dir).c_str());
+}
+
+// Saved files are untrusted: one that is not a regular file, or larger than any tensor of the
+// trace, is an input error naming the file (and is never read whole into memory).
+TEST(Values, IntegerDataFilesThatCannotBeValuesAreInputErrors) {
+  char tmpl[] = "/tmp/mimic_intdata.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string json = R"json({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [
+    {"id": 4, "name": "aten::embedding", "ctrl_deps": 1,
+     "inputs": {"values": [[1,2,0,40,4,"cpu"],[3,4,0,3,8,"cpu"]], "shapes": [[10,4],[3]],
+                "types": ["Tensor(float)","Tensor(long int)"]},
+     "outputs": {"values": [[5,6,0,12,4,"cpu"]], "shapes": [[3,4]], "types": ["Tensor(float)"]},
+     "attrs": []}]})json";
+  ASSERT_TRUE(WriteFileAtomic(dir + "/t.et.json", json).ok());
+  ASSERT_EQ(mkdir((dir + "/t.et_resources").c_str(), 0755), 0);
+  const std::string file = dir + "/t.et_resources/nid_4_tid_1.dat";
+  ASSERT_EQ(mkdir(file.c_str(), 0755), 0);
+  auto w = LoadWorkload(dir + "/t.et.json");
+  EXPECT_THAT(w, StatusIs(StatusCode::kInvalidInput));
+  EXPECT_EQ(w.status().message(), file + ":byte 0: not a regular file");
+  ASSERT_EQ(rmdir(file.c_str()), 0);
+  ASSERT_TRUE(WriteFileAtomic(file, std::string(161, 'x')).ok());  // the largest tensor: 160 bytes
+  w = LoadWorkload(dir + "/t.et.json");
+  EXPECT_THAT(w, StatusIs(StatusCode::kInvalidInput));
+  EXPECT_EQ(w.status().message(),
+            file + ":byte 0: 161 bytes, more than any tensor of the trace holds (160)");
+  ASSERT_TRUE(WriteFileAtomic(file, std::string(160, 'x')).ok());  // read; the replay judges it
+  w = LoadWorkload(dir + "/t.et.json");
+  ASSERT_THAT(w, IsOk());
+  ASSERT_EQ(w->integer_data_size(), 1);
+  EXPECT_EQ(w->integer_data(0).data().size(), 160u);
   std::system(("rm -rf " + dir).c_str());
 }
 

@@ -49,7 +49,8 @@ Result<proto::Workload> LoadWorkloadFromMemory(const std::string& et_name, std::
 std::string IntegerDataDir(const std::string& et_path);
 
 // Reads every `nid_<op id>_tid_<ordinal>.dat` of IntegerDataDir(et_path) into
-// workload.integer_data, as stored (LoadWorkload does it for a trace). Errors: Io.
+// workload.integer_data, as stored (LoadWorkload does it for a trace). Errors: Io; InvalidInput
+// for one that is not a regular file or holds more bytes than any tensor of the workload.
 Status AttachIntegerData(const std::string& et_path, proto::Workload& workload);
 
 // The table entry of the `ordinal`-th tensor among `op`'s inputs, walked depth first through
