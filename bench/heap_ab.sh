@@ -27,11 +27,14 @@ rows = collections.defaultdict(lambda: collections.defaultdict(list))
 for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
     _, name, mode, _ = os.path.basename(path).rsplit(".", 3)
     r = json.load(open(path))
+    rss = lambda s: (s or {}).get("peak_rss_bytes", 0) / 2**20
     rows[name][mode].append((r["ratio"], r["memory"]["page_faults_per_iteration"],
-                             r["original"].get("page_faults_per_iteration")))
+                             r["original"].get("page_faults_per_iteration"),
+                             rss(r["system"]["replay"]), rss(r["system"]["original"])))
 print("| sample | ratio median (range), heap kept | ratio median (range), `--heap-trim` | "
-      "replay faults per iteration, kept / trim | original faults per step |")
-print("|---|---|---|---|---|")
+      "replay faults per iteration, kept / trim | original faults per step | "
+      "peak RSS MiB, kept / trim / original |")
+print("|---|---|---|---|---|---|")
 for name, m in rows.items():
     def ratios(mode):
         v = [x[0] for x in m[mode]]
@@ -40,6 +43,7 @@ for name, m in rows.items():
         v = [x[1] for x in m[mode]]
         return "%.0f-%.0f" % (min(v), max(v))
     orig = [x[2] for x in m["kept"] if x[2] is not None]
-    print("| %s | %s | %s | %s / %s | %s |" % (name, ratios("kept"), ratios("trim"), faults("kept"), faults("trim"),
-          "%.0f-%.0f" % (min(orig), max(orig)) if orig else "-"))
+    peak = lambda mode, k: "%.0f" % max(x[k] for x in m[mode])
+    print("| %s | %s | %s | %s / %s | %s | %s / %s / %s |" % (name, ratios("kept"), ratios("trim"), faults("kept"), faults("trim"),
+          "%.0f-%.0f" % (min(orig), max(orig)) if orig else "-", peak("kept", 3), peak("trim", 3), peak("kept", 4)))
 PY

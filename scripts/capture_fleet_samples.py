@@ -21,12 +21,13 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import tempfile
 import time
 from typing import Any, Callable
 
-# Makes the ET observer add a `tensor_range` attr {"<input index>": [min, max]}
+# Makes the ET observer add a `tensor_range` attr {"<tensor ordinal>": [min, max]}
 # for integer tensor inputs. It is read when the observer is registered; torch
 # 2.11 spells it with SAVE_ (torch/csrc/profiler/standalone/
 # execution_trace_observer.cpp).
@@ -37,6 +38,9 @@ from torch import nn  # pylint: disable=wrong-import-position
 from torch import profiler  # pylint: disable=wrong-import-position
 
 SEED = 1234
+# The observer saves the exact integer inputs of the ops it names (comma-separated) when extra
+# resource collection is on (profile_steps' integer_data_ops).
+INTEGER_DATA_ENV = "ENABLE_PYTORCH_EXECUTION_TRACE_SAVE_INTEGRAL_TENSOR_DATA"
 MANIFEST_FORMAT = 1
 DEFAULT_SAMPLE = "mlp"
 # Profiler schedule: ProfilerStep#0 is a warm-up, the active steps follow.
@@ -57,6 +61,8 @@ class Workload:
     model: str
     batch_size: int
     step: Callable[[], None]
+    # Ops whose exact integer inputs the capture saves beside the ET (profile_steps).
+    integer_data_ops: tuple[str, ...] = ()
 
 
 def make_step(model: nn.Module, loss_fn: nn.Module,
@@ -229,14 +235,26 @@ def write_gzip(src: str, dst: str) -> None:
 def profile_steps(step: Callable[[], None], active: int, et_path: str,
                   kineto_path: str,
                   activities: tuple = (profiler.ProfilerActivity.CPU,),
-                  sync: Callable[[], None] | None = None) -> dict[int, float]:
+                  sync: Callable[[], None] | None = None,
+                  integer_data_ops: tuple[str, ...] = ()) -> dict[int, float]:
     """Records a warm-up step plus `active` steps into an ET and a Kineto trace.
+
+    With `integer_data_ops` (e.g. "aten::embedding"), the observer also saves
+    the exact integer inputs of those ops beside the ET, in
+    `<et_path minus .json>_resources/nid_<node>_tid_<tensor index>.dat`, which
+    `mimic replay` fills the same tensors with.
 
     Returns:
       The wall time (ms) of the step function alone, without `prof.step()`,
       for each active ProfilerStep number.
     """
+    # The observer reads the op list when it is registered.
+    if integer_data_ops:
+        os.environ[INTEGER_DATA_ENV] = ",".join(integer_data_ops)
     observer = profiler.ExecutionTraceObserver().register_callback(et_path)
+    os.environ.pop(INTEGER_DATA_ENV, None)
+    if integer_data_ops:
+        observer.set_extra_resource_collection(True)
     times = {}
     with profiler.profile(
             activities=list(activities),
@@ -254,6 +272,22 @@ def profile_steps(step: Callable[[], None], active: int, et_path: str,
                 times[step_num] = elapsed
             prof.step()
     return times
+
+
+def integer_data_dir(et_path: str) -> str:
+    """The folder the observer saves integer inputs in for the ET at `et_path`
+    (X.json or X.json.gz: X_resources)."""
+    return et_path.removesuffix(".gz").removesuffix(".json") + "_resources"
+
+
+def copy_integer_data(et_path: str, dst_et_path: str) -> None:
+    """Copies the integer inputs saved beside `et_path` to beside `dst_et_path`;
+    removes what an earlier capture left there when there are none."""
+    src, dst = integer_data_dir(et_path), integer_data_dir(dst_et_path)
+    if os.path.isdir(dst):
+        shutil.rmtree(dst)
+    if os.path.isdir(src) and os.listdir(src):
+        shutil.copytree(src, dst)
 
 
 def step_numbers(names: list[str]) -> list[int]:
@@ -341,7 +375,8 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
         et_path = os.path.join(tmp, et_name.removesuffix(".gz"))
         kineto_path = os.path.join(tmp, kineto_name.removesuffix(".gz"))
         profiled_ms = profile_steps(workload.step, profiled_steps, et_path,
-                                    kineto_path)
+                                    kineto_path,
+                                    integer_data_ops=workload.integer_data_ops)
         with open(et_path) as f:
             et = json.load(f)
         with open(kineto_path) as f:
@@ -352,6 +387,7 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
                 f"ET steps {steps} != timed steps {sorted(profiled_ms)}")
         write_gzip(et_path, os.path.join(out_dir, et_name))
         write_gzip(kineto_path, os.path.join(out_dir, kineto_name))
+        copy_integer_data(et_path, os.path.join(out_dir, et_name))
     for name in (et_name, kineto_name):
         size_kb = os.path.getsize(os.path.join(out_dir, name)) / 1024
         print(f"  {name}: {size_kb:.0f} KB")

@@ -8,6 +8,7 @@ spans; the system figures are both processes' per step (getrusage). Nothing is t
 Usage: python3 bench/fidelity/run.py [--runs 5] [--only a,b] [--work DIR] [--host-gaps recorded|none]
 Environment: MIMIC (default build/default/cli/mimic)."""
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -43,23 +44,34 @@ def system(s: dict | None) -> str:
     return f"{s['cpu_utilization']:.2f} cores, {s['minor_faults']:.0f} flt, {s['peak_rss_bytes'] / 2**20:.0f} MiB"
 
 
+def cpu_ratio(rep: dict) -> str:
+    """Replay CPU time per iteration / original CPU time per step (user + sys, getrusage): on a
+    machine shared with other jobs, less disturbed by time slicing than wall time is (with one
+    intra-op thread; with more, idle threads spin at barriers while others wait for a CPU)."""
+    r, o = rep["system"]["replay"], rep["system"]["original"]
+    if not r or not o or not o.get("cpu_user_ms"):
+        return "-"
+    return f"{(r['cpu_user_ms'] + r['cpu_sys_ms']) / (o['cpu_user_ms'] + o['cpu_sys_ms']):.3f}"
+
+
 def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, float]:
     work = os.path.join(args.work, f"run{k}")
     os.makedirs(work, exist_ok=True)
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "fidelity", "zoo.py"), "--out", work,
                     "--only", ",".join(names)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ratios = {}
-    print(f"\n### Run {k}\n")
-    print("| model | original ms | replay ms | ratio | coverage | largest per-op differences (ms) |"
+    start = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"\n### Run {k} ({start}, 1-minute load {os.getloadavg()[0]:.2f} after the captures)\n")
+    print("| model | original ms | replay ms | ratio | CPU ratio | coverage | largest per-op differences (ms) |"
           " original system | replay system |")
-    print("|---|---:|---:|---:|---|---|---|---|")
+    print("|---|---:|---:|---:|---:|---|---|---|---|")
     for name in names:
         rep = replay(work, name, args)
         ratio = rep["ratio"]
         ratios[name] = ratio
         cov = rep["coverage"]
         print(f"| {name} | {rep['original_iteration_ms']:.2f} | {rep['iteration_ms']['median']:.2f} | "
-              f"{ratio:.3f} | {cov['replayed']}/{cov['total']} | {attribution(rep)} | "
+              f"{ratio:.3f} | {cpu_ratio(rep)} | {cov['replayed']}/{cov['total']} | {attribution(rep)} | "
               f"{system(rep['system']['original'])} | {system(rep['system']['replay'])} |", flush=True)
     return ratios
 

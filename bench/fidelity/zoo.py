@@ -7,9 +7,10 @@ fleet_samples/ and never used by tests or to tune anything.
 
 Captures each model as scripts/capture_fleet_samples.py captures the fleet samples (warm-up,
 unprofiled timed steps with the process's system figures, then ET + Kineto): the output folder
-holds NAME.et.json.gz, NAME.kineto.json.gz and manifest.json, which `mimic replay` picks up.
+holds NAME.et.json.gz, NAME.kineto.json.gz, manifest.json and the saved integer inputs
+(NAME.et_resources/), which `mimic replay` picks up.
 
-Usage: python3 bench/fidelity/zoo.py --out DIR [--only a,b] [--list]
+Usage: python3 bench/fidelity/zoo.py --out DIR [--only a,b] [--list] [--no-integer-data]
 """
 import argparse
 import os
@@ -23,6 +24,10 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 W = cfs.Workload
+# Ops whose integer inputs (token ids, embedding indices and offsets, edge lists, labels) the
+# capture saves beside the trace, for the replay to fill the same tensors with (docs/replay.md).
+INTEGER_DATA_OPS = ("aten::embedding", "aten::embedding_bag", "aten::index", "aten::index_select",
+                    "aten::scatter_add", "aten::gather", "aten::cross_entropy_loss", "aten::nll_loss_nd")
 
 
 def lstm_tagger() -> W:
@@ -289,6 +294,8 @@ def main() -> None:
     p.add_argument("--warmup-steps", type=int, default=5)
     p.add_argument("--timed-steps", type=int, default=20)
     p.add_argument("--steps", type=int, default=1, help="profiled steps")
+    p.add_argument("--no-integer-data", action="store_true",
+                   help="do not save the integer inputs beside the traces")
     a = p.parse_args()
     if a.list:
         print("\n".join(ZOO))
@@ -305,6 +312,7 @@ def main() -> None:
         torch.manual_seed(cfs.SEED)
         w = ZOO[name]()
         w.name = name
+        w.integer_data_ops = () if a.no_integer_data else INTEGER_DATA_OPS
         entries.append(cfs.capture(w, a.out, a.warmup_steps, a.timed_steps, a.steps, max_et_only=10))
     cfs.update_manifest(a.out, entries)
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "json_scan.h"
+#include "mimic/eg/workload.h"
 
 namespace mimic::eg {
 namespace {
@@ -553,9 +554,11 @@ int32_t TraceBuilder::InternTensor(element value, std::string_view type, int32_t
   for (int i = 0; i < 5; ++i, ++field) key.push_back(AsInt(*field));
   std::string_view device;
   if (n >= 6) device = (*field).get_string();
+  // An undefined tensor: typed "Tensor(nullptr (uninitialized))", or all zeros with no type. A
+  // sparse tensor has no storage either ([id,0,0,0,0,""]) but its dtype: it is a tensor.
   if (key[kNumel] == 0 && key[kItemsize] == 0 && key[kStorageId] == 0 &&
-      (device.empty() || type.find("nullptr") != std::string_view::npos))
-    return -1;  // an undefined tensor
+      (type.find("nullptr") != std::string_view::npos || (type.empty() && device.empty())))
+    return -1;
   if (key[kNumel] < 0 || key[kItemsize] < 0 || key[kOffset] < 0)
     throw NodeError{"tensor " + std::to_string(key[kTensorId]) +
                     " has a negative numel, itemsize or offset"};
@@ -618,7 +621,8 @@ void TraceBuilder::AddTensor(std::string_view type, std::string_view device) {
   key_starts_.push_back(tensor_keys_.size());
 }
 
-// tensor_range is a JSON object {"<input index>": [min, max], ...}.
+// tensor_range is a JSON object {"<tensor ordinal>": [min, max], ...}: keys count the op's
+// tensor inputs (InputTensorByOrdinal), not its arguments.
 void TraceBuilder::ApplyTensorRange(std::string_view json, proto::Op& op) {
   element doc;
   if (aux_parser_.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS ||
@@ -627,16 +631,16 @@ void TraceBuilder::ApplyTensorRange(std::string_view json, proto::Op& op) {
   for (auto field : doc.get_object()) {
     int64_t index = -1;
     for (char c : field.key) {
-      if (c < '0' || c > '9') throw NodeError{"tensor_range key is not an input index"};
+      if (c < '0' || c > '9') throw NodeError{"tensor_range key is not a tensor index"};
       index = (index < 0 ? 0 : index * 10) + (c - '0');
     }
-    if (index < 0 || index >= op.inputs_size()) continue;
+    if (index < 0) continue;
     const simdjson::dom::array bounds = field.value.get_array();
     if (bounds.size() != 2) throw NodeError{"tensor_range entry is not [min, max]"};
     const int64_t lo = AsInt(bounds.at(0)), hi = AsInt(bounds.at(1));
-    const proto::Value& v = op.inputs(static_cast<int>(index));
-    if (v.kind_case() != proto::Value::kTensor || v.tensor() < 0) continue;
-    proto::Tensor& t = *w_.mutable_tensors(v.tensor());
+    const int entry = InputTensorByOrdinal(op, index);
+    if (entry < 0) continue;
+    proto::Tensor& t = *w_.mutable_tensors(entry);
     if (t.has_range()) {
       t.set_range_min(std::min(t.range_min(), lo));
       t.set_range_max(std::max(t.range_max(), hi));

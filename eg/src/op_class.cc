@@ -227,6 +227,25 @@ OpClass ClassOf(std::string_view op_name) {
   return OpClass::kOther;
 }
 
+bool HasDataDependentShape(std::string_view op_name) {
+  static constexpr std::string_view kOps[] = {"aten::nonzero",
+                                              "aten::argwhere",
+                                              "aten::masked_select",
+                                              "aten::unique_dim",
+                                              "aten::_unique",
+                                              "aten::_unique2",
+                                              "aten::unique_consecutive",
+                                              "aten::unique_dim_consecutive",
+                                              "aten::bincount",
+                                              "aten::repeat_interleave",
+                                              "aten::nonzero_numpy",
+                                              "aten::where"};
+  const std::string_view name = BaseName(op_name);
+  for (std::string_view op : kOps)
+    if (op == name) return true;
+  return false;
+}
+
 std::string_view OpClassName(OpClass c) {
   for (const ClassRecord& r : kClasses)
     if (r.op_class == c) return r.name;

@@ -403,7 +403,10 @@ Result<proto::Workload> LoadWorkload(const std::string& path, const LoadOptions&
           "--no-replay read it");
     return w;
   }
-  return Build(et, Source{options.kineto_path, {}}, options.allow_kineto_only);
+  MIMIC_ASSIGN_OR_RETURN(proto::Workload w,
+                         Build(et, Source{options.kineto_path, {}}, options.allow_kineto_only));
+  if (!IsKinetoOnly(w)) MIMIC_RETURN_IF_ERROR(AttachIntegerData(path, w));
+  return w;
 }
 
 Result<proto::Workload> LoadWorkloadFromMemory(const std::string& et_name, std::string_view et_raw,

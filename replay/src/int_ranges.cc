@@ -97,6 +97,7 @@ void IntRangePlanner::Below(int t, int64_t bound) {
 
 void IntRangePlanner::Consume(const proto::Op& op) {
   const std::string_view name = BaseName(op.name());
+  ConsumeOutputs(op, name);
   auto tensor_at = [&](int arg) -> const proto::Tensor* {
     if (arg >= op.inputs_size()) return nullptr;
     const proto::Value& v = op.inputs(arg);
@@ -163,6 +164,21 @@ void IntRangePlanner::Consume(const proto::Op& op) {
     }
     Below(t, bound);
   }
+}
+
+// The indices nonzero and argwhere make (a stand-in for them, where the replay's values give
+// another count) are ascending coordinates below the input's largest dimension.
+void IntRangePlanner::ConsumeOutputs(const proto::Op& op, std::string_view name) {
+  if ((name != "aten::nonzero" && name != "aten::argwhere") || op.inputs_size() == 0 ||
+      op.outputs_size() == 0 || op.inputs(0).kind_case() != proto::Value::kTensor ||
+      op.inputs(0).tensor() < 0 || op.outputs(0).kind_case() != proto::Value::kTensor ||
+      op.outputs(0).tensor() < 0)
+    return;
+  const proto::Tensor& in = w_.tensors(op.inputs(0).tensor());
+  int64_t largest = 1;
+  for (int64_t d : in.shape()) largest = std::max(largest, d);
+  Below(op.outputs(0).tensor(), largest);
+  fills_[op.outputs(0).tensor()].sorted = true;
 }
 
 IntFill IntRangePlanner::FillFor(int t) const {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string_view>
 #include <unordered_map>
 
 #include "proto/workload.pb.h"
@@ -19,6 +20,7 @@ struct IntFill {
   int64_t hi = 1;  // inclusive
   int64_t offsets_total = 0;  // kOffsets: the indices' numel, the largest offset allowed
   bool constrained = false;   // a rule or a recorded range set it
+  bool sorted = false;        // ascending, as nonzero makes its indices
 };
 
 class IntRangePlanner {
@@ -31,6 +33,7 @@ class IntRangePlanner {
 
  private:
   void Below(int t, int64_t bound);
+  void ConsumeOutputs(const proto::Op& op, std::string_view name);
   const proto::Workload& w_;
   std::unordered_map<int, IntFill> fills_;
 };

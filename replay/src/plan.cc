@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "mimic/eg/collective.h"
+#include "mimic/eg/op_class.h"
 #include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
 #include "mimic/replay/executor.h"
@@ -195,6 +196,7 @@ class Planner {
       s.handle = parts[k].second;
       s.args = std::move(compiled[k]);
       s.check = k + 1 == parts.size();
+      s.recorded_shapes = eg::HasDataDependentShape(w_.ops(parts[k].first).name());
       store_order_.push_back(parts[k].first);
     }
   }

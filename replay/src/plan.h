@@ -49,6 +49,9 @@ struct Step {
   std::vector<int64_t> acquire;      // --lazy-alloc: prepared buffers to allocate before it
   std::vector<int64_t> drop;         // --lazy-alloc: prepared buffers to free after it
   bool check = false;  // after it, check the top op's recorded outputs (1st iteration)
+  // Its outputs' shapes depend on its inputs' values (eg::HasDataDependentShape): an output of
+  // another shape than the recorded one is replaced by a stand-in of the recorded shape.
+  bool recorded_shapes = false;
   // kDelay
   double delay_us = 0;
   bool host_gap = false;  // the original's host time before the op (not the op's own time)

@@ -174,6 +174,9 @@ class Runner {
     result_.preallocated_bytes = store_.prepared_bytes();
     result_.storages_preallocated = store_.prepared_storages();
     result_.inputs_sha256 = store_.inputs_sha256();
+    result_.integer_inputs = store_.integer_inputs();
+    result_.outputs_stand_ins = stand_in_count_;
+    result_.stand_ins = stand_ins_;
     result_.estimated_peak_bytes = options_.lazy_alloc ? plan_.peak_bytes_lazy : plan_.peak_bytes;
     std::unordered_map<std::string, OpNameStats> by_name;
     for (size_t t = 0; t < plan_.tops.size(); ++t) {
@@ -302,11 +305,35 @@ class Runner {
       if (IsOutOfMemory(e.what())) return OutOfMemory(i, e.what());
       return Fail(i, "exception", FirstLine(e.what()));
     }
+    if (s.recorded_shapes) KeepRecordedShapes(stack, op);
     for (size_t k = 0; k < stack.size() && k < static_cast<size_t>(op.outputs_size()); ++k)
       Register(stack[k], op.outputs(static_cast<int>(k)));
     stack.clear();
     if (first_ && s.check) CheckOutputs(i);
     for (int32_t e : s.releases) store_.Release(e);
+  }
+
+  // An op whose output shapes depend on its inputs' values (nonzero, unique, ...) computed on
+  // the replay's values: outputs of another shape than recorded, which the ops after it cannot
+  // take, are replaced by stand-ins of the recorded shape (counted in the first iteration).
+  void KeepRecordedShapes(torch::jit::Stack& stack, const proto::Op& op) {
+    for (size_t k = 0; k < stack.size() && k < static_cast<size_t>(op.outputs_size()); ++k) {
+      const proto::Value& rec = op.outputs(static_cast<int>(k));
+      if (!stack[k].isTensor() || rec.kind_case() != proto::Value::kTensor || rec.tensor() < 0)
+        continue;
+      const at::Tensor& t = stack[k].toTensor();
+      if (!t.defined() || SameShape(t, w_.tensors(rec.tensor()))) continue;
+      if (first_) {
+        std::lock_guard<std::mutex> lock(failures_mu_);
+        if (stand_ins_.size() < 20)
+          stand_ins_.push_back("op " + std::to_string(op.id()) + " (" + op.name() + ") made " +
+                               c10::str(t.sizes()) + ", recorded " +
+                               c10::str(c10::IntArrayRef(w_.tensors(rec.tensor()).shape().data(),
+                                                         w_.tensors(rec.tensor()).shape_size())));
+        ++stand_in_count_;
+      }
+      stack[k] = store_.StandIn(rec.tensor());
+    }
   }
 
   void Register(const c10::IValue& iv, const proto::Value& rec) {
@@ -518,6 +545,8 @@ class Runner {
   std::mutex failures_mu_;
   std::vector<Failure> failures_;
   std::atomic<bool> stopping_{false};
+  std::vector<std::string> stand_ins_;  // first iteration (under failures_mu_)
+  int64_t stand_in_count_ = 0;
   bool first_ = false;
   bool measuring_ = false;
   std::vector<Pending> pending_;
@@ -534,12 +563,19 @@ void Merge(const ReplayResult& p, bool several, bool comm, ReplayResult& result,
   result.skipped.insert(result.skipped.end(), p.skipped.begin(), p.skipped.end());
   result.outputs_checked += p.outputs_checked;
   result.outputs_mismatched += p.outputs_mismatched;
+  result.outputs_stand_ins += p.outputs_stand_ins;
+  result.stand_ins.insert(result.stand_ins.end(), p.stand_ins.begin(), p.stand_ins.end());
   result.mismatches.insert(result.mismatches.end(), p.mismatches.begin(), p.mismatches.end());
   result.preallocated_bytes += p.preallocated_bytes;
   result.storages_preallocated += p.storages_preallocated;
   result.estimated_peak_bytes += p.estimated_peak_bytes;
   result.inputs_sha256 =
       several ? Sha256Hex(result.inputs_sha256 + p.inputs_sha256) : p.inputs_sha256;
+  result.integer_inputs.leaves += p.integer_inputs.leaves;
+  result.integer_inputs.recorded += p.integer_inputs.recorded;
+  result.integer_inputs.rejected.insert(result.integer_inputs.rejected.end(),
+                                        p.integer_inputs.rejected.begin(),
+                                        p.integer_inputs.rejected.end());
   result.comm.collectives.insert(result.comm.collectives.end(), p.comm.collectives.begin(),
                                  p.comm.collectives.end());
   if (comm) result.comm.issued = p.comm.issued;

@@ -287,12 +287,23 @@ class JsonReporter final : public Reporter {
     j.Key("examples").BeginArray();
     for (const std::string& m : r.mismatches) j.String(m);
     j.EndArray();
+    j.Key("stand_ins").Int(r.outputs_stand_ins);
+    j.Key("stand_in_examples").BeginArray();
+    for (const std::string& m : r.stand_ins) j.String(m);
+    j.EndArray();
     j.EndObject();
 
     j.Key("memory").BeginObject();
     j.Key("preallocated_bytes").Int(r.preallocated_bytes);
     j.Key("preallocated_storages").Int(r.storages_preallocated);
     j.Key("inputs_sha256").String(r.inputs_sha256);
+    j.Key("integer_inputs").BeginObject();
+    j.Key("leaves").Int(r.integer_inputs.leaves);
+    j.Key("recorded").Int(r.integer_inputs.recorded);
+    j.Key("rejected").BeginArray();
+    for (const std::string& why : r.integer_inputs.rejected) j.String(why);
+    j.EndArray();
+    j.EndObject();
     j.Key("heap").String(r.heap);
     j.Key("page_faults_per_iteration");
     if (r.page_faults_per_iteration >= 0) j.Double(r.page_faults_per_iteration);

@@ -1,21 +1,22 @@
 #include "tensor_store.h"
 
-#include "mimic/base/file.h"
-#include "mimic/eg/workload.h"
-
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 #include <ATen/ops/randint.h>
 #include <c10/core/Allocator.h>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <unordered_set>
+
+#include "mimic/base/file.h"
+#include "mimic/eg/workload.h"
 
 namespace mimic::replay {
 
@@ -47,6 +48,10 @@ int64_t Extent(const proto::Tensor& t) {
 }
 
 std::string FirstLineOf(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// False for a tensor recorded without storage ([id,0,0,0,0,""]: a sparse tensor): nothing can
+// alias it, and the replay cannot make one of its own.
+bool HasStorage(const proto::Tensor& t) { return t.itemsize() > 0; }
 
 int64_t BytesNeeded(const proto::Tensor& t) {
   return (t.offset() + std::max<int64_t>(Extent(t), 0)) * std::max<int64_t>(t.itemsize(), 1);
@@ -89,15 +94,96 @@ bool TensorStore::MayAliasProducer(int t, proto::DType producer_dtype) const {
 
 namespace {
 
-// Operators defined on non-negative inputs only. Fed the symmetric fill, they would compute
-// NaNs, which some CPUs produce far more slowly (sqrt of negatives: 9x on this project's AMD
-// host); their inputs in a real job (Adam's exp_avg_sq, variances) are non-negative.
-bool NeedsNonNegativeInput(std::string_view name) {
+// Inputs an operator is defined on only part of the reals for. Fed the symmetric fill, sqrt
+// and log compute NaNs, which some CPUs produce far more slowly (sqrt of negatives: 9x on this
+// project's AMD host), and binary_cross_entropy refuses targets outside [0, 1]; in a real job
+// these inputs (Adam's exp_avg_sq, variances, probabilities, targets) are in the domain.
+struct DomainRule {
+  std::string_view op;  // without overload
+  int arg;
+  InputDomain domain;
+};
+
+constexpr DomainRule kDomainRules[] = {
+    {"aten::sqrt", 0, InputDomain::kNonNegative},
+    {"aten::sqrt_", 0, InputDomain::kNonNegative},
+    {"aten::rsqrt", 0, InputDomain::kNonNegative},
+    {"aten::rsqrt_", 0, InputDomain::kNonNegative},
+    {"aten::log", 0, InputDomain::kNonNegative},
+    {"aten::log_", 0, InputDomain::kNonNegative},
+    {"aten::log2", 0, InputDomain::kNonNegative},
+    {"aten::log2_", 0, InputDomain::kNonNegative},
+    {"aten::log10", 0, InputDomain::kNonNegative},
+    {"aten::log10_", 0, InputDomain::kNonNegative},
+    {"aten::_foreach_sqrt", 0, InputDomain::kNonNegative},
+    {"aten::_foreach_sqrt_", 0, InputDomain::kNonNegative},
+    {"aten::_foreach_log", 0, InputDomain::kNonNegative},
+    {"aten::_foreach_log_", 0, InputDomain::kNonNegative},
+    {"aten::binary_cross_entropy", 0, InputDomain::kUnitInterval},
+    {"aten::binary_cross_entropy", 1, InputDomain::kUnitInterval},
+    {"aten::binary_cross_entropy_backward", 1, InputDomain::kUnitInterval},
+    {"aten::binary_cross_entropy_backward", 2, InputDomain::kUnitInterval},
+    {"aten::binary_cross_entropy_with_logits", 1, InputDomain::kUnitInterval},
+    {"aten::bernoulli", 0, InputDomain::kUnitInterval},
+    {"aten::multinomial", 0, InputDomain::kNonNegative},
+};
+
+// Operators whose output keeps the sign its inputs have (sums, products, views, copies,
+// sparse masks): where the output must be non-negative, so must their inputs. The walk back from
+// a sqrt stops at any other operator (pow, exp, abs, ... make their own sign).
+bool PassesSign(std::string_view name) {
   name = name.substr(0, name.find('.'));
-  for (std::string_view n : {"aten::sqrt", "aten::sqrt_", "aten::rsqrt", "aten::rsqrt_", "aten::log", "aten::log_",
-                             "aten::log2", "aten::log2_", "aten::log10", "aten::log10_", "aten::_foreach_sqrt",
-                             "aten::_foreach_sqrt_", "aten::_foreach_log", "aten::_foreach_log_"})
-    if (name == n) return true;
+  static constexpr std::string_view kOps[] = {"aten::add",
+                                              "aten::add_",
+                                              "aten::mul",
+                                              "aten::mul_",
+                                              "aten::div",
+                                              "aten::div_",
+                                              "aten::sub",
+                                              "aten::sub_",
+                                              "aten::addcmul",
+                                              "aten::addcmul_",
+                                              "aten::lerp",
+                                              "aten::lerp_",
+                                              "aten::clone",
+                                              "aten::copy_",
+                                              "aten::contiguous",
+                                              "aten::detach",
+                                              "aten::to",
+                                              "aten::_to_copy",
+                                              "aten::view",
+                                              "aten::reshape",
+                                              "aten::_reshape_alias",
+                                              "aten::as_strided",
+                                              "aten::expand",
+                                              "aten::select",
+                                              "aten::slice",
+                                              "aten::squeeze",
+                                              "aten::unsqueeze",
+                                              "aten::t",
+                                              "aten::transpose",
+                                              "aten::permute",
+                                              "aten::sparse_mask",
+                                              "aten::_values",
+                                              "aten::values",
+                                              "aten::coalesce",
+                                              "aten::_coalesce",
+                                              "aten::index_select",
+                                              "aten::sum",
+                                              "aten::mean",
+                                              "aten::_foreach_add",
+                                              "aten::_foreach_add_",
+                                              "aten::_foreach_mul",
+                                              "aten::_foreach_mul_",
+                                              "aten::_foreach_div",
+                                              "aten::_foreach_div_",
+                                              "aten::_foreach_addcmul",
+                                              "aten::_foreach_addcmul_",
+                                              "aten::_foreach_lerp_",
+                                              "aten::maximum",
+                                              "aten::max"};
+  for (std::string_view op : kOps)
+    if (op == name) return true;
   return false;
 }
 
@@ -131,7 +217,7 @@ Status TensorStore::Plan(const std::vector<int>& ops) {
     const bool fresh_views = ChangesViewMetadata(op.name());
     auto resolve = [&](int t) -> InputSource {
       const proto::Tensor& tensor = w_.tensors(t);
-      if (produced[t]) return {InputSource::Kind::kProduced, t, -1};
+      if (produced[t] || !HasStorage(tensor)) return {InputSource::Kind::kProduced, t, -1};
       if (auto it = produced_storages.find(tensor.storage_id()); it != produced_storages.end()) {
         if (MayAliasProducer(t, it->second.second))
           return {InputSource::Kind::kDerived, t, it->second.first};
@@ -157,12 +243,19 @@ Status TensorStore::Plan(const std::vector<int>& ops) {
         sources_[pos].emplace_back(t, resolve(t));
       });
     // After the loop above, which gives a leaf on a reused storage id its own buffer key.
-    if (NeedsNonNegativeInput(op.name()) && op.inputs_size() > 0)
-      ForEachInputTensor(op.inputs(0), [&](int t) { non_negative_buffers_.insert(BufferKey(t)); });
+    const std::string_view base = std::string_view(op.name()).substr(0, op.name().find('.'));
+    for (const DomainRule& r : kDomainRules)
+      if (r.op == base && r.arg < op.inputs_size())
+        ForEachInputTensor(op.inputs(r.arg),
+                           [&](int t) { RequireDomain(ops, t, pos, r.domain, 8); });
     for (const proto::Value& v : op.outputs()) {
       ForEachInputTensor(v, [&](int t) {
         produced[t] = true;
-        produced_storages[w_.tensors(t).storage_id()] = {t, w_.tensors(t).dtype()};
+        producers_[t].push_back(static_cast<int>(pos));
+        if (HasStorage(w_.tensors(t))) {
+          produced_storages[w_.tensors(t).storage_id()] = {t, w_.tensors(t).dtype()};
+          storage_producers_[w_.tensors(t).storage_id()].push_back(static_cast<int>(pos));
+        }
       });
     }
   }
@@ -175,7 +268,151 @@ Status TensorStore::Plan(const std::vector<int>& ops) {
   }
   planned_bytes_ = 0;
   for (const auto& [key, bytes] : buffer_bytes_) planned_bytes_ += bytes;
+  MatchIntegerData();
   return Status::Ok();
+}
+
+// The capture's saved values (workload.integer_data) of each integer leaf: those of the first
+// op, by id, that saved the tensor, where CheckIntegerData accepts them.
+void TensorStore::MatchIntegerData() {
+  std::unordered_map<int64_t, std::vector<const proto::IntegerData*>> by_op;
+  for (const proto::IntegerData& d : w_.integer_data()) by_op[d.op_id()].push_back(&d);
+  std::unordered_map<int, const proto::IntegerData*> saved;
+  if (!by_op.empty())
+    for (const proto::Op& op : w_.ops())
+      if (auto it = by_op.find(op.id()); it != by_op.end())
+        for (const proto::IntegerData* d : it->second)
+          if (const int t = eg::InputTensorByOrdinal(op, d->ordinal()); t >= 0) saved.emplace(t, d);
+  for (int t : leaves_) {
+    c10::ScalarType st;
+    if (!ToScalarType(w_.tensors(t).dtype(), &st) ||
+        !c10::isIntegralType(st, /*includeBool=*/false))
+      continue;
+    ++integer_inputs_.leaves;
+    auto it = saved.find(t);
+    if (it == saved.end()) continue;
+    if (std::string why = CheckIntegerData(t, it->second->data()); !why.empty()) {
+      integer_inputs_.rejected.push_back(it->second->file() + ": " + why);
+      continue;
+    }
+    recorded_[t] = it->second->data();
+    ++integer_inputs_.recorded;
+  }
+}
+
+namespace {
+
+// The saved bytes of an integer tensor as int64 values; empty for a dtype Mimic does not decode.
+std::vector<int64_t> Decode(std::string_view bytes, c10::ScalarType st) {
+  auto as = [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<int64_t> out(bytes.size() / sizeof(T));
+    for (size_t i = 0; i < out.size(); ++i) {
+      T v;
+      std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
+      out[i] = static_cast<int64_t>(v);
+    }
+    return out;
+  };
+  switch (st) {
+    case c10::kByte:
+      return as(uint8_t{});
+    case c10::kChar:
+      return as(int8_t{});
+    case c10::kShort:
+      return as(int16_t{});
+    case c10::kInt:
+      return as(int32_t{});
+    case c10::kLong:
+      return as(int64_t{});
+    case c10::ScalarType::UInt16:
+      return as(uint16_t{});
+    case c10::ScalarType::UInt32:
+      return as(uint32_t{});
+    case c10::ScalarType::UInt64:
+      return as(uint64_t{});
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+// Why the saved bytes cannot stand for leaf `t` ("" when they can): a size other than the
+// tensor's, a view the observer did not save faithfully (torch 2.11 reads from the storage's
+// start plus the view's offset counted in bytes, and numel elements in memory order, so only
+// dense views at offset 0 come out right), or values outside what the trace recorded for the
+// tensor (its tensor_range) or what its consumers can index.
+std::string TensorStore::CheckIntegerData(int t, std::string_view bytes) const {
+  const proto::Tensor& rec = w_.tensors(t);
+  int64_t expected = 0;
+  if (__builtin_mul_overflow(rec.numel(), rec.itemsize(), &expected))
+    return "a tensor of more bytes than 64 bits count";
+  if (static_cast<int64_t>(bytes.size()) != expected)
+    return std::to_string(bytes.size()) + " bytes for a tensor of " + std::to_string(expected);
+  if (rec.offset() != 0 && rec.itemsize() != 1)
+    return "a view at storage offset " + std::to_string(rec.offset()) +
+           ", which the observer saves from the wrong place";
+  if (Extent(rec) != rec.numel()) return "a view with gaps between its elements";
+  c10::ScalarType st = c10::kLong;
+  ToScalarType(rec.dtype(), &st);
+  if (rec.numel() == 0) return "an empty tensor";
+  const std::vector<int64_t> v = Decode(bytes, st);
+  if (static_cast<int64_t>(v.size()) != rec.numel()) return "a dtype Mimic does not decode";
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  if (rec.has_range() && (*lo != rec.range_min() || *hi != rec.range_max()))
+    return "values " + std::to_string(*lo) + ".." + std::to_string(*hi) + ", the trace recorded " +
+           std::to_string(rec.range_min()) + ".." + std::to_string(rec.range_max());
+  const IntFill fill = ranges_.FillFor(t);
+  if (fill.kind == IntFill::Kind::kOffsets) {
+    if (v.front() != 0 || !std::is_sorted(v.begin(), v.end()) || v.back() > fill.offsets_total)
+      return "not offsets into " + std::to_string(fill.offsets_total) + " indices";
+  } else if (fill.constrained && (*lo < fill.lo || *hi > fill.hi)) {
+    return "values " + std::to_string(*lo) + ".." + std::to_string(*hi) + " outside " +
+           std::to_string(fill.lo) + ".." + std::to_string(fill.hi) + ", what its consumers index";
+  }
+  return "";
+}
+
+// The position of the op that last wrote input `t` of the op at position `before` (for a view
+// the trace did not see made, the last that wrote its storage); -1 for a prepared input.
+int TensorStore::LatestProducer(int t, int before) const {
+  auto latest = [before](const std::vector<int>& positions) {
+    auto it = std::lower_bound(positions.begin(), positions.end(), before);
+    return it == positions.begin() ? -1 : *std::prev(it);
+  };
+  const InputSource source = SourceOf(before, t);
+  if (source.kind == InputSource::Kind::kProduced) {
+    auto it = producers_.find(t);
+    return it == producers_.end() ? -1 : latest(it->second);
+  }
+  if (source.kind != InputSource::Kind::kDerived) return -1;
+  auto it = storage_producers_.find(w_.tensors(t).storage_id());
+  return it == storage_producers_.end() ? -1 : latest(it->second);
+}
+
+// Input `t` of the op at position `before` must lie in `domain`: so must the prepared tensor it
+// is, or, for a non-negative one, the prepared tensors it is computed from through ops that pass
+// their inputs' sign on (PassesSign), up to `depth` ops back. SparseAdam's sqrt reads its
+// exp_avg_sq state through sparse_mask, _values and add_; filled symmetric, the state would make
+// NaNs from the second iteration on.
+void TensorStore::RequireDomain(const std::vector<int>& ops, int t, int before, InputDomain domain,
+                                int depth) {
+  const InputSource::Kind kind = SourceOf(before, t).kind;
+  if (kind == InputSource::Kind::kLeaf || kind == InputSource::Kind::kLeafFresh) {
+    domain_[BufferKey(t)] = domain;
+    return;
+  }
+  const int pos = LatestProducer(t, before);
+  if (pos < 0) return;
+  const proto::Op& op = w_.ops(ops[pos]);
+  if (domain != InputDomain::kNonNegative || depth == 0 || !PassesSign(op.name())) return;
+  for (const proto::Value& v : op.inputs())
+    ForEachInputTensor(v, [&](int in) {
+      c10::ScalarType st;
+      if (ToScalarType(w_.tensors(in).dtype(), &st) && IsFloating(st))
+        RequireDomain(ops, in, pos, domain, depth - 1);
+    });
 }
 
 InputSource TensorStore::SourceOf(int pos, int t) const {
@@ -195,15 +432,19 @@ Status TensorStore::AllocateBuffer(int64_t key, int64_t bytes) {
                             std::to_string(key) + ": " + FirstLineOf(e.what_without_backtrace()));
   }
   const c10::Storage& buffer = buffers_.at(key);
-  for (int t : leaves_of_[key]) {
-    const proto::Tensor& tensor = w_.tensors(t);
-    leaf_[t] = ViewOf(buffer, t);
-    const int64_t extent = Extent(tensor);
-    if (extent == 0) continue;
-    at::Tensor flat = at::empty({0}, leaf_[t].options());
-    flat.set_(buffer, tensor.offset(), {extent}, {1});
-    Fill(flat, t);
-  }
+  // Leaves with the capture's saved values last, so that no random fill of another view of
+  // the same buffer overwrites them.
+  for (bool saved : {false, true})
+    for (int t : leaves_of_[key]) {
+      if (recorded_.count(t) != static_cast<size_t>(saved)) continue;
+      const proto::Tensor& tensor = w_.tensors(t);
+      leaf_[t] = ViewOf(buffer, t);
+      const int64_t extent = Extent(tensor);
+      if (extent == 0) continue;
+      at::Tensor flat = at::empty({0}, leaf_[t].options());
+      flat.set_(buffer, tensor.offset(), {extent}, {1});
+      Fill(flat, t);
+    }
   return Status::Ok();
 }
 
@@ -261,16 +502,29 @@ void TensorStore::Fill(const at::Tensor& flat, int t) {
     }
     // Symmetric, at the scale PyTorch initializes weights with (1/sqrt(fan_in), fan_in the
     // product of all but the first dimension; 1 for vectors); [0, bound) where an op needs
-    // non-negative input. At unit scale a replayed MLP's activations grow 10x per layer and its
-    // recorded SGD steps blow the weights up to inf within 7 iterations.
+    // non-negative input, [0, 1) where it needs a probability (kDomainRules). At unit scale a
+    // replayed MLP's activations grow 10x per layer and its recorded SGD steps blow the weights up
+    // to inf within 7 iterations.
     double fan_in = 1;
     for (int d = 1; d < rec.shape_size(); ++d) fan_in *= static_cast<double>(std::max<int64_t>(rec.shape(d), 1));
     const double bound = 1.0 / std::sqrt(fan_in);
-    flat.uniform_(non_negative_buffers_.count(BufferKey(t)) ? 0.0 : -bound, bound, gen_);
+    auto domain = domain_.find(BufferKey(t));
+    if (domain == domain_.end())
+      flat.uniform_(-bound, bound, gen_);
+    else if (domain->second == InputDomain::kNonNegative)
+      flat.uniform_(0.0, bound, gen_);
+    else
+      flat.uniform_(0.0, 1.0, gen_);
     return;
   }
   if (st == c10::kBool) {
     flat.random_(0, 2, gen_);
+    return;
+  }
+  if (auto it = recorded_.find(t); it != recorded_.end()) {  // a dense view at offset 0
+    const std::string_view bytes = it->second;
+    flat.copy_(at::from_blob(const_cast<char*>(bytes.data()), {flat.numel()},
+                             at::TensorOptions().dtype(st)));
     return;
   }
   const IntFill fill = ranges_.FillFor(t);
@@ -290,6 +544,7 @@ void TensorStore::Fill(const at::Tensor& flat, int t) {
   lo = std::clamp(lo, type_min, type_max);
   hi = std::clamp(hi, lo, type_max);
   flat.random_(lo, hi + 1, gen_);
+  if (fill.sorted) flat.copy_(std::get<0>(flat.sort()));
 }
 
 at::Tensor TensorStore::ViewOf(const c10::Storage& storage, int t) const {
@@ -334,6 +589,7 @@ at::Tensor TensorStore::Fallback(int t) {
   std::lock_guard<std::mutex> lock(fallback_mu_);
   if (auto it = fresh_.find(t); it != fresh_.end()) return it->second;
   const proto::Tensor& tensor = w_.tensors(t);
+  if (!HasStorage(tensor)) return at::Tensor();  // its consumer fails, and is skipped
   c10::Storage storage(c10::Storage::use_byte_size_t(), BytesNeeded(tensor),
                        c10::GetAllocator(device_.type()), true);
   at::Tensor view = ViewOf(storage, t);

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -21,9 +23,13 @@
 #include "int_ranges.h"
 #include "mimic/base/status.h"
 #include "mimic/ops/dispatch.h"
+#include "mimic/replay/replayer.h"
 #include "proto/workload.pb.h"
 
 namespace mimic::replay {
+
+// Where an op needs its floating input's values to lie (a real job's are there).
+enum class InputDomain : uint8_t { kNonNegative, kUnitInterval };
 
 // Where an op's input tensor comes from in each iteration.
 struct InputSource {
@@ -70,6 +76,9 @@ class TensorStore final : public ops::TensorSource {
   at::Tensor Get(const InputSource& source);
   // Registers `tensor` as the value of table entry `t` for the rest of the iteration.
   void Put(int t, at::Tensor tensor) { value_[t] = std::move(tensor); }
+  // A tensor of entry `t`'s recorded metadata, filled as a prepared input would be, made once:
+  // for an output whose data-dependent shape came out otherwise than recorded.
+  at::Tensor StandIn(int t) { return Fallback(t); }
   // Drops this iteration's value of entry `t` (after its last use, so that it can be freed).
   void Release(int t) { value_[t] = at::Tensor(); }
   // Forgets the outputs of the iteration (prepared buffers stay, as do their in-place updates).
@@ -85,6 +94,9 @@ class TensorStore final : public ops::TensorSource {
   // SHA-256 over the prepared buffers' contents, in storage-id order, as Allocate left them:
   // the same workload and seed give the same digest on any machine with the same LibTorch.
   const std::string& inputs_sha256() const { return inputs_sha256_; }
+  // The integer leaves (after Plan) and how they are filled: with the capture's saved values
+  // (workload.integer_data) where they fit the tensor and its consumers, else from ranges.
+  const IntegerInputs& integer_inputs() const { return integer_inputs_; }
 
  private:
   // Whether input `t` may be a view of the storage an earlier op produced with
@@ -97,6 +109,11 @@ class TensorStore final : public ops::TensorSource {
   // other thread running.
   Status AllocateBuffer(int64_t key, int64_t bytes);
   void Fill(const at::Tensor& view_of_extent, int t);
+  int LatestProducer(int t, int before) const;
+  void RequireDomain(const std::vector<int>& ops, int t, int before, InputDomain domain, int depth);
+  // The saved values of each integer leaf that has usable ones (after the ranges are known).
+  void MatchIntegerData();
+  std::string CheckIntegerData(int t, std::string_view bytes) const;
 
   const proto::Workload& w_;
   c10::Device device_;
@@ -107,7 +124,11 @@ class TensorStore final : public ops::TensorSource {
   std::unordered_map<int64_t, int64_t> buffer_bytes_;              // BufferKey -> bytes
   std::vector<int> leaves_;
   std::unordered_map<int, int64_t> buffer_key_;       // leaves that do not share their storage id
-  std::unordered_set<int64_t> non_negative_buffers_;  // BufferKeys read by sqrt, log, ...
+  std::unordered_map<int64_t, InputDomain> domain_;   // BufferKeys read by sqrt, log, BCE, ...
+  std::unordered_map<int, std::vector<int>> producers_;  // entry -> positions that wrote it
+  std::unordered_map<int64_t, std::vector<int>> storage_producers_;  // storage id -> positions
+  std::unordered_map<int, std::string_view> recorded_;  // leaf -> its saved values (integer_data)
+  IntegerInputs integer_inputs_;
   int64_t planned_bytes_ = 0;
   // Allocate's results.
   std::unordered_map<int64_t, std::vector<int>> leaves_of_;  // BufferKey -> its leaf entries

@@ -158,6 +158,21 @@ class BadInputTest(unittest.TestCase):
         self.assert_refused([empty], empty)
         self.assert_refused([SAMPLES], SAMPLES)
 
+    def test_integer_data_files_that_cannot_be_values(self):
+        # The capture's saved integer inputs beside the trace are untrusted too: a folder in a
+        # file's place, or a file larger than any tensor of the trace, is refused by name.
+        data = os.path.join(ROOT, "tests", "data")
+        et = self.path("hot_embedding.et.json.gz")
+        write_bytes(et, read_bytes(os.path.join(data, "hot_embedding.et.json.gz")))
+        resources = self.path("hot_embedding.et_resources")
+        os.mkdir(resources)
+        bad = os.path.join(resources, "nid_5_tid_1.dat")
+        os.mkdir(bad)
+        self.assert_refused([et], bad + ":byte 0: not a regular file")
+        os.rmdir(bad)
+        write_bytes(bad, b"\0" * (1 << 22))
+        self.assert_refused([et], bad + ":byte 0: 4194304 bytes, more than any tensor")
+
     def test_usage_errors_exit_2(self):
         self.assertEqual(mimic("replay").returncode, 2)
         self.assertEqual(mimic("replay", "x", "--iters", "0").returncode, 2)
@@ -206,6 +221,21 @@ class ReplayTest(unittest.TestCase):
                         gaps["capture_cost_from"].startswith("platform cpu_host calibrated on this host"), gaps)
         self.assertGreater(gaps["gaps"], 0)
         self.assertLess(gaps["ms_per_iteration"], rep["original_iteration_ms"])
+
+    def test_integer_inputs_from_the_values_the_capture_saved(self):
+        # tests/data/make_hot_embedding.py saved its four integer inputs beside the trace; the
+        # replay fills those tensors with them and says so.
+        data = os.path.join(ROOT, "tests", "data")
+        with tempfile.TemporaryDirectory() as d:
+            report = os.path.join(d, "r.json")
+            r = mimic("replay", os.path.join(data, "hot_embedding.et.json.gz"),
+                      "--warmup", "0", "--iters", "1", "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rep = load_json(report)
+        saved = os.listdir(os.path.join(data, "hot_embedding.et_resources"))
+        self.assertEqual(rep["memory"]["integer_inputs"],
+                         {"leaves": len(saved), "recorded": len(saved), "rejected": []})
+        self.assertEqual(rep["coverage"]["replayed"], rep["coverage"]["total"])
 
     def test_trace_without_original_reports_null_ratio(self):
         with tempfile.TemporaryDirectory() as d:

@@ -1,5 +1,10 @@
 // Value decoding across schema versions, on small hand-written traces.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "mimic/base/file.h"
 #include "mimic/eg/execution_trace.h"
@@ -93,6 +98,133 @@ TEST(Values, Schema111NestedNodesKeepStridesAndTensorRange) {
   EXPECT_THAT(w->tensors(op.inputs(0).tensor()).strides(), ::testing::ElementsAre(4, 1));
   EXPECT_EQ(op.attrs().at("collective_name").string_value(), "none");
   EXPECT_TRUE(w->provenance().warnings().empty());
+}
+
+// The observer keys tensor_range by a tensor's index among the op's tensors, not by its
+// argument position: index_select(self, dim, index) records its index as "1", and a list's
+// tensors count one by one (torch 2.11's execution_trace_observer.cpp, checked on a capture).
+TEST(Values, TensorRangeKeysCountTensorsNotArguments) {
+  const std::string json = R"json({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [
+    {"id": 2, "name": "aten::index_select", "ctrl_deps": 1,
+     "inputs": {"values": [[1,2,0,30,4,"cpu"],0,[3,4,0,2,8,"cpu"]], "shapes": [[10,3],[],[2]],
+                "types": ["Tensor(float)","Int","Tensor(long int)"]},
+     "outputs": {"values": [[5,6,0,6,4,"cpu"]], "shapes": [[2,3]], "types": ["Tensor(float)"]},
+     "attrs": [{"name": "op_schema", "type": "string", "value": "aten::index_select(Tensor self, int dim, Tensor index) -> Tensor"},
+               {"name": "tensor_range", "type": "string", "value": "{\"1\":[2,9]}"}]},
+    {"id": 3, "name": "aten::index", "ctrl_deps": 1,
+     "inputs": {"values": [[1,2,0,30,4,"cpu"],[[7,8,0,4,8,"cpu"],[9,10,0,4,8,"cpu"]]], "shapes": [[10,3],[[4],[4]]],
+                "types": ["Tensor(float)","GenericList[Tensor(long int),Tensor(long int)]"]},
+     "outputs": {"values": [[11,12,0,4,4,"cpu"]], "shapes": [[4]], "types": ["Tensor(float)"]},
+     "attrs": [{"name": "op_schema", "type": "string", "value": "aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor"},
+               {"name": "tensor_range", "type": "string", "value": "{\"1\":[0,9],\"2\":[1,2]}"}]}]})json";
+  auto w = Parse(json);
+  ASSERT_THAT(w, IsOk());
+  const proto::Tensor& index = w->tensors(w->ops(0).inputs(2).tensor());
+  ASSERT_TRUE(index.has_range());
+  EXPECT_EQ(index.range_min(), 2);
+  EXPECT_EQ(index.range_max(), 9);
+  EXPECT_FALSE(w->tensors(w->ops(0).inputs(0).tensor()).has_range());
+  const proto::ValueList& list = w->ops(1).inputs(1).list();
+  const proto::Tensor& rows = w->tensors(list.items(0).tensor());
+  const proto::Tensor& cols = w->tensors(list.items(1).tensor());
+  ASSERT_TRUE(rows.has_range() && cols.has_range());
+  EXPECT_EQ(rows.range_max(), 9);
+  EXPECT_EQ(cols.range_min(), 1);
+  EXPECT_EQ(cols.range_max(), 2);
+  EXPECT_EQ(InputTensorByOrdinal(w->ops(0), 1), w->ops(0).inputs(2).tensor());
+  EXPECT_EQ(InputTensorByOrdinal(w->ops(0), 2), -1);
+}
+
+// Integer inputs saved by the observer beside the trace (X.json -> X_resources/, also for a
+// trace gzipped afterwards) are read into the workload as stored, by op id and tensor ordinal.
+TEST(Values, IntegerDataBesideTheTraceIsAttached) {
+  char tmpl[] = "/tmp/mimic_intdata.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string json = R"json({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [
+    {"id": 4, "name": "aten::embedding", "ctrl_deps": 1,
+     "inputs": {"values": [[1,2,0,40,4,"cpu"],[3,4,0,3,8,"cpu"],-1,false,false], "shapes": [[10,4],[3],[],[],[]],
+                "types": ["Tensor(float)","Tensor(long int)","Int","Bool","Bool"]},
+     "outputs": {"values": [[5,6,0,12,4,"cpu"]], "shapes": [[3,4]], "types": ["Tensor(float)"]},
+     "attrs": [{"name": "op_schema", "type": "string", "value": "aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor"}]}]})json";
+  ASSERT_TRUE(WriteFileAtomic(dir + "/t.et.json", json).ok());
+  const int64_t values[3] = {7, 7, 2};
+  EXPECT_EQ(IntegerDataDir(dir + "/t.et.json"), "");
+  ASSERT_EQ(mkdir((dir + "/t.et_resources").c_str(), 0755), 0);
+  ASSERT_TRUE(
+      WriteFileAtomic(dir + "/t.et_resources/nid_4_tid_1.dat",
+                      std::string_view(reinterpret_cast<const char*>(values), sizeof(values)))
+          .ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/t.et_resources/notes.txt", "not data").ok());
+  EXPECT_EQ(IntegerDataDir(dir + "/t.et.json"), dir + "/t.et_resources");
+  EXPECT_EQ(IntegerDataDir(dir + "/t.et.json.gz"), dir + "/t.et_resources");
+  auto w = LoadWorkload(dir + "/t.et.json");
+  ASSERT_THAT(w, IsOk());
+  ASSERT_EQ(w->integer_data_size(), 1);
+  const proto::IntegerData& d = w->integer_data(0);
+  EXPECT_EQ(d.op_id(), 4);
+  EXPECT_EQ(d.ordinal(), 1);
+  EXPECT_EQ(d.file(), "t.et_resources/nid_4_tid_1.dat");
+  ASSERT_EQ(d.data().size(), sizeof(values));
+  EXPECT_EQ(std::memcmp(d.data().data(), values, sizeof(values)), 0);
+  EXPECT_EQ(InputTensorByOrdinal(w->ops(0), d.ordinal()), w->ops(0).inputs(1).tensor());
+  std::system(("rm -rf " + dir).c_str());
+}
+
+// Saved files are untrusted: one that is not a regular file, or larger than any tensor of the
+// trace, is an input error naming the file (and is never read whole into memory).
+TEST(Values, IntegerDataFilesThatCannotBeValuesAreInputErrors) {
+  char tmpl[] = "/tmp/mimic_intdata.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string json = R"json({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [
+    {"id": 4, "name": "aten::embedding", "ctrl_deps": 1,
+     "inputs": {"values": [[1,2,0,40,4,"cpu"],[3,4,0,3,8,"cpu"]], "shapes": [[10,4],[3]],
+                "types": ["Tensor(float)","Tensor(long int)"]},
+     "outputs": {"values": [[5,6,0,12,4,"cpu"]], "shapes": [[3,4]], "types": ["Tensor(float)"]},
+     "attrs": []}]})json";
+  ASSERT_TRUE(WriteFileAtomic(dir + "/t.et.json", json).ok());
+  ASSERT_EQ(mkdir((dir + "/t.et_resources").c_str(), 0755), 0);
+  const std::string file = dir + "/t.et_resources/nid_4_tid_1.dat";
+  ASSERT_EQ(mkdir(file.c_str(), 0755), 0);
+  auto w = LoadWorkload(dir + "/t.et.json");
+  EXPECT_THAT(w, StatusIs(StatusCode::kInvalidInput));
+  EXPECT_EQ(w.status().message(), file + ":byte 0: not a regular file");
+  ASSERT_EQ(rmdir(file.c_str()), 0);
+  ASSERT_TRUE(WriteFileAtomic(file, std::string(161, 'x')).ok());  // the largest tensor: 160 bytes
+  w = LoadWorkload(dir + "/t.et.json");
+  EXPECT_THAT(w, StatusIs(StatusCode::kInvalidInput));
+  EXPECT_EQ(w.status().message(),
+            file + ":byte 0: 161 bytes, more than any tensor of the trace holds (160)");
+  ASSERT_TRUE(WriteFileAtomic(file, std::string(160, 'x')).ok());  // read; the replay judges it
+  w = LoadWorkload(dir + "/t.et.json");
+  ASSERT_THAT(w, IsOk());
+  ASSERT_EQ(w->integer_data_size(), 1);
+  EXPECT_EQ(w->integer_data(0).data().size(), 160u);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+// A sparse tensor has no storage, and the observer records it as [id, 0, 0, 0, 0, ""] with its
+// dtype: a tensor of the table, not an undefined one (typed "Tensor(nullptr (uninitialized))").
+TEST(Values, SparseTensorsAreTensorsUndefinedOnesAreNot) {
+  const std::string json = R"json({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [
+    {"id": 2, "name": "aten::_indices", "ctrl_deps": 1,
+     "inputs": {"values": [[7,0,0,0,0,""]], "shapes": [[100,8]], "types": ["Tensor(float)"]},
+     "outputs": {"values": [[8,9,0,12,8,"cpu"]], "shapes": [[1,12]], "types": ["Tensor(long int)"]},
+     "attrs": [{"name": "op_schema", "type": "string", "value": "aten::_indices(Tensor(a) self) -> Tensor(a)"}]},
+    {"id": 3, "name": "aten::add", "ctrl_deps": 1,
+     "inputs": {"values": [[10,11,0,4,4,"cpu"],[12,0,0,0,0,""]], "shapes": [[4],[]],
+                "types": ["Tensor(float)","Tensor(nullptr (uninitialized))"]},
+     "outputs": {"values": [[13,14,0,4,4,"cpu"]], "shapes": [[4]], "types": ["Tensor(float)"]},
+     "attrs": []}]})json";
+  auto w = Parse(json);
+  ASSERT_THAT(w, IsOk());
+  ASSERT_GE(w->ops(0).inputs(0).tensor(), 0);
+  const proto::Tensor& sparse = w->tensors(w->ops(0).inputs(0).tensor());
+  EXPECT_EQ(sparse.storage_id(), 0);
+  EXPECT_EQ(sparse.itemsize(), 0);
+  EXPECT_THAT(sparse.shape(), ::testing::ElementsAre(100, 8));
+  EXPECT_EQ(w->ops(1).inputs(1).tensor(), -1);
 }
 
 TEST(Values, UnknownSchemaIsReadBestEffortWithAWarning) {

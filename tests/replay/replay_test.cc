@@ -1,12 +1,12 @@
 // CPU replay of the fleet samples and of public CUDA traces remapped to the CPU.
-#include "mimic/replay/replayer.h"
-
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/min.h>
 
+#include <cstring>
 #include <set>
 
 #include "mimic/eg/workload.h"
+#include "mimic/replay/replayer.h"
 #include "tensor_store.h"  // replay/src: the replay's own tensor store
 #include "testing.h"
 
@@ -193,6 +193,103 @@ TEST(Replay, ForeachOptimizersReplayEveryOp) {
   for (const char* name : {"aten::_foreach_div_", "aten::_foreach_addcdiv_", "aten::_foreach_addcmul_",
                            "aten::_foreach_sqrt", "aten::_foreach_lerp_"})
     EXPECT_TRUE(foreach.count(name)) << name;
+}
+
+}  // namespace
+}  // namespace mimic::replay
+
+namespace mimic::replay {
+namespace {
+
+// A capture that saved its integer inputs beside the trace (tests/data/make_hot_embedding.py:
+// nine in ten embedding indices hit three hot rows): every integer tensor the replay prepares
+// holds exactly the values saved for it, not values drawn from the recorded ranges.
+TEST(TensorStore, IntegerInputsHoldTheValuesTheCaptureSaved) {
+  auto w = eg::LoadWorkload(mimic::testing::SourceDir() + "/tests/data/hot_embedding.et.json.gz");
+  ASSERT_THAT(w, IsOk());
+  ASSERT_EQ(w->integer_data_size(), 4);  // embedding's, embedding_bag's two, the labels
+  const eg::OpTree tree(*w);
+  auto seg = eg::FindSegment(*w, -1, "");
+  ASSERT_THAT(seg, IsOk());
+  const std::vector<int> ops = eg::ReplayableOps(*w, tree, tree.IndexOf((*seg)->op_id()), true);
+  TensorStore store(*w, c10::Device(c10::kCPU), at::make_generator<at::CPUGeneratorImpl>(1));
+  ASSERT_TRUE(store.Plan(ops).ok());
+  ASSERT_TRUE(store.Allocate().ok());
+  EXPECT_EQ(store.integer_inputs().recorded, 4);
+  EXPECT_EQ(store.integer_inputs().leaves, 4);
+  EXPECT_THAT(store.integer_inputs().rejected, ::testing::IsEmpty());
+  int64_t hot = 0, indices = 0;
+  for (const proto::IntegerData& d : w->integer_data()) {
+    const int t = eg::InputTensorByOrdinal(w->ops(tree.IndexOf(d.op_id())), d.ordinal());
+    ASSERT_GE(t, 0) << d.file();
+    const at::Tensor x = store.Get(t).contiguous();
+    ASSERT_EQ(x.scalar_type(), at::kLong) << d.file();
+    ASSERT_EQ(static_cast<size_t>(x.numel()) * sizeof(int64_t), d.data().size()) << d.file();
+    EXPECT_EQ(std::memcmp(x.data_ptr(), d.data().data(), d.data().size()), 0) << d.file();
+    if (x.numel() == 48) {  // the embedding's 8x6 tokens
+      indices = x.numel();
+      const int64_t* v = x.data_ptr<int64_t>();
+      for (int64_t k = 0; k < x.numel(); ++k) hot += v[k] == 5 || v[k] == 17 || v[k] == 42;
+    }
+  }
+  EXPECT_GT(hot, indices / 2);  // the saved skew, which no draw from 0..499 would give
+}
+
+// Saved values that do not fit their tensor are not used, and the report says why; the tensor
+// is then filled from its range as before.
+TEST(TensorStore, SavedIntegerDataThatDoesNotFitIsRejected) {
+  auto w = eg::LoadWorkload(mimic::testing::SourceDir() + "/tests/data/hot_embedding.et.json.gz");
+  ASSERT_THAT(w, IsOk());
+  ASSERT_GT(w->integer_data_size(), 0);
+  for (proto::IntegerData& d : *w->mutable_integer_data()) {
+    if (d.data().size() != 48 * sizeof(int64_t)) continue;
+    const int64_t out_of_range = 10000;  // beyond the 500-row table
+    std::memcpy(d.mutable_data()->data(), &out_of_range, sizeof(out_of_range));
+  }
+  (*w->mutable_integer_data())[0].mutable_data()->append("x");  // a size that fits nothing
+  ReplayOptions options = OneIterationOnCpu();
+  auto r = Replay(*w, options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->replayed_ops, r->total_ops);
+  EXPECT_EQ(r->integer_inputs.leaves, 4);
+  EXPECT_EQ(r->integer_inputs.recorded, 2);
+  ASSERT_EQ(r->integer_inputs.rejected.size(), 2u);
+  std::string all = r->integer_inputs.rejected[0] + "\n" + r->integer_inputs.rejected[1];
+  EXPECT_NE(all.find("bytes for a tensor of"), std::string::npos) << all;
+  EXPECT_NE(all.find("the trace recorded"), std::string::npos) << all;
+}
+
+}  // namespace
+}  // namespace mimic::replay
+
+namespace mimic::replay {
+namespace {
+
+// tests/data/make_data_dependent.py: rows routed by nonzero on values the replay's own fill
+// never selects, a sparse embedding gradient (a tensor the trace records without storage)
+// stepped by SparseAdam, whose sqrt reads its state through sparse_mask and add_, and binary
+// cross-entropy on targets in [0, 1]. Every op replays in every iteration, with the recorded
+// shapes: nonzero's output is replaced by a stand-in of the recorded shape, the sparse gradient
+// flows from its producer, the state is filled non-negative (no NaN reaches the loss in the
+// later iterations), the targets lie in [0, 1), and the saved indices give the recorded nnz.
+TEST(Replay, DataDependentShapesSparseGradientsAndDomainsReplayEveryOp) {
+  const std::string dir = mimic::testing::SourceDir() + "/tests/data/";
+  auto w = eg::LoadWorkload(dir + "data_dependent.et.json.gz",
+                            {.kineto_path = dir + "data_dependent.kineto.json.gz"});
+  ASSERT_THAT(w, IsOk());
+  ReplayOptions options = OneIterationOnCpu();
+  options.iters = 3;
+  auto r = Replay(*w, options);
+  ASSERT_THAT(r, IsOk());
+  for (const SkippedOp& s : r->skipped)
+    ADD_FAILURE() << s.name << ": " << s.reason << ": " << s.detail;
+  EXPECT_EQ(r->replayed_ops, r->total_ops);
+  EXPECT_EQ(r->outputs_mismatched, 0);
+  for (const std::string& m : r->mismatches) ADD_FAILURE() << m;
+  ASSERT_EQ(r->outputs_stand_ins, 1);
+  EXPECT_NE(r->stand_ins[0].find("aten::nonzero) made [0, 1], recorded [16, 1]"), std::string::npos)
+      << r->stand_ins[0];
+  EXPECT_EQ(r->integer_inputs.recorded, 1);
 }
 
 }  // namespace

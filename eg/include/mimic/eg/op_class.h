@@ -29,6 +29,10 @@ enum class OpClass {
 // The class of an operator by its name ("aten::addmm" -> kGemm). A vendor op with a portable
 // equivalent (PortableOf) is of its equivalent's class.
 OpClass ClassOf(std::string_view op_name);
+// Whether an operator's outputs have shapes that depend on its inputs' values (nonzero,
+// masked_select, unique, bincount, repeat_interleave by a tensor, one-argument where): on other
+// values it makes other shapes, which the ops recorded after it cannot take.
+bool HasDataDependentShape(std::string_view op_name);
 // "gemm", "conv", "attention", "embedding", "reduction_norm", "memcpy", "collective",
 // "elementwise", "other".
 std::string_view OpClassName(OpClass c);

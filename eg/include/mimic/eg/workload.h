@@ -32,7 +32,8 @@ struct LoadOptions {
 
 // Reads a workload from any input Mimic accepts: a `.mimic` workload file (by its magic bytes),
 // a PyTorch execution trace (plain or gzip JSON), linked with `options.kineto_path` when set,
-// or, with `options.allow_kineto_only`, a Kineto trace alone (a top-level "traceEvents"; see
+// with the integer inputs saved beside it (AttachIntegerData), or, with
+// `options.allow_kineto_only`, a Kineto trace alone (a top-level "traceEvents"; see
 // BuildKinetoWorkload). Errors name the file and the position; input errors have IsInputError().
 Result<proto::Workload> LoadWorkload(const std::string& path, const LoadOptions& options = {});
 
@@ -41,6 +42,22 @@ Result<proto::Workload> LoadWorkload(const std::string& path, const LoadOptions&
 Result<proto::Workload> LoadWorkloadFromMemory(const std::string& et_name, std::string_view et_raw,
                                                const std::string& kineto_name,
                                                std::string_view kineto_raw);
+
+// The folder of integer inputs the capture saved beside the execution trace at `et_path`
+// (PyTorch's observer with ENABLE_PYTORCH_EXECUTION_TRACE_SAVE_INTEGRAL_TENSOR_DATA): X_resources
+// for X.json or X.json.gz, X.json_resources for X.json.gz; "" when there is none.
+std::string IntegerDataDir(const std::string& et_path);
+
+// Reads every `nid_<op id>_tid_<ordinal>.dat` of IntegerDataDir(et_path) into
+// workload.integer_data, as stored (LoadWorkload does it for a trace). Errors: Io; InvalidInput
+// for one that is not a regular file or holds more bytes than any tensor of the workload.
+Status AttachIntegerData(const std::string& et_path, proto::Workload& workload);
+
+// The table entry of the `ordinal`-th tensor among `op`'s inputs, walked depth first through
+// lists and tuples with undefined tensors counted (-1 when there is none, or it is undefined):
+// how the observer numbers tensors in tensor_range and in its integer data files, by their
+// index among the tensors, not their argument position (index_select's index is "1").
+int InputTensorByOrdinal(const proto::Op& op, int64_t ordinal);
 
 // Writes `workload` as a `.mimic` file (magic + protobuf), atomically.
 Status SaveWorkload(const std::string& path, const proto::Workload& workload);

@@ -112,6 +112,15 @@ struct LaneStats {
   double busy_ms = -1;           // per measured iteration: the time its ops took
 };
 
+// How the replay filled the integer tensors it prepares itself (indices, offsets, labels): with
+// the values the capture saved beside the trace (workload.integer_data) where they fit, else at
+// random within their recorded range or what their consumers index.
+struct IntegerInputs {
+  int64_t leaves = 0;                 // integer tensors the replay prepares itself
+  int64_t recorded = 0;               // filled with the capture's saved values
+  std::vector<std::string> rejected;  // saved values not used: "file: why"
+};
+
 // When one op ran in the last measured iteration, on the executor's clock.
 struct OpTiming {
   int64_t op_id = 0;    // the op run (a recorded part, for a composite run as its parts)
@@ -133,9 +142,15 @@ struct ReplayResult {
   int64_t outputs_checked = 0;   // produced tensors compared with the recorded shape and dtype
   int64_t outputs_mismatched = 0;
   std::vector<std::string> mismatches;  // the first few, described
+  // Outputs of ops with data-dependent shapes (nonzero, unique, ...) that came out in another
+  // shape than recorded and were replaced by stand-ins of the recorded shape (first iteration),
+  // and the first few, described.
+  int64_t outputs_stand_ins = 0;
+  std::vector<std::string> stand_ins;
   int64_t preallocated_bytes = 0;
   int64_t storages_preallocated = 0;
   std::string inputs_sha256;     // of the prepared inputs' contents (CPU): checks the seed's effect
+  IntegerInputs integer_inputs;
   double setup_ms = 0;
   std::string heap;                       // RetainFreedHeap's answer, or "default"
   double page_faults_per_iteration = -1;  // minor faults of the process, per measured iteration
