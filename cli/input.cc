@@ -65,15 +65,15 @@ Result<std::string> ChoosePlatform(const std::string& given, const LoadedInput& 
     *chosen_by = "--platform";
     return given;
   }
+  // The Kineto trace's deviceProperties, kept in the workload when it was read (a .mimic
+  // workload converted from a trace keeps them too).
   const std::string kineto = in.kineto_path.empty() ? input : in.kineto_path;
-  std::vector<eg::KinetoTrace::Device> devices;
-  if (Result<std::unique_ptr<InputStream>> s = InputStream::Open(kineto); s.ok())
-    if (Result<eg::KinetoTrace> t = eg::ParseKinetoTrace(kineto, **s); t.ok()) devices = t->devices;
-  if (!devices.empty()) {
-    const eg::KinetoTrace::Device& d = devices.front();
-    Result<std::string> name = model::PlatformForDevice({d.name, d.memory_bytes, d.sm_count});
+  const auto& gpus = in.workload.provenance().gpus();
+  if (!gpus.empty()) {
+    const proto::GpuProperties& d = gpus[0];
+    Result<std::string> name = model::PlatformForDevice({d.name(), d.memory_bytes(), d.sm_count()});
     if (!name.ok()) return name.status().WithContext(kineto);
-    *chosen_by = "deviceProperties of " + kineto + ": " + d.name;
+    *chosen_by = "deviceProperties of " + kineto + ": " + d.name();
     return name;
   }
   if (fallback.empty() || in.workload.kineto().kernels_linked() > 0)

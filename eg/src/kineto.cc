@@ -385,6 +385,11 @@ void AddTraceProvenance(const KinetoTrace& trace, proto::Workload& w) {
   for (const std::string& d : trace.device_names)
     if (std::find(prov.devices().begin(), prov.devices().end(), d) == prov.devices().end())
       prov.add_devices(d);
+  if (prov.gpus_size() > 0) return;
+  for (const KinetoTrace::Device& d : trace.devices) {
+    proto::GpuProperties* g = prov.add_gpus();
+    g->set_name(d.name), g->set_memory_bytes(d.memory_bytes), g->set_sm_count(d.sm_count);
+  }
 }
 
 }  // namespace kineto

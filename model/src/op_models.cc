@@ -107,70 +107,50 @@ OpCost ComputeBound(const Ctx& c, const char* model, double flops,
 
 bool HasKind(const proto::Platform& p, std::string_view kind);
 
-// A recurrent layer (oneDNN's, which nn.LSTM and nn.GRU run on the CPU) over `steps` steps of
-// `batch` sequences, G gates of `hidden` each (gates_hidden = G x hidden): the input-to-hidden
-// GEMM of every step at once, one hidden-to-hidden GEMM per step, and the gates' activations.
-struct RnnLayer {
-  double steps = 0, batch = 0, gates_hidden = 0, input = 0, hidden = 0;
-  bool backward = false;
-  std::string_view dtype;
-};
-
 bool IsRnnLayer(std::string_view base_name) {
   return base_name == "aten::mkldnn_rnn_layer" || base_name == "aten::mkldnn_rnn_layer_backward";
 }
 
-bool RnnLayerOf(const proto::Workload& w, const proto::Op& op, RnnLayer* out) {
-  const std::string_view name = BaseName(op.name());
-  if (!IsRnnLayer(name)) return false;
-  const bool backward = name == "aten::mkldnn_rnn_layer_backward";
-  // (input, weight_ih, weight_hh, ...). The input is time-major, steps x batch x features,
-  // whatever its batch_first flag says: the RNN transposes a batch-first input before its layers.
-  const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
-  if (in.size() < 3 || in[0]->shape_size() != 3 || in[1]->shape_size() != 2 ||
-      in[2]->shape_size() != 2)
-    return false;
-  RnnLayer r;
-  r.steps = static_cast<double>(Dim(in[0], 0));
-  r.batch = static_cast<double>(Dim(in[0], 1));
-  r.input = static_cast<double>(Dim(in[0], 2));
-  r.gates_hidden = static_cast<double>(Dim(in[1], 0));
-  r.hidden = static_cast<double>(Dim(in[2], 1));
-  r.backward = backward;
-  r.dtype = DtypeKey(in[0]->dtype());
-  if (r.steps <= 0 || r.batch <= 0 || r.input <= 0 || r.gates_hidden <= 0 || r.hidden <= 0)
-    return false;
-  *out = r;
-  return true;
-}
-
-// Each GEMM at its measured efficiency, the gates at the measured bandwidth of sigmoid (else
-// unary) per step; the backward computes the data and the weight gradients of both GEMMs and
-// goes through the gates again: twice the forward.
-OpCost RnnLayerModel(const Ctx& c, const RnnLayer& r) {
+// A layer at the platform's measured efficiency for its shape (rnn_efficiency), else as the
+// GEMMs it runs at theirs: the input-to-hidden GEMM of every step at once, one hidden-to-hidden
+// GEMM per step, and the gates at the measured bandwidth of sigmoid (else unary) per step. The
+// backward computes the data and the weight gradients of both GEMMs and goes through the gates
+// again: twice the forward.
+OpCost RnnLayerModel(const Ctx& c, const RnnShape& r) {
+  const double steps = static_cast<double>(r.steps), batch = static_cast<double>(r.batch),
+               gates_hidden = static_cast<double>(r.gates_hidden),
+               input = static_cast<double>(r.input), hidden = static_cast<double>(r.hidden);
   const double peak = PeakFlops(c.p, r.dtype, UsesTensorCores(r.dtype));
-  auto gemm_us = [&](double m, double n, double k) {
-    const double eff = ShapeEfficiency(c.p, c.p.gemm_efficiency(), m, n, k, r.dtype, "");
-    return peak > 0 ? 2 * m * n * k / (peak * std::max(eff, 1e-3)) * 1e6 : 0;
-  };
   const double passes = r.backward ? 2 : 1;
-  const double step_gate_bytes =
-      2 * r.batch * r.gates_hidden * (c.in.empty() ? 4 : c.in[0]->itemsize());
-  const std::string_view gate_kind = HasKind(c.p, "sigmoid") ? "sigmoid" : "unary";
   OpCost cost;
   cost.model = "rnn";
-  cost.flops = passes * 2 * r.steps * r.batch * r.gates_hidden * (r.input + r.hidden);
+  cost.flops = passes * 2 * steps * batch * gates_hidden * (input + hidden);
   cost.bytes = TouchedBytes(c.in, c.out);
-  cost.compute_us = passes * (gemm_us(r.steps * r.batch, r.gates_hidden, r.input) +
-                              r.steps * gemm_us(r.batch, r.gates_hidden, r.hidden) +
-                              r.steps * step_gate_bytes /
-                                  EffectiveBandwidth(c.p, gate_kind, step_gate_bytes) * 1e6);
+  if (peak <= 0) return cost;
+  if (c.p.rnn_efficiency_size() > 0) {
+    const double eff =
+        ShapeEfficiency(c.p, c.p.rnn_efficiency(), steps * batch, gates_hidden, input + hidden,
+                        r.dtype, r.backward ? "backward" : "forward");
+    cost.compute_us = cost.flops / (peak * std::max(eff, 1e-3)) * 1e6;
+    return cost;
+  }
+  auto gemm_us = [&](double m, double n, double k) {
+    const double eff = ShapeEfficiency(c.p, c.p.gemm_efficiency(), m, n, k, r.dtype, "");
+    return 2 * m * n * k / (peak * std::max(eff, 1e-3)) * 1e6;
+  };
+  const double step_gate_bytes =
+      2 * batch * gates_hidden * (c.in.empty() ? 4 : c.in[0]->itemsize());
+  const std::string_view gate_kind = HasKind(c.p, "sigmoid") ? "sigmoid" : "unary";
+  cost.compute_us =
+      passes *
+      (gemm_us(steps * batch, gates_hidden, input) + steps * gemm_us(batch, gates_hidden, hidden) +
+       steps * step_gate_bytes / EffectiveBandwidth(c.p, gate_kind, step_gate_bytes) * 1e6);
   return cost;
 }
 
 // A GEMM-shaped op: batch x (m x k) . (k x n).
 OpCost GemmModel(const Ctx& c) {
-  if (RnnLayer r; RnnLayerOf(c.w, c.op, &r)) return RnnLayerModel(c, r);
+  if (RnnShape r; RnnShapeOf(c.w, c.op, &r)) return RnnLayerModel(c, r);
   GemmShape g;
   if (!GemmShapeOf(c.w, c.op, &g)) return OpCost{"gemm"};
   const double batch = static_cast<double>(g.batch), m = static_cast<double>(g.m), n = static_cast<double>(g.n),
@@ -974,6 +954,25 @@ bool AttentionShapeOf(const proto::Workload& w, const proto::Op& op, AttentionSh
   return true;
 }
 
+bool RnnShapeOf(const proto::Workload& w, const proto::Op& op, RnnShape* out) {
+  const std::string_view name = BaseName(op.name());
+  if (!IsRnnLayer(name)) return false;
+  // (input, weight_ih, weight_hh, ...): input steps x batch x features.
+  const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
+  if (in.size() < 3 || in[0]->shape_size() != 3 || in[1]->shape_size() != 2 ||
+      in[2]->shape_size() != 2)
+    return false;
+  RnnShape r;
+  r.steps = Dim(in[0], 0), r.batch = Dim(in[0], 1), r.input = Dim(in[0], 2);
+  r.gates_hidden = Dim(in[1], 0), r.hidden = Dim(in[2], 1);
+  r.backward = name == "aten::mkldnn_rnn_layer_backward";
+  r.dtype = std::string(DtypeKey(in[0]->dtype()));
+  if (r.steps <= 0 || r.batch <= 0 || r.input <= 0 || r.gates_hidden <= 0 || r.hidden <= 0)
+    return false;
+  *out = r;
+  return true;
+}
+
 WorkloadShapes ShapesOf(const proto::Workload& w) {
   WorkloadShapes out;
   for (const proto::Op& op : w.ops()) {
@@ -985,11 +984,12 @@ WorkloadShapes ShapesOf(const proto::Workload& w) {
       out.attentions.push_back(a);
     std::vector<GemmShape> gemms(1);
     if (!GemmShapeOf(w, op, &gemms[0])) gemms.clear();
-    if (RnnLayer r;
-        RnnLayerOf(w, op, &r)) {  // the GEMMs it runs: input-to-hidden, one step's hidden-to-hidden
-      const auto i = [](double v) { return static_cast<int64_t>(v); };
-      gemms = {{1, i(r.steps * r.batch), i(r.gates_hidden), i(r.input), std::string(r.dtype)},
-               {1, i(r.batch), i(r.gates_hidden), i(r.hidden), std::string(r.dtype)}};
+    if (RnnShape r; RnnShapeOf(w, op, &r)) {
+      if (std::find(out.rnns.begin(), out.rnns.end(), r) == out.rnns.end()) out.rnns.push_back(r);
+      // And the GEMMs it runs, for platforms priced without an RNN table: input-to-hidden and
+      // one step's hidden-to-hidden.
+      gemms = {{1, r.steps * r.batch, r.gates_hidden, r.input, r.dtype},
+               {1, r.batch, r.gates_hidden, r.hidden, r.dtype}};
     }
     for (const GemmShape& g : gemms)
       if (std::find(out.gemms.begin(), out.gemms.end(), g) == out.gemms.end())

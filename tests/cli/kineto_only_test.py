@@ -273,8 +273,10 @@ class ConvertTest(unittest.TestCase):
             r = mimic("convert", EVENT_SYNC, "-o", w)
             self.assertEqual(r.returncode, 0, r.stderr)
             a = mimic("predict", EVENT_SYNC, "--json")
-            b = mimic("predict", w, "--platform", "a100_40gb", "--json")
+            # The workload keeps the trace's deviceProperties: its GPU is found without --platform.
+            b = mimic("predict", w, "--json")
             self.assertEqual(b.returncode, 0, b.stderr)
+            self.assertEqual(json.loads(b.stdout)["platform"], "a100_40gb")
             self.assertEqual(json.loads(a.stdout)["iteration_ms"], json.loads(b.stdout)["iteration_ms"])
             r = mimic("inspect", w, "--json")
             self.assertTrue(json.loads(r.stdout)["kineto_only"])

@@ -181,6 +181,10 @@ class CalibrateTest(unittest.TestCase):
             for e in p["gemm_efficiency"]:
                 self.assertTrue(0 < e["efficiency"] <= 1)
             self.assertIn("measured by mimic calibrate", p["sources"]["gemm_efficiency"])
+            # oneDNN's LSTM layer, forward and backward, measured as a layer.
+            self.assertEqual(sorted(e.get("pass") for e in p["rnn_efficiency"]), ["backward", "forward"])
+            for e in p["rnn_efficiency"]:
+                self.assertTrue(0 < e["efficiency"] <= 1 and e["time_us"] > 0, e)
             r = mimic("predict", *sample("cnn_bn"), "--platform", out, "--json")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(json.loads(r.stdout)["platform"], "test_host")

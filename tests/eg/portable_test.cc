@@ -127,9 +127,11 @@ TEST(Portable, GpuResnetTraceBecomesPortableForTheCpu) {
             native_bn + done["aten::cudnn_batch_norm"] + done["aten::cudnn_batch_norm_backward"]);
   const Status checked = CheckWorkload(path, *w);
   EXPECT_TRUE(checked.ok()) << checked.ToString();
-  for (const proto::Op& op : w->ops())
-    if (op.name() == "aten::native_batch_norm_backward")
+  for (const proto::Op& op : w->ops()) {
+    if (op.name() == "aten::native_batch_norm_backward") {
       EXPECT_EQ(w->schemas(op.schema()).substr(0, 32), "aten::native_batch_norm_backward");
+    }
+  }
   const proto::Transformation t = PortableTransformation(done, "cpu");
   EXPECT_EQ(t.params().at("aten::cudnn_convolution"), "aten::convolution");
   EXPECT_EQ(t.params().at("target"), "cpu");

@@ -357,7 +357,8 @@ TEST(Predict, RecurrentLayersArePricedAsTheirGemms) {
   const std::string dir = mimic::testing::SourceDir() + "/tests/data/";
   auto w = eg::LoadWorkload(dir + "lstm.et.json.gz", {.kineto_path = dir + "lstm.kineto.json.gz"});
   ASSERT_THAT(w, IsOk());
-  const proto::Platform p = Builtin("cpu_host");
+  proto::Platform p = Builtin("cpu_host");
+  p.clear_rnn_efficiency();  // priced as its GEMMs
   const WorkloadShapes shapes = ShapesOf(*w);
   int forward = 0, backward = 0;
   for (const proto::Op& op : w->ops()) {
@@ -384,6 +385,41 @@ TEST(Predict, RecurrentLayersArePricedAsTheirGemms) {
   }
   EXPECT_GT(forward, 0);
   EXPECT_GT(backward, 0);
+}
+
+// Where calibrate measured the layers themselves (rnn_efficiency), a layer is priced at the
+// efficiency measured for its shape and pass, and ShapesOf hands calibrate --workload the shapes.
+TEST(Predict, RecurrentLayersTakeTheMeasuredLayerEfficiency) {
+  const std::string dir = mimic::testing::SourceDir() + "/tests/data/";
+  auto w = eg::LoadWorkload(dir + "lstm.et.json.gz", {.kineto_path = dir + "lstm.kineto.json.gz"});
+  ASSERT_THAT(w, IsOk());
+  const WorkloadShapes shapes = ShapesOf(*w);
+  ASSERT_FALSE(shapes.rnns.empty());
+  proto::Platform p = Builtin("cpu_host");
+  p.clear_rnn_efficiency();
+  for (const RnnShape& r : shapes.rnns) {
+    proto::EfficiencyPoint* e = p.add_rnn_efficiency();
+    e->set_m(r.steps * r.batch), e->set_n(r.gates_hidden), e->set_k(r.input + r.hidden),
+        e->set_batch(1);
+    e->set_dtype(r.dtype), e->set_pass(r.backward ? "backward" : "forward");
+    e->set_efficiency(r.backward ? 0.4 : 0.2);
+  }
+  const double peak = PeakFlops(p, "fp32", false);
+  int layers = 0;
+  for (const proto::Op& op : w->ops()) {
+    RnnShape r;
+    if (!RnnShapeOf(*w, op, &r)) continue;
+    EXPECT_NE(std::find(shapes.rnns.begin(), shapes.rnns.end(), r), shapes.rnns.end());
+    const OpCost cost = LeafCost(*w, op, p);
+    EXPECT_STREQ(cost.model, "rnn");
+    const double flops =
+        (r.backward ? 2.0 : 1.0) * 2 * r.steps * r.batch * r.gates_hidden * (r.input + r.hidden);
+    EXPECT_DOUBLE_EQ(cost.flops, flops);
+    EXPECT_NEAR(cost.compute_us, flops / (peak * (r.backward ? 0.4 : 0.2)) * 1e6,
+                1e-6 * cost.compute_us);
+    ++layers;
+  }
+  EXPECT_GT(layers, 0);
 }
 
 // A GPU trace's cuDNN ops cost what their portable equivalents do: the convolution the flops

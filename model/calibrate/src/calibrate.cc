@@ -4,40 +4,42 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
-#include <ATen/ops/add.h>
-#include <ATen/ops/bmm.h>
-#include <ATen/ops/arange.h>
-#include <ATen/ops/convolution.h>
-#include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/_embedding_bag.h>
 #include <ATen/ops/_embedding_bag_backward.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/bmm.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/dropout.h>
 #include <ATen/ops/embedding_bag.h>
-#include <ATen/ops/scaled_dot_product_attention.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/exp.h>
 #include <ATen/ops/gelu.h>
-#include <ATen/ops/log.h>
-#include <ATen/ops/rand.h>
-#include <ATen/ops/rsqrt.h>
-#include <ATen/ops/sigmoid.h>
-#include <ATen/ops/silu.h>
-#include <ATen/ops/sqrt.h>
-#include <ATen/ops/tanh.h>
-#include <ATen/ops/empty_like.h>
 #include <ATen/ops/layer_norm.h>
+#include <ATen/ops/log.h>
 #include <ATen/ops/max_pool2d_with_indices.h>
 #include <ATen/ops/max_pool2d_with_indices_backward.h>
+#include <ATen/ops/mkldnn_rnn_layer.h>
+#include <ATen/ops/mkldnn_rnn_layer_backward.h>
+#include <ATen/ops/mm.h>
 #include <ATen/ops/native_batch_norm.h>
 #include <ATen/ops/native_batch_norm_backward.h>
-#include <ATen/ops/mm.h>
-#include <ATen/ops/randint.h>
 #include <ATen/ops/ones.h>
+#include <ATen/ops/rand.h>
+#include <ATen/ops/randint.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/randn_like.h>
 #include <ATen/ops/relu.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/scaled_dot_product_attention.h>
+#include <ATen/ops/sigmoid.h>
+#include <ATen/ops/silu.h>
 #include <ATen/ops/softmax.h>
+#include <ATen/ops/sqrt.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/tanh.h>
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 #include <unistd.h>
@@ -212,6 +214,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     p.clear_conv_efficiency();
     p.clear_bandwidth();
     p.clear_attention_efficiency();
+    p.clear_rnn_efficiency();
   }
   p.set_name(!o.name.empty() ? o.name : (!o.base.empty() ? p.name() : (gpu ? "local_cuda" : "cpu_host")));
   p.set_device_type(gpu ? "cuda" : "cpu");
@@ -362,6 +365,53 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       for (const model::AttentionShape& as : ws.attentions)
         if (as.dtype == "fp32" || gpu) add_attention(as);
 
+    // oneDNN's LSTM layer (CPU only: CUDA runs cuDNN's), forward and backward, on a grid of
+    // steps, batch and hidden size (input = hidden), and the workloads' own layers.
+    std::vector<Point> rnn;
+    auto add_rnn = [&](const model::RnnShape& r) {
+      if (gpu || r.dtype != "fp32" || r.gates_hidden != 4 * r.hidden) return;
+      at::Tensor x = at::randn({r.steps, r.batch, r.input}, f32),
+                 w_ih = at::randn({r.gates_hidden, r.input}, f32),
+                 w_hh = at::randn({r.gates_hidden, r.hidden}, f32),
+                 b_ih = at::randn({r.gates_hidden}, f32), b_hh = at::randn({r.gates_hidden}, f32),
+                 h0 = at::zeros({r.batch, r.hidden}, f32), c0 = h0.clone();
+      const int64_t lstm = 2, h = r.hidden;  // mode: cuDNN's numbering, as nn.LSTM passes it
+      // In training mode, as the workloads run it: the forward keeps its workspace only with
+      // gradients enabled (the sweep runs without them otherwise).
+      at::AutoGradMode grad(true);
+      const auto fwd = at::mkldnn_rnn_layer(x, w_ih, w_hh, b_ih, b_hh, h0, c0, false, {}, lstm, h,
+                                            1, true, false, false, true);
+      const at::Tensor y = std::get<0>(fwd), hy = std::get<1>(fwd), cy = std::get<2>(fwd),
+                       workspace = std::get<3>(fwd);
+      at::Tensor gy = at::randn_like(y);
+      Point pt;
+      pt.point.set_m(r.steps * r.batch), pt.point.set_n(r.gates_hidden),
+          pt.point.set_k(r.input + r.hidden);
+      pt.point.set_batch(1), pt.point.set_dtype("fp32"),
+          pt.point.set_pass(r.backward ? "backward" : "forward");
+      pt.flops = (r.backward ? 2.0 : 1.0) * 2.0 * r.steps * r.batch * r.gates_hidden *
+                 (r.input + r.hidden);
+      if (r.backward)
+        pt.probe = probes.Add([=] {
+          (void)at::mkldnn_rnn_layer_backward(x, w_ih, w_hh, b_ih, b_hh, h0, c0, y, hy, cy, gy,
+                                              std::nullopt, std::nullopt, false, lstm, h, 1, true,
+                                              true, false, {}, false, workspace);
+        });
+      else
+        pt.probe = probes.Add([=] {
+          at::AutoGradMode grad(true);
+          (void)at::mkldnn_rnn_layer(x, w_ih, w_hh, b_ih, b_hh, h0, c0, false, {}, lstm, h, 1, true,
+                                     false, false, true);
+        });
+      rnn.push_back(pt);
+    };
+    for (int64_t t : o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{16, 64})
+      for (int64_t b : o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32})
+        for (int64_t hs : o.quick ? std::vector<int64_t>{64} : std::vector<int64_t>{64, 256})
+          for (bool backward : {false, true}) add_rnn({t, b, hs, hs, 4 * hs, backward, "fp32"});
+    for (const model::WorkloadShapes& ws : o.workloads)
+      for (const model::RnnShape& r : ws.rnns) add_rnn(r);
+
     // Convolution sweep (3x3, padding 1), forward and backward, as implicit GEMMs.
     const std::vector<int64_t> batches = o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32};
     const std::vector<int64_t> cins = o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{3, 16, 64};
@@ -496,8 +546,10 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
                          probes.Add([table, idx, offsets] { (void)at::embedding_bag(table, idx, offsets, false, 0); })});
     }
 
-    log(std::to_string(probes.size()) + " probes (" + std::to_string(gemm.size()) + " gemm, " + std::to_string(conv.size()) +
-        " conv, " + std::to_string(attention.size()) + " attention, " + std::to_string(traffic.size()) + " bandwidth), " + std::to_string(o.trials) + " rounds");
+    log(std::to_string(probes.size()) + " probes (" + std::to_string(gemm.size()) + " gemm, " +
+        std::to_string(conv.size()) + " conv, " + std::to_string(attention.size()) +
+        " attention, " + std::to_string(rnn.size()) + " rnn, " + std::to_string(traffic.size()) +
+        " bandwidth), " + std::to_string(o.trials) + " rounds");
     probes.RunRounds();
 
     double dispatch_us = 0;
@@ -535,6 +587,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     record(gemm, p.mutable_gemm_efficiency());
     record(conv, p.mutable_conv_efficiency());
     record(attention, p.mutable_attention_efficiency());
+    record(rnn, p.mutable_rnn_efficiency());
     const std::string how = o.statistic + " of " + std::to_string(o.trials) + " round-robin trials";
     (*p.mutable_sources())["gemm_efficiency"] = measured + ": aten::mm, " + how + ", dispatch subtracted" +
                                                 (heap.empty() ? "" : ", heap " + heap);
@@ -558,6 +611,12 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
                                           ", dispatch subtracted; cold points (" +
                                           (llc > 0 ? "inputs cycled through copies of 2x the " + std::to_string(static_cast<int64_t>(llc)) + "-byte last-level cache"
                                                    : "none: the cache size is unknown") + ")";
+    if (!rnn.empty())
+      (*p.mutable_sources())["rnn_efficiency"] =
+          measured + ": aten::mkldnn_rnn_layer and its backward (LSTM), " +
+          (o.quick ? "steps 16 x batch 8 x hidden 64"
+                   : "steps 16, 64 x batch 8, 32 x hidden 64, 256") +
+          (o.workloads.empty() ? "" : " and the workloads' layers") + ", " + how;
     (*p.mutable_sources())["attention_efficiency"] =
         measured +
         ": scaled_dot_product_attention, batch x heads 8, 32, sequence 64, 256, head size 32, 64" +

@@ -50,7 +50,18 @@ struct AttentionShape {
   bool operator==(const AttentionShape&) const = default;
 };
 
+// A oneDNN recurrent layer (aten::mkldnn_rnn_layer or its backward: nn.LSTM on the CPU) over
+// `steps` steps of `batch` sequences, gates_hidden = gates x hidden (4H for an LSTM). Its input
+// is time-major whatever batch_first says: the RNN transposes a batch-first input first.
+struct RnnShape {
+  int64_t steps = 0, batch = 0, input = 0, hidden = 0, gates_hidden = 0;
+  bool backward = false;
+  std::string dtype;
+  bool operator==(const RnnShape&) const = default;
+};
+
 bool EmbeddingShapeOf(const proto::Workload& w, const proto::Op& op, EmbeddingShape* out);
+bool RnnShapeOf(const proto::Workload& w, const proto::Op& op, RnnShape* out);
 bool AttentionShapeOf(const proto::Workload& w, const proto::Op& op, AttentionShape* out);
 
 // A convolution as the GEMM it amounts to: m = N x output pixels, n = output channels,
@@ -66,6 +77,7 @@ struct WorkloadShapes {
   std::vector<ConvShape> convs;
   std::vector<EmbeddingShape> embeddings;
   std::vector<AttentionShape> attentions;
+  std::vector<RnnShape> rnns;
 };
 WorkloadShapes ShapesOf(const proto::Workload& w);
 
