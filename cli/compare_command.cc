@@ -120,6 +120,35 @@ void NoteCrossPlatform(const LoadedInput& in, const std::string& input, const pr
 
 std::optional<double> Known(double v) { return v >= 0 ? std::optional<double>(v) : std::nullopt; }
 
+// The GPU-active splits and the unmodelled share of `pred`, into `c`.
+void SetUnmodelled(const model::Prediction& pred, model::Comparison& c) {
+  c.compute.original_gpu_active_ms = Known(pred.compute.original_ms);
+  c.compute.predicted_gpu_active_ms = Known(pred.compute.predicted_ms);
+  c.modelled.original_gpu_active_ms = Known(pred.modelled.original_ms);
+  c.modelled.predicted_gpu_active_ms = Known(pred.modelled.predicted_ms);
+  model::UnmodelledOps& u = c.unmodelled;
+  u.ops = pred.unmodelled.ops;
+  u.predicted_ms = pred.unmodelled.predicted_ms;
+  u.original_gpu_active_ms = Known(pred.unmodelled.original_gpu_active_ms);
+  u.reasons = pred.unmodelled.reasons;
+  std::map<std::string, model::UnmodelledOps::ByName> by_name;
+  for (const model::OpPrediction& o : pred.ops) {
+    c.compute.ops += o.op_class != "collective" ? 1 : 0;
+    if (o.unmodelled.empty()) continue;
+    model::UnmodelledOps::ByName& b = by_name[o.name];
+    b.name = o.name, b.reason = o.unmodelled;
+    b.ops += 1;
+    b.predicted_ms += o.compute_us / 1000;
+    if (o.original_us >= 0) b.original_ms = b.original_ms.value_or(0) + o.original_us / 1000;
+  }
+  for (auto& [name, b] : by_name) u.by_name.push_back(std::move(b));
+  std::sort(u.by_name.begin(), u.by_name.end(), [](const auto& a, const auto& b) {
+    return a.original_ms.value_or(0) > b.original_ms.value_or(0);
+  });
+  if (u.by_name.size() > 12) u.by_name.resize(12);
+  c.modelled.ops = c.compute.ops - u.ops;
+}
+
 // The console: the side-by-side table, the GPU-active table where the trace recorded kernels,
 // and the notes (as the HTML has them).
 void PrintComparison(const model::Comparison& c, const std::string& input,
@@ -137,6 +166,23 @@ void PrintComparison(const model::Comparison& c, const std::string& input,
     for (const auto& [name, s] : c.op_classes)
       if (s.original_gpu_active_ms.value_or(0) > 0 || s.predicted_gpu_active_ms.value_or(0) > 0)
         PrintGpuRow(name, s);
+    PrintGpuRow("no comm", c.compute);
+    PrintGpuRow("modelled ops", c.modelled);
+  }
+  const model::UnmodelledOps& u = c.unmodelled;
+  if (u.ops > 0) {
+    std::string reasons;
+    for (const auto& [reason, n] : u.reasons)
+      reasons += (reasons.empty() ? "" : ", ") + std::to_string(n) + " " + reason;
+    std::printf(
+        "\n  unmodelled: %lld ops (%s), recorded %s ms of kernels, predicted %.3f ms "
+        "(floors: their bytes at memory bandwidth)\n",
+        static_cast<long long>(u.ops), reasons.c_str(), Fmt(u.original_gpu_active_ms).c_str(),
+        u.predicted_ms);
+    for (size_t i = 0; i < u.by_name.size() && i < 6; ++i)
+      std::printf("    %-52s %-20s %10s %10.3f\n", u.by_name[i].name.substr(0, 52).c_str(),
+                  u.by_name[i].reason.c_str(), Fmt(u.by_name[i].original_ms).c_str(),
+                  u.by_name[i].predicted_ms);
   }
   if (!c.notes.empty()) std::printf("\n");
   for (const std::string& n : c.notes) std::printf("  note: %s\n", n.c_str());
@@ -288,6 +334,7 @@ Runner AddCompare(CLI::App& app) {
     if (platform->device_type() == "cuda")
       c.end_to_end.predicted_gpu_active_ms = pred->gpu_active_ms;
     c.end_to_end.original_gpu_active_ms = Known(pred->original_gpu_active_ms);
+    SetUnmodelled(*pred, c);
     c.exposed_comm_ms = pred->exposed_comm_ms;
 
     // Per class: original from the linked Kineto spans of the top-level ops, replay from its

@@ -219,6 +219,7 @@ OpClass ClassOf(std::string_view op_name) {
   const std::string_view name = BaseName(op_name);
   if (name == "record_param_comms" || name.substr(0, 6) == "c10d::" || name.substr(0, 5) == "nccl:")
     return OpClass::kCollective;
+  if (TbeOf(name).pass != TbePass::kNone) return OpClass::kEmbedding;
   for (const ClassRecord& r : kClasses)
     for (std::string_view op : r.ops)
       if (op == name) return r.op_class;
@@ -254,6 +255,49 @@ std::string_view OpClassName(OpClass c) {
     case OpClass::kElementwise: return "elementwise";
     default: return "other";
   }
+}
+
+TbeOp TbeOf(std::string_view op_name) {
+  // fbgemm_gpu's generated lookup functions, one per optimizer, and their autograd nodes.
+  struct Pattern {
+    std::string_view prefix, suffix;
+    TbePass pass;
+  };
+  static constexpr Pattern kPatterns[] = {
+      {"fbgemm::split_embedding_codegen_lookup_", "_function", TbePass::kForward},
+      {"torch::autograd::CppNode<SplitLookupFunction_", "_Op>", TbePass::kBackward},
+  };
+  for (const Pattern& p : kPatterns) {
+    if (op_name.size() <= p.prefix.size() + p.suffix.size() ||
+        op_name.substr(0, p.prefix.size()) != p.prefix ||
+        op_name.substr(op_name.size() - p.suffix.size()) != p.suffix)
+      continue;
+    return {p.pass,
+            op_name.substr(p.prefix.size(), op_name.size() - p.prefix.size() - p.suffix.size())};
+  }
+  return {};
+}
+
+DeviceCopy DeviceCopyOf(std::string_view event_name) {
+  struct Name {
+    std::string_view text;
+    CopyRoute route;
+  };
+  static constexpr Name kRoutes[] = {{"Memcpy HtoD", CopyRoute::kHostToDevice},
+                                     {"Memcpy DtoH", CopyRoute::kDeviceToHost},
+                                     {"Memcpy DtoD", CopyRoute::kDeviceToDevice},
+                                     {"Memcpy PtoP", CopyRoute::kPeer},
+                                     {"CopyHostToDevice", CopyRoute::kHostToDevice},
+                                     {"CopyDeviceToHost", CopyRoute::kDeviceToHost},
+                                     {"CopyDeviceToDevice", CopyRoute::kDeviceToDevice}};
+  DeviceCopy c;
+  for (const Name& n : kRoutes)
+    if (event_name.substr(0, n.text.size()) == n.text) c.route = n.route;
+  if (c.route == CopyRoute::kHostToDevice || c.route == CopyRoute::kDeviceToHost) {
+    if (event_name.find("Pinned") != std::string_view::npos) c.host = HostMemory::kPinned;
+    if (event_name.find("Pageable") != std::string_view::npos) c.host = HostMemory::kPageable;
+  }
+  return c;
 }
 
 bool ParseOpClass(std::string_view name, OpClass* out) {

@@ -153,6 +153,11 @@ bool IsCompiledKernel(const proto::Op& op) {
   return op.schema() < 0 && !op.kernel_backend().empty();
 }
 
+bool IsCompiledCode(const proto::Op& op) {
+  return IsCompiledKernel(op) || op.name() == "CompiledFunction" ||
+         op.name() == "CompiledFunctionBackward";
+}
+
 std::vector<char> SegmentMembers(const proto::Workload& w, const OpTree& tree, int segment_op) {
   const int n = w.ops_size();
   std::vector<char> member(n, 0);

@@ -23,6 +23,37 @@ void WriteSides(JsonWriter& j, const SideBySide& s) {
       .Optional(RelativeError(s.predicted_gpu_active_ms, s.original_gpu_active_ms));
 }
 
+void WriteGpuActive(JsonWriter& j, const SideBySide& s) {
+  j.BeginObject();
+  j.Key("original_ms").Optional(s.original_gpu_active_ms);
+  j.Key("predicted_ms").Optional(s.predicted_gpu_active_ms);
+  j.Key("error_predicted_vs_original")
+      .Optional(RelativeError(s.predicted_gpu_active_ms, s.original_gpu_active_ms));
+  j.EndObject();
+}
+
+void WriteUnmodelled(JsonWriter& j, const UnmodelledOps& u) {
+  j.BeginObject();
+  j.Key("ops").Int(u.ops);
+  j.Key("original_gpu_active_ms").Optional(u.original_gpu_active_ms);
+  j.Key("predicted_ms").Double(u.predicted_ms);
+  j.Key("reasons").BeginObject();
+  for (const auto& [reason, n] : u.reasons) j.Key(reason).Int(n);
+  j.EndObject();
+  j.Key("by_name").BeginArray();
+  for (const UnmodelledOps::ByName& b : u.by_name) {
+    j.BeginObject();
+    j.Key("name").String(b.name);
+    j.Key("reason").String(b.reason);
+    j.Key("ops").Int(b.ops);
+    j.Key("original_ms").Optional(b.original_ms);
+    j.Key("predicted_ms").Double(b.predicted_ms);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+}
+
 void WriteTimeline(JsonWriter& j, const std::vector<Span>& spans) {
   j.BeginArray();
   for (const Span& s : spans) {
@@ -57,6 +88,7 @@ dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weig
 <svg id="bars" width="760" height="10"></svg>
 <h2>One iteration</h2><svg id="timeline" width="760" height="10"></svg>
 <div class="legend" id="timeline-legend"></div>
+<h2>Ops no model sees into</h2><p id="unmodelled"></p><table id="unmodelled-ops"></table>
 <h2>Context</h2><dl id="context"></dl>
 <h2>Notes</h2><ul id="notes"></ul>
 <script type="application/json" id="data">)html";
@@ -97,6 +129,35 @@ constexpr const char* kHtmlTail = R"html(</script>
       tr.appendChild(td);
     });
     t.appendChild(tr);
+  }
+  // GPU active time without communication, and of the modelled ops alone.
+  for (const [name, key] of [['GPU active, no communication', 'compute_gpu_active'],
+                             ['GPU active, modelled ops', 'modelled_gpu_active']]) {
+    const a = d.end_to_end[key];
+    if (!a || (a.original_ms === null && a.predicted_ms === null)) continue;
+    const tr = document.createElement('tr');
+    tr.dataset.row = key;
+    tr.innerHTML = '<td>' + name + '</td>' + '<td></td>'.repeat(7) +
+        '<td data-key="original_gpu_active_ms">' + fmt(a.original_ms) + '</td>' +
+        '<td data-key="predicted_gpu_active_ms">' + fmt(a.predicted_ms) + '</td>' +
+        '<td data-key="error_predicted_vs_original_gpu_active">' + pct(a.error_predicted_vs_original) + '</td>';
+    t.appendChild(tr);
+  }
+  const u = d.unmodelled;
+  const reasons = Object.entries(u.reasons).map(([k, n]) => n + ' ' + k).join(', ');
+  document.getElementById('unmodelled').textContent = u.ops === 0 ? 'None: the models see every op.' :
+      u.ops + ' ops (' + reasons + '): recorded ' + fmt(u.original_gpu_active_ms) + ' ms of kernels, ' +
+      'predicted ' + fmt(u.predicted_ms) + ' ms (a floor: their bytes at memory bandwidth).';
+  const ut = document.getElementById('unmodelled-ops');
+  if (u.by_name.length) ut.innerHTML = '<tr><th>op</th><th>why</th><th>ops</th><th>recorded ms</th><th>predicted ms</th></tr>';
+  for (const b of u.by_name) {
+    const tr = document.createElement('tr');
+    for (const v of [b.name, b.reason, String(b.ops), fmt(b.original_ms), fmt(b.predicted_ms)]) {
+      const td = document.createElement('td');
+      td.textContent = v;
+      tr.appendChild(td);
+    }
+    ut.appendChild(tr);
   }
   const g = d.geomean_abs_error || {};
   const gt = document.createElement('tr');
@@ -191,7 +252,13 @@ std::string RenderComparisonJson(const Comparison& c) {
   j.Key("end_to_end").BeginObject();
   WriteSides(j, c.end_to_end);
   j.Key("predicted_exposed_comm_ms").Double(c.exposed_comm_ms);
+  j.Key("compute_gpu_active");
+  WriteGpuActive(j, c.compute);
+  j.Key("modelled_gpu_active");
+  WriteGpuActive(j, c.modelled);
   j.EndObject();
+  j.Key("unmodelled");
+  WriteUnmodelled(j, c.unmodelled);
   j.Key("op_classes").BeginObject();
   for (const auto& [name, s] : c.op_classes) {
     j.Key(name).BeginObject();

@@ -9,6 +9,7 @@
 
 #include "mimic/eg/collective.h"
 #include "mimic/eg/op_class.h"
+#include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
 #include "mimic/model/platform.h"
 #include "mimic/model/shapes.h"
@@ -75,19 +76,19 @@ struct Ctx {
   const proto::Platform& p;
   std::string_view name;  // base name
   std::vector<const proto::Tensor*> in, out;
-  double cold_fraction;   // of the input bytes, not in cache
+  const OpEvidence& e;  // cold share of the inputs, recorded copy, TBE partner
 };
 
 // Extra time a compute-bound op spends bringing its cold operands from DRAM (HBM): its
 // efficiencies were measured with operands in cache, so the cold share of its input bytes
 // pays the difference between cold and hot copy bandwidth at that size.
 double ColdOperandsUs(const Ctx& c) {
-  if (c.cold_fraction <= 0) return 0;
+  if (c.e.cold_fraction <= 0) return 0;
   double in = 0;
   for (const proto::Tensor* t : c.in) in += Bytes(t);
   if (in <= 0) return 0;
   const double slowdown = ColdSlowdown(c.p, "copy", in);
-  return c.cold_fraction * in / EffectiveBandwidth(c.p, "copy", in) * (slowdown - 1) * 1e6;
+  return c.e.cold_fraction * in / EffectiveBandwidth(c.p, "copy", in) * (slowdown - 1) * 1e6;
 }
 
 // A compute-bound op of `flops` whose efficiency `table` holds by GEMM shape (m, n, k): the
@@ -193,14 +194,144 @@ OpCost BandwidthModel(const Ctx& c, std::string_view kind, double bytes) {
   cost.model = "bandwidth";
   cost.bytes = bytes;
   cost.compute_us = bytes > 0 ? bytes / EffectiveBandwidth(c.p, kind, bytes) * 1e6 : 0;
-  if (c.cold_fraction > 0 && kind != "gather" && kind != "embedding_backward")
-    cost.compute_us *= 1 + c.cold_fraction * (ColdSlowdown(c.p, kind, bytes) - 1);
+  if (c.e.cold_fraction > 0 && kind != "gather" && kind != "embedding_backward")
+    cost.compute_us *= 1 + c.e.cold_fraction * (ColdSlowdown(c.p, kind, bytes) - 1);
+  return cost;
+}
+
+// The rate a host<->device copy runs at on `p`: the platform's figure for its direction and
+// host memory (pinned where unknown), else the link's.
+double HostDeviceRate(const proto::Platform& p, const eg::DeviceCopy& copy) {
+  const proto::HostDeviceCopy& h = p.host_device_copy();
+  const bool pageable = copy.host == eg::HostMemory::kPageable;
+  const double rate = copy.route == eg::CopyRoute::kHostToDevice
+                          ? (pageable ? h.h2d_pageable_bytes_per_s() : h.h2d_pinned_bytes_per_s())
+                          : (pageable ? h.d2h_pageable_bytes_per_s() : h.d2h_pinned_bytes_per_s());
+  return rate > 0 ? rate : p.host_device_bytes_per_s();
+}
+
+// The shape of one fbgemm TBE lookup, from its forward op's arguments (positions of fbgemm_gpu's
+// split_embedding_codegen_lookup_*_function: 1 dev_weights, 2 uvm_weights, 5 weights_offsets
+// [T], 6 D_offsets [T+1], 7 total_D, 11 indices [L], 12 offsets [T*B+1], 13 pooling_mode, 14
+// indice_weights [L] or None; the optimizer's state tensors after 16) and the output width
+// total_D: recorded as a concrete value, else the backward's gradient [B, total_D].
+struct TbeShape {
+  double tables = 0, batch = 0, lookups = 0;
+  double dim = 0;           // average row width: total_D / T
+  double weight_bytes = 0;  // every table's rows
+  double itemsize = 4;      // of the weights
+  double index_bytes = 0;   // indices, offsets and per-sample weights
+  double state_bytes = 0;   // the optimizer's state (momentum) tensors
+  bool pooled = true;       // pooling_mode sum or mean (2: none, one row out per lookup)
+  bool weighted = false;    // per-sample weights given
+  bool uvm = false;         // the tables live in host memory (UVM), read over the host link
+};
+
+const proto::Tensor* InputTensor(const Ctx& c, const proto::Op& op, int i) {
+  return i < op.inputs_size() ? TensorOf(c.w, op.inputs(i)) : nullptr;
+}
+
+bool TbeShapeOf(const Ctx& c, const proto::Op& fwd, const proto::Op* bwd, TbeShape* out) {
+  const proto::Tensor* dev = InputTensor(c, fwd, 1);
+  const proto::Tensor* uvm = InputTensor(c, fwd, 2);
+  const proto::Tensor* woff = InputTensor(c, fwd, 5);
+  const proto::Tensor* doff = InputTensor(c, fwd, 6);
+  const proto::Tensor* indices = InputTensor(c, fwd, 11);
+  const proto::Tensor* offsets = InputTensor(c, fwd, 12);
+  if (!dev || !woff || !doff || !indices || !offsets || woff->numel() <= 0 ||
+      doff->numel() != woff->numel() + 1 || offsets->numel() < 1 ||
+      (offsets->numel() - 1) % woff->numel() != 0)
+    return false;
+  TbeShape t;
+  t.tables = static_cast<double>(woff->numel());
+  t.batch = static_cast<double>(offsets->numel() - 1) / t.tables;
+  t.lookups = static_cast<double>(indices->numel());
+  t.uvm = dev->numel() == 0 && uvm && uvm->numel() > 0;
+  const proto::Tensor* weights = t.uvm ? uvm : dev;
+  t.weight_bytes = Bytes(weights);
+  t.itemsize = static_cast<double>(std::max<int64_t>(weights->itemsize(), 1));
+  double total_d = 0;
+  if (fwd.inputs_size() > 7 && fwd.inputs(7).kind_case() == proto::Value::kIntValue)
+    total_d = static_cast<double>(fwd.inputs(7).int_value());
+  const proto::Tensor* grad = bwd ? InputTensor(c, *bwd, 0) : nullptr;
+  if (total_d <= 0 && grad && grad->shape_size() == 2 && grad->shape(0) == t.batch)
+    total_d = static_cast<double>(grad->shape(1));
+  if (total_d <= 0 || t.batch <= 0) return false;
+  t.dim = total_d / t.tables;
+  t.index_bytes = Bytes(indices) + Bytes(offsets);
+  if (const proto::Tensor* iw = InputTensor(c, fwd, 14); iw && iw->numel() == indices->numel())
+    t.weighted = true, t.index_bytes += Bytes(iw);
+  t.pooled = !(fwd.inputs_size() > 13 && fwd.inputs(13).kind_case() == proto::Value::kIntValue &&
+               fwd.inputs(13).int_value() == 2);
+  for (int i = 17; i < fwd.inputs_size(); ++i)
+    if (const proto::Tensor* s = InputTensor(c, fwd, i);
+        s && s->numel() > 0 &&
+        (s->dtype() == proto::FLOAT32 || s->dtype() == proto::FLOAT16 ||
+         s->dtype() == proto::BFLOAT16))
+      t.state_bytes += Bytes(s);
+  *out = t;
+  return true;
+}
+
+// The rate rows are gathered at: from the tables, whose working set is one table at a time
+// (the kernels walk the tables in order); over the host link for tables in host memory (UVM).
+double GatherRate(const Ctx& c, const TbeShape& t, double gathered) {
+  if (t.uvm) return HostDeviceRate(c.p, {eg::CopyRoute::kHostToDevice, eg::HostMemory::kPinned});
+  const double working_set = std::min(t.weight_bytes, gathered) / std::max(t.tables, 1.0);
+  return EffectiveBandwidth(c.p, "gather", std::max(working_set, 1.0));
+}
+
+// fbgemm's TBE lookup by its access pattern. Forward: each lookup gathers one row (dim x
+// itemsize bytes) and the indices, offsets and per-sample weights are read once; the output,
+// fp32, is [B, total_D] pooled (one row per lookup unpooled). Backward (its autograd node, which
+// also applies the optimizer): the lookups are sorted by row (linearize into 8-byte keys, then
+// a radix sort of the keys with 4-byte positions: a histogram pass over the keys, then one pass
+// per 8 of the ceil(log2 rows) key bits, each reading and writing keys and positions), each lookup
+// reads its bag's gradient row (fp32; with per-sample weights also its weight row, for their
+// gradient), and every row touched is read and written once with its share of the optimizer's
+// state.
+OpCost TbeModel(const Ctx& c) {
+  const eg::TbeOp kind = eg::TbeOf(c.op.name());
+  const bool backward = kind.pass == eg::TbePass::kBackward;
+  const proto::Op* fwd = backward ? c.e.tbe_partner : &c.op;
+  const proto::Op* bwd = backward ? &c.op : c.e.tbe_partner;
+  TbeShape t;
+  if (!fwd || !TbeShapeOf(c, *fwd, bwd, &t)) {
+    OpCost cost = BandwidthModel(c, "gather", TouchedBytes(c.in, c.out));
+    cost.model = "embedding";
+    cost.unmodelled = !fwd ? "TBE backward without its forward" : "TBE without its shape";
+    return cost;
+  }
+  const double gathered = t.lookups * t.dim * t.itemsize;
+  OpCost cost;
+  cost.model = "embedding";
+  if (!backward) {
+    const double out = (t.pooled ? t.batch * t.tables : t.lookups) * t.dim * 4;
+    cost.bytes = gathered + t.index_bytes + out;
+    cost.compute_us =
+        (gathered / GatherRate(c, t, gathered) +
+         (t.index_bytes + out) / EffectiveBandwidth(c.p, "copy", t.index_bytes + out)) *
+        1e6;
+    return cost;
+  }
+  const double rows = std::max(t.weight_bytes / (t.dim * t.itemsize), 1.0);
+  const double passes = std::ceil(std::max(std::log2(rows), 1.0) / 8);
+  const double sort = t.lookups * (8 + 8 + 4 + passes * 2 * (8 + 4)) + t.index_bytes;
+  const double grads = t.lookups * t.dim * 4 + (t.weighted ? gathered : 0);
+  const double touched = std::min(1.0, t.lookups / rows);
+  const double update = 2 * touched * (t.weight_bytes + t.state_bytes);
+  cost.bytes = sort + grads + update;
+  cost.compute_us = (sort / EffectiveBandwidth(c.p, "copy", sort) +
+                     grads / EffectiveBandwidth(c.p, "gather", grads) +
+                     update / GatherRate(c, t, t.weight_bytes)) *
+                    1e6;
   return cost;
 }
 
 // Embedding lookups: the rows gathered (from cache when the table's touched rows fit), the
 // output, the indices; backward: the dense gradient written plus the scattered rows.
 OpCost EmbeddingModel(const Ctx& c) {
+  if (eg::TbeOf(c.op.name()).pass != eg::TbePass::kNone) return TbeModel(c);
   if (c.in.empty()) return BandwidthModel(c, "gather", TouchedBytes(c.in, c.out));
   const bool backward = c.name.find("backward") != std::string_view::npos;
   const bool scatter = c.name.find("scatter") != std::string_view::npos || c.name.find("index_add") != std::string_view::npos ||
@@ -288,19 +419,62 @@ OpCost ElementwiseModel(const Ctx& c) {
   return BandwidthModel(c, c.in.size() >= 2 ? "binary" : "unary", TouchedBytes(c.in, c.out));
 }
 
+bool OnGpu(const proto::Tensor* t) { return t && t->device().rfind("cuda", 0) == 0; }
+
+// Whether a copy's host memory was pinned, where the trace does not say (an execution trace
+// records no pinned-ness): a `non_blocking` copy is taken to come from pinned memory, the only
+// case where PyTorch makes it asynchronous; any other copy from pageable memory.
+eg::HostMemory HostMemoryOf(const Ctx& c) {
+  if (c.op.schema() < 0 || c.op.schema() >= c.w.schemas_size()) return eg::HostMemory::kPageable;
+  const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(c.w.schemas(c.op.schema()));
+  for (size_t i = 0; i < args.size() && i < static_cast<size_t>(c.op.inputs_size()); ++i)
+    if (args[i].name == "non_blocking" &&
+        c.op.inputs(static_cast<int>(i)).kind_case() == proto::Value::kBoolValue &&
+        c.op.inputs(static_cast<int>(i)).bool_value())
+      return eg::HostMemory::kPinned;
+  return eg::HostMemory::kPageable;
+}
+
+// Which way a copy goes: the recorded device work's memcpy event where the trace has one (a
+// fact of the trace), else the source and destination tensors' devices where an execution trace
+// recorded them (copy_ writes its first input from its second; the other copies write their
+// output from their first input), else within the device.
+eg::DeviceCopy CopyOf(const Ctx& c) {
+  if (c.e.recorded_copy.route != eg::CopyRoute::kNone) return c.e.recorded_copy;
+  eg::DeviceCopy copy{eg::CopyRoute::kDeviceToDevice, eg::HostMemory::kUnknown};
+  if (eg::IsKinetoOnly(c.w) || c.in.empty()) return copy;  // no tensor devices recorded
+  const bool copy_ = c.name == "aten::copy_";
+  const proto::Tensor* src = copy_ ? (c.in.size() >= 2 ? c.in[1] : nullptr) : c.in[0];
+  const proto::Tensor* dst = copy_ ? c.in[0] : (c.out.empty() ? nullptr : c.out[0]);
+  if (!src || !dst || src->device().empty() || dst->device().empty()) return copy;
+  if (OnGpu(src) != OnGpu(dst)) {
+    copy.route = OnGpu(dst) ? eg::CopyRoute::kHostToDevice : eg::CopyRoute::kDeviceToHost;
+    copy.host = HostMemoryOf(c);
+  } else if (OnGpu(src) && src->device() != dst->device()) {
+    copy.route = eg::CopyRoute::kPeer;
+  }
+  return copy;
+}
+
+// Copies by route: within the device, read and written at copy bandwidth; host<->device over
+// the link at the platform's rate for the direction and host memory; between GPUs over NVLink
+// (else the host link).
 OpCost MemcpyModel(const Ctx& c) {
   double out_bytes = 0;
   for (const proto::Tensor* t : c.out) out_bytes += Bytes(t);
   if (c.name == "aten::copy_" && c.in.size() >= 2) out_bytes = Bytes(c.in[1]);
   if (c.name == "aten::_local_scalar_dense" || c.name == "aten::item") out_bytes = 8;
   OpCost cost = BandwidthModel(c, "copy", 2 * out_bytes);
-  // A host-device copy crosses PCIe.
-  bool cross = false;
-  for (const proto::Tensor* t : c.in)
-    for (const proto::Tensor* o : c.out)
-      if ((t->device().rfind("cuda", 0) == 0) != (o->device().rfind("cuda", 0) == 0)) cross = true;
-  if (cross && c.p.host_device_bytes_per_s() > 0) cost.compute_us = out_bytes / c.p.host_device_bytes_per_s() * 1e6;
   cost.model = "memcpy";
+  if (!IsGpu(c.p)) return cost;
+  const eg::DeviceCopy copy = CopyOf(c);
+  double rate = 0;
+  if (copy.route == eg::CopyRoute::kHostToDevice || copy.route == eg::CopyRoute::kDeviceToHost)
+    rate = HostDeviceRate(c.p, copy);
+  else if (copy.route == eg::CopyRoute::kPeer)
+    rate =
+        c.p.gpu_gpu_bytes_per_s() > 0 ? c.p.gpu_gpu_bytes_per_s() : c.p.host_device_bytes_per_s();
+  if (rate > 0) cost.bytes = out_bytes, cost.compute_us = out_bytes / rate * 1e6;
   return cost;
 }
 
@@ -524,15 +698,33 @@ double ShapeEfficiency(const proto::Platform& p,
   return best * (k / (k + 64));
 }
 
-OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p, double cold_fraction) {
+namespace {
+
+// Why no model sees an op's work, or nullptr when one does: compiled code (the trace does not
+// say what its kernels compute), an op of no known class from outside ATen (a custom or
+// extension op, an autograd node's C++ backward), or an op whose tensor arguments the trace did
+// not record (a Kineto trace without record_shapes, or an unrecorded tensor list).
+const char* UnmodelledReason(const Ctx& c, OpClass cls) {
+  if (eg::IsCompiledCode(c.op)) return "compiled code";
+  if (c.in.empty() && c.out.empty()) return "no shapes recorded";
+  const std::string_view name = c.op.name();
+  const bool aten = name.substr(0, 6) == "aten::" || name.substr(0, 6) == "prim::";
+  if (cls == OpClass::kOther && !aten) return "op without a model";
+  return nullptr;
+}
+
+}  // namespace
+
+OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p,
+                const OpEvidence& e) {
   // A vendor op (cuDNN, MIOpen, oneDNN) costs what its portable equivalent does.
-  if (const eg::PortableEquivalent* e = eg::PortableOf(op.name())) {
+  if (const eg::PortableEquivalent* v = eg::PortableOf(op.name())) {
     proto::Op portable = op;
-    if (eg::RewriteAsPortable(*e, &portable)) return LeafCost(w, portable, p, cold_fraction);
+    if (eg::RewriteAsPortable(*v, &portable)) return LeafCost(w, portable, p, e);
   }
   std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
   std::vector<const proto::Tensor*> out = OutputsOf(w, op, in);
-  Ctx c{w, op, p, BaseName(op.name()), std::move(in), std::move(out), cold_fraction};
+  Ctx c{w, op, p, BaseName(op.name()), std::move(in), std::move(out), e};
   const OpClass cls = eg::ClassOf(op.name());
   OpCost cost;
   for (const ClassModel& m : kModels)
@@ -542,8 +734,38 @@ OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Plat
     }
   if (cost.compute_us == 0 && cost.launches && std::string_view(cost.model) != "view")
     cost = BandwidthModel(c, "unary", TouchedBytes(c.in, c.out));
+  if (cost.launches && !cost.unmodelled) cost.unmodelled = UnmodelledReason(c, cls);
   if (IsGpu(p) && cost.launches) cost.compute_us = std::max(cost.compute_us, p.min_kernel_us());
   return cost;
+}
+
+std::map<int, int> PairTbeOps(const proto::Workload& w, const std::vector<int>& ops) {
+  std::map<int, int> partner;
+  std::vector<int> open;  // forwards not paired yet, in start order
+  for (int i : ops) {
+    const eg::TbeOp kind = eg::TbeOf(w.ops(i).name());
+    if (kind.pass == eg::TbePass::kForward) open.push_back(i);
+    if (kind.pass != eg::TbePass::kBackward) continue;
+    // The gradient's rows are the forward's batch: B = (offsets - 1) / T.
+    const std::vector<const proto::Tensor*> grad = Tensors(w, w.ops(i).inputs());
+    auto batch_of = [&](const proto::Op& f) -> int64_t {
+      if (f.inputs_size() <= 12) return -1;
+      const proto::Tensor* woff = TensorOf(w, f.inputs(5));
+      const proto::Tensor* off = TensorOf(w, f.inputs(12));
+      return woff && off && woff->numel() > 0 ? (off->numel() - 1) / woff->numel() : -1;
+    };
+    for (auto it = open.rbegin(); it != open.rend(); ++it) {
+      const proto::Op& f = w.ops(*it);
+      if (eg::TbeOf(f.name()).optimizer != kind.optimizer) continue;
+      if (!grad.empty() && grad[0]->shape_size() == 2 && batch_of(f) >= 0 &&
+          batch_of(f) != grad[0]->shape(0))
+        continue;
+      partner[i] = *it, partner[*it] = i;
+      open.erase(std::next(it).base());
+      break;
+    }
+  }
+  return partner;
 }
 
 OpCost CollectiveCost(const proto::Op& op, const proto::Platform& p, int64_t ranks) {

@@ -2,10 +2,12 @@
 // op (an op with no children in the trace) costs on a platform. Pure functions; thread-safe.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "mimic/eg/op_class.h"
 #include "mimic/model/shapes.h"
 #include "proto/platform.pb.h"
 #include "proto/workload.pb.h"
@@ -18,6 +20,19 @@ struct OpCost {
   double bytes = 0;
   double compute_us = 0;       // kernel (device) or CPU compute time, overheads excluded
   bool launches = true;        // false for views and metadata ops: no kernel, no compute
+  // Why no model sees the op's work, when none does ("compiled code", "op without a model",
+  // "no shapes recorded"): then compute_us is only a floor (its bytes at memory bandwidth).
+  const char* unmodelled = nullptr;
+};
+
+// What the trace tells about an op beyond its own arguments.
+struct OpEvidence {
+  double cold_fraction = 0;  // share of its input bytes not in cache (CacheModel, predict.cc)
+  // The copy its recorded device work made (a memcpy event at or under it); route kNone when
+  // the trace recorded none.
+  eg::DeviceCopy recorded_copy;
+  // A TBE op's other pass (PairTbeOps): the backward's forward, or the forward's backward.
+  const proto::Op* tbe_partner = nullptr;
 };
 
 // The tensors among `values` (lists included), and the bytes of one (0 for null).
@@ -33,10 +48,16 @@ std::vector<const proto::Tensor*> OutputsOf(const proto::Workload& w, const prot
                                             const std::vector<const proto::Tensor*>& in);
 
 // The cost of `op` as a leaf on `p`. Never fails: an op whose arguments the model cannot read
-// is priced by the bytes of the tensors it touches. `cold_fraction` is the share of its input
-// bytes that are not in cache (CacheModel, predict.cc): memory-bound ops pay the platform's
-// measured cold-input slow-down on that share.
-OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p, double cold_fraction = 0);
+// is priced by the bytes of the tensors it touches (and marked `unmodelled` where no model sees
+// its work). Memory-bound ops pay the platform's measured cold-input slow-down on the cold share
+// of their inputs (`e.cold_fraction`).
+OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p,
+                const OpEvidence& e = {});
+
+// Pairs fbgemm's TBE backward nodes with their forward ops among `ops` (indices into w.ops(),
+// in start order), by optimizer: the autograd engine runs the ready node created last first,
+// so each backward takes the latest unpaired forward before it. Returns both directions.
+std::map<int, int> PairTbeOps(const proto::Workload& w, const std::vector<int>& ops);
 
 // Collective cost by alpha-beta with the nccl-tests bus factor (docs/model.md), for an op that
 // carries a collective (eg::IsCommunication). `ranks` is the group size. Sets `bytes` to the

@@ -75,6 +75,7 @@ struct SubtreeCost {
   int nodes = 0;     // ops dispatched (the op and everything under it)
   int launches = 0;  // leaves that launch a kernel
   const char* model = "none";
+  const char* unmodelled = nullptr;  // why no model sees some of its work (OpCost::unmodelled)
 };
 
 // Whether a top-level op is priced by the op-class table (Accumulate): not a communication
@@ -82,6 +83,17 @@ struct SubtreeCost {
 bool PricedByClassModels(const proto::Op& op) {
   const bool wait = op.has_collective() && op.collective().type() == proto::Collective::WAIT;
   return !eg::IsCommunication(op) && !wait && !eg::IsCollectiveOp(op);
+}
+
+// Adds one leaf's cost to the subtree's.
+void AddCost(const OpCost& cost, SubtreeCost& acc) {
+  acc.compute_us += cost.compute_us;
+  acc.flops += cost.flops;
+  acc.bytes += cost.bytes;
+  acc.launches += cost.launches ? 1 : 0;
+  if (std::string_view(acc.model) == "none" || std::string_view(acc.model) == "view")
+    acc.model = cost.model;
+  if (!acc.unmodelled) acc.unmodelled = cost.unmodelled;
 }
 
 // Whether op `index` is priced whole by its class model: a leaf, or a composite of a known
@@ -118,8 +130,31 @@ void Touch(const proto::Workload& w, const eg::OpTree& tree, int index, CacheMod
   for (int c : tree.Children(index)) Touch(w, tree, c, cache);
 }
 
+void RecordedKernels(const proto::Workload& w, const eg::OpTree& tree, int index,
+                     std::vector<const proto::Kernel*>& out);
+
+// The copy the device work recorded at or under op `index` made: a host<->device copy before
+// one between GPUs before one within the device; pageable when any copy of its route was.
+eg::DeviceCopy RecordedCopy(const proto::Workload& w, const eg::OpTree& tree, int index) {
+  std::vector<const proto::Kernel*> ks;
+  RecordedKernels(w, tree, index, ks);
+  auto rank = [](eg::CopyRoute r) {
+    return r == eg::CopyRoute::kHostToDevice || r == eg::CopyRoute::kDeviceToHost ? 3
+           : r == eg::CopyRoute::kPeer                                            ? 2
+           : r == eg::CopyRoute::kDeviceToDevice                                  ? 1
+                                                                                  : 0;
+  };
+  eg::DeviceCopy best;
+  for (const proto::Kernel* k : ks) {
+    const eg::DeviceCopy c = eg::DeviceCopyOf(k->name());
+    if (rank(c.route) > rank(best.route)) best = c;
+    if (c.route == best.route && c.host == eg::HostMemory::kPageable) best.host = c.host;
+  }
+  return best;
+}
+
 void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::Platform& p,
-                int index, CacheModel& cache, SubtreeCost& acc) {
+                const std::map<int, int>& tbe, int index, CacheModel& cache, SubtreeCost& acc) {
   const proto::Op& op = w.ops(index);
   acc.nodes += 1;
   if (eg::IsDelayOp(op)) {
@@ -143,16 +178,19 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
         for (int g : tree.Children(c)) stack.push_back(g);
       }
     }
-    const OpCost cost = LeafCost(w, op, p, cache.Touch(w, op));
-    acc.compute_us += cost.compute_us;
-    acc.flops += cost.flops;
-    acc.bytes += cost.bytes;
-    acc.launches += cost.launches ? 1 : 0;
-    if (std::string_view(acc.model) == "none" || std::string_view(acc.model) == "view")
-      acc.model = cost.model;
+    OpEvidence e;
+    e.cold_fraction = cache.Touch(w, op);
+    e.recorded_copy = RecordedCopy(w, tree, index);
+    if (auto it = tbe.find(index); it != tbe.end()) e.tbe_partner = &w.ops(it->second);
+    AddCost(LeafCost(w, op, p, e), acc);
     return;
   }
-  for (int c : tree.Children(index)) Accumulate(w, tree, p, c, cache, acc);
+  // Kernels the op launched itself, beside its children's (compiled code, a custom op that
+  // also runs ATen ops): no child's model prices them; its own bytes give a floor.
+  if ((op.kernels_size() > 0 || eg::IsCompiledCode(op)) &&
+      eg::ClassOf(op.name()) == eg::OpClass::kOther)
+    AddCost(LeafCost(w, op, p), acc);
+  for (int c : tree.Children(index)) Accumulate(w, tree, p, tbe, c, cache, acc);
 }
 
 double RecordedKernelUs(const proto::Workload& w, const eg::OpTree& tree, int index) {
@@ -177,6 +215,27 @@ void RecordedIntervals(const proto::Workload& w, const eg::OpTree& tree, int ind
   for (const proto::Kernel* k : ks) {
     all.emplace_back(k->start_us(), k->start_us() + k->duration_us());
     cls.emplace_back(k->start_us(), k->start_us() + k->duration_us());
+  }
+}
+
+// Device intervals of the iteration apart from the collectives': those of ops the models see
+// into and those of the ops no model does (OpPrediction::unmodelled).
+struct ComputeSplit {
+  std::vector<std::pair<double, double>> comm, modelled, unmodelled;
+};
+
+// The recorded kernels under top-level op `index` into `out`: communication when the op is a
+// collective or the kernel is NCCL's (or RCCL's), else compute by whether the op is modelled.
+void SplitRecorded(const proto::Workload& w, const eg::OpTree& tree, int index, bool collective,
+                   bool unmodelled, ComputeSplit& out) {
+  std::vector<const proto::Kernel*> ks;
+  RecordedKernels(w, tree, index, ks);
+  for (const proto::Kernel* k : ks) {
+    const bool nccl = k->name().rfind("nccl", 0) == 0 || k->name().rfind("rccl", 0) == 0;
+    (collective || nccl ? out.comm
+     : unmodelled       ? out.unmodelled
+                        : out.modelled)
+        .emplace_back(k->start_us(), k->start_us() + k->duration_us());
   }
 }
 
@@ -289,6 +348,25 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
   return o;
 }
 
+// The GPU-active figures without communication, and of the modelled ops alone (both sides where
+// the trace recorded kernels), and the recorded time of the unmodelled ones.
+void SplitGpuActive(bool gpu, bool trace_gpu, const std::vector<std::pair<double, double>>& compute,
+                    const ComputeSplit& predicted, const ComputeSplit& recorded, Prediction& pred) {
+  auto both = [](const ComputeSplit& s) {
+    std::vector<std::pair<double, double>> all = s.modelled;
+    all.insert(all.end(), s.unmodelled.begin(), s.unmodelled.end());
+    return all;
+  };
+  if (gpu) {
+    pred.compute.predicted_ms = UnionLength(compute) / 1000;
+    pred.modelled.predicted_ms = UnionLength(predicted.modelled) / 1000;
+  }
+  if (!trace_gpu) return;
+  pred.compute.original_ms = UnionLength(both(recorded)) / 1000;
+  pred.modelled.original_ms = UnionLength(recorded.modelled) / 1000;
+  pred.unmodelled.original_gpu_active_ms = UnionLength(recorded.unmodelled) / 1000;
+}
+
 }  // namespace
 
 Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
@@ -307,6 +385,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   const bool gpu = p.device_type() == "cuda";
   const bool trace_gpu = w.kineto().kernels_linked() > 0;
   const Overheads oh = TraceOverheads(w, top, p, tree, opts.overheads_from_trace, pred.notes);
+  const std::map<int, int> tbe = PairTbeOps(w, top);
   std::optional<eg::RecordedHostGaps> trace_gaps;
   if (oh.t1_from_trace) trace_gaps.emplace(w, step_start_us, oh.capture);
   if (!p.calibrated_at().empty())
@@ -346,6 +425,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   // Per op class: predicted device intervals and the recorded kernels' intervals.
   std::map<std::string, std::vector<std::pair<double, double>>> class_iv, class_orig_iv;
   std::vector<std::pair<double, double>> orig_iv;
+  ComputeSplit orig_split, pred_split;  // pred_split.comm stays empty: comm_iv holds those
   // Per thread: (recorded CPU end, simulated CPU end) of its ops, in issue order.
   std::map<int64_t, std::vector<std::pair<double, double>>> issued;
   double cpu_overhead_us = 0;
@@ -375,9 +455,10 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
     } else if (!PricedByClassModels(op)) {
       sc.nodes = 1, sc.launches = 0, sc.model = wait ? "wait" : "collective (unread)";
     } else {
-      Accumulate(w, tree, p, i, cache, sc);
+      Accumulate(w, tree, p, tbe, i, cache, sc);
     }
     o.model = sc.model;
+    if (sc.unmodelled) o.unmodelled = sc.unmodelled;
     o.flops = sc.flops;
     o.bytes = sc.bytes;
     o.compute_us = sc.compute_us;
@@ -385,6 +466,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
       const double k = RecordedKernelUs(w, tree, i);
       o.original_us = k > 0 || !op.has_cpu_span() ? k : -1;
       RecordedIntervals(w, tree, i, orig_iv, class_orig_iv[o.op_class]);
+      SplitRecorded(w, tree, i, collective, !o.unmodelled.empty(), orig_split);
     } else if (op.has_cpu_span()) {
       o.original_us = op.cpu_duration_us();
     }
@@ -444,6 +526,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
       // recorded host time (else dispatch costs) on the CPU timeline.
       const bool host = trace_gpu && RunsOnHost(w, tree, i);
       if (host) {
+        o.unmodelled.clear();
         ++host_ops;
         o.compute_us = 0;
         sc.launches = 0;
@@ -467,6 +550,9 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
         stream_free[stream] = end;
         if (collective) comm_end[op.id()] = end;
         (collective ? comm_iv : compute_iv).emplace_back(start, end);
+        if (!collective)
+          (o.unmodelled.empty() ? pred_split.modelled : pred_split.unmodelled)
+              .emplace_back(start, end);
         class_iv[o.op_class].emplace_back(start, end);
       }
       cursor += cpu_us;
@@ -479,6 +565,11 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
     ClassTime& ct = pred.by_class[o.op_class];
     ct.ops += 1;
     ct.predicted_ms += o.predicted_us / 1000;
+    if (!o.unmodelled.empty()) {
+      pred.unmodelled.ops += 1;
+      pred.unmodelled.predicted_ms += o.compute_us / 1000;
+      pred.unmodelled.reasons[o.unmodelled] += 1;
+    }
     if (o.original_us >= 0) ct.original_ms = std::max(ct.original_ms, 0.0) + o.original_us / 1000;
     if (op.has_cpu_span()) {
       auto& ends = issued[op.thread()];
@@ -508,6 +599,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
     if (trace_gpu) ct.original_gpu_active_ms = UnionLength(class_orig_iv[name]) / 1000;
   }
   pred.cpu_overhead_ms = cpu_overhead_us / 1000;
+  SplitGpuActive(gpu, trace_gpu, compute_iv, pred_split, orig_split, pred);
   if (eg::IsKinetoOnly(w))
     pred.notes.push_back(
         "a Kineto trace alone: ops priced by name and recorded input shapes (no outputs and no "

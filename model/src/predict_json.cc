@@ -21,6 +21,19 @@ std::string PredictionToJson(const Prediction& p) {
   j.Key("comm_ms").Double(p.comm_ms);
   j.Key("exposed_comm_ms").Double(p.exposed_comm_ms);
   j.Key("cpu_overhead_ms").Double(p.cpu_overhead_ms);
+  for (const auto& [key, g] :
+       {std::pair<const char*, const GpuActive&>{"compute", p.compute}, {"modelled", p.modelled}}) {
+    j.Key(std::string("gpu_active_") + key + "_ms").Optional(Known(g.predicted_ms));
+    j.Key(std::string("original_gpu_active_") + key + "_ms").Optional(Known(g.original_ms));
+  }
+  j.Key("unmodelled").BeginObject();
+  j.Key("ops").Int(p.unmodelled.ops);
+  j.Key("predicted_ms").Double(p.unmodelled.predicted_ms);
+  j.Key("original_gpu_active_ms").Optional(Known(p.unmodelled.original_gpu_active_ms));
+  j.Key("reasons").BeginObject();
+  for (const auto& [reason, n] : p.unmodelled.reasons) j.Key(reason).Int(n);
+  j.EndObject();
+  j.EndObject();
   j.Key("by_class").BeginObject();
   for (const auto& [name, c] : p.by_class) {
     j.Key(name).BeginObject();
@@ -47,6 +60,11 @@ std::string PredictionToJson(const Prediction& p) {
     j.Key("start_us").Double(o.start_us);
     j.Key("original_us")
         .Optional(o.original_us >= 0 ? std::optional<double>(o.original_us) : std::nullopt);
+    j.Key("unmodelled");
+    if (o.unmodelled.empty())
+      j.Null();
+    else
+      j.String(o.unmodelled);
     j.EndObject();
   }
   j.EndArray();

@@ -359,6 +359,33 @@ class CompareGpuKernelsTest(unittest.TestCase):
         self.assertLessEqual(gemm["original_gpu_active_ms"], e2e["original_gpu_active_ms"])
         self.assertIn("gemm", r.stdout)
         self.assertIn("note: no replay", r.stdout)
+        # No collective and no op the models cannot see into: compute is all of it.
+        for key in ("compute_gpu_active", "modelled_gpu_active"):
+            self.assertAlmostEqual(e2e[key]["original_ms"], e2e["original_gpu_active_ms"])
+            self.assertAlmostEqual(e2e[key]["predicted_ms"], e2e["predicted_gpu_active_ms"])
+        self.assertEqual(data["unmodelled"]["ops"], 0)
+        self.assertEqual(data["unmodelled"]["by_name"], [])
+
+    def test_html_shows_the_gpu_active_rows_of_the_json(self):
+        chromium = chromium_binary()
+        self.assertIsNotNone(chromium, "chromium is missing: scripts/setup.sh installs it")
+        with tempfile.TemporaryDirectory() as d:
+            page, report = os.path.join(d, "r.html"), os.path.join(d, "r.json")
+            r = mimic("compare", *LINEAR, "--no-replay", "--report", report, "--html", page)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            data = json.load(open(report))
+            dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                                  "--no-first-run", "--disable-extensions", "--user-data-dir=" + os.path.join(d, "p"),
+                                  "--virtual-time-budget=5000", "--dump-dom", "file://" + page],
+                                 capture_output=True, text=True, timeout=600)
+        self.assertEqual(dom.returncode, 0, dom.stderr[-2000:])
+        c = DomCollector()
+        c.feed(dom.stdout)
+        self.assertEqual(c.body.get("data-rendered"), "ok", "the page's script did not finish")
+        for row in ("compute_gpu_active", "modelled_gpu_active"):
+            self.assertEqual(c.cells[(row, "original_gpu_active_ms")], "%.3f" % data["end_to_end"][row]["original_ms"])
+            self.assertEqual(c.cells[(row, "predicted_gpu_active_ms")], "%.3f" % data["end_to_end"][row]["predicted_ms"])
+        self.assertIn("the models see every op", dom.stdout)
 
     def test_another_platform_is_labelled_a_cross_platform_prediction(self):
         r, data = self.compare("--platform", "h100_sxm")

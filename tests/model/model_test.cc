@@ -3,6 +3,8 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include <cmath>
+#include <fstream>
+#include <map>
 #include <numeric>
 
 #include "mimic/eg/collective.h"
@@ -309,7 +311,7 @@ TEST(Shapes, TransposedConvolutionsAreTheGemmOfTheConvolutionTheyAreTheGradientO
     EXPECT_EQ(c.groups, 1) << o->name();
     const ImplicitGemm g = ImplicitGemmOf(c);
     EXPECT_DOUBLE_EQ(2 * g.m * g.n * g.k, flops) << o->name();
-    const OpCost cost = LeafCost(w, *o, p, 0);
+    const OpCost cost = LeafCost(w, *o, p);
     EXPECT_STREQ(cost.model, "conv") << o->name();
     EXPECT_DOUBLE_EQ(cost.flops, o == backward ? 2 * flops : flops) << o->name();
   }
@@ -368,7 +370,7 @@ TEST(Predict, RecurrentLayersArePricedAsTheirGemms) {
     // The layer's input is time-major, T x B x I (nn.LSTM(batch_first=True) transposed it).
     const double t = x.shape(0), b = x.shape(1), i = x.shape(2), gh = w_ih.shape(0),
                  h = w_hh.shape(1);
-    const OpCost cost = LeafCost(*w, op, p, 0);
+    const OpCost cost = LeafCost(*w, op, p);
     EXPECT_STREQ(cost.model, "rnn");
     EXPECT_DOUBLE_EQ(cost.flops, (bwd ? 2 : 1) * 2 * t * b * gh * (i + h));
     // At least its input-to-hidden GEMM at the platform's peak.
@@ -408,7 +410,7 @@ TEST(Predict, RecurrentLayersTakeTheMeasuredLayerEfficiency) {
     RnnShape r;
     if (!RnnShapeOf(*w, op, &r)) continue;
     EXPECT_NE(std::find(shapes.rnns.begin(), shapes.rnns.end(), r), shapes.rnns.end());
-    const OpCost cost = LeafCost(*w, op, p, 0);
+    const OpCost cost = LeafCost(*w, op, p);
     EXPECT_STREQ(cost.model, "rnn");
     const double flops =
         (r.backward ? 2.0 : 1.0) * 2 * r.steps * r.batch * r.gates_hidden * (r.input + r.hidden);
@@ -644,6 +646,323 @@ TEST(Predict, CpuThreadsOverlapOnlyWhereTheTraceShowsThemOverlapping) {
   ASSERT_THAT(overlapping, IsOk());
   EXPECT_NEAR(overlapping->ops[1].start_us, overlapping->ops[0].start_us, 1e-9);
   EXPECT_LT(overlapping->iteration_ms, after->iteration_ms);
+}
+
+// One copy_ of a 64 MiB float tensor from `src` to `dst` ("cpu", "cuda:0", "cuda:1", or "" when
+// the trace did not say), optionally with the memcpy event its device work recorded.
+constexpr double kCopyBytes = 64.0 * (1 << 20);
+
+proto::Workload OneCopy(const char* src, const char* dst, bool non_blocking,
+                        const char* recorded = nullptr) {
+  proto::Workload w;
+  w.add_types("");
+  w.add_schemas("aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");
+  for (const char* device : {dst, src}) {
+    proto::Tensor* t = w.add_tensors();
+    t->set_tensor_id(w.tensors_size()), t->set_storage_id(w.tensors_size());
+    t->set_itemsize(4), t->set_dtype(proto::FLOAT32), t->set_device(device);
+    t->add_shape(16 << 20), t->set_numel(16 << 20);
+  }
+  proto::Op* o = w.add_ops();
+  o->set_id(1), o->set_name("aten::copy_"), o->set_schema(0), o->set_thread(1);
+  o->add_inputs()->set_tensor(0), o->add_inputs()->set_tensor(1);
+  o->add_inputs()->set_bool_value(non_blocking);
+  o->add_outputs()->set_tensor(0);
+  if (recorded) {
+    proto::Kernel* k = o->add_kernels();
+    k->set_name(recorded), k->set_category("gpu_memcpy"), k->set_stream(7), k->set_duration_us(1);
+  }
+  return w;
+}
+
+double CopyUs(const proto::Workload& w, const proto::Platform& p) {
+  auto r = Predict(w, p, Options(false));
+  EXPECT_THAT(r, IsOk());
+  if (!r.ok() || r->ops.size() != 1) return -1;
+  EXPECT_EQ(r->ops[0].model, "memcpy");
+  return r->ops[0].compute_us;
+}
+
+TEST(Predict, CopiesArePricedByDirectionAndHostMemory) {
+  const proto::Platform p = Builtin("h100_sxm");
+  const proto::HostDeviceCopy& h = p.host_device_copy();
+  ASSERT_GT(h.h2d_pageable_bytes_per_s(), 0);
+  ASSERT_LT(h.h2d_pageable_bytes_per_s(), h.h2d_pinned_bytes_per_s());
+  // An execution trace records the devices, not whether host memory was pinned: a non_blocking
+  // copy is taken to be from pinned memory, any other from pageable memory.
+  EXPECT_NEAR(CopyUs(OneCopy("cpu", "cuda:0", false), p),
+              kCopyBytes / h.h2d_pageable_bytes_per_s() * 1e6, 1e-6);
+  EXPECT_NEAR(CopyUs(OneCopy("cpu", "cuda:0", true), p),
+              kCopyBytes / h.h2d_pinned_bytes_per_s() * 1e6, 1e-6);
+  EXPECT_NEAR(CopyUs(OneCopy("cuda:0", "cpu", false), p),
+              kCopyBytes / h.d2h_pageable_bytes_per_s() * 1e6, 1e-6);
+  EXPECT_NEAR(CopyUs(OneCopy("cuda:0", "cpu", true), p),
+              kCopyBytes / h.d2h_pinned_bytes_per_s() * 1e6, 1e-6);
+  // Within the device: read and written at copy bandwidth; between GPUs: over NVLink.
+  EXPECT_NEAR(CopyUs(OneCopy("cuda:0", "cuda:0", false), p),
+              2 * kCopyBytes / EffectiveBandwidth(p, "copy", 2 * kCopyBytes) * 1e6, 1e-6);
+  EXPECT_NEAR(CopyUs(OneCopy("cuda:0", "cuda:1", false), p),
+              kCopyBytes / p.gpu_gpu_bytes_per_s() * 1e6, 1e-6);
+  // A platform without copy figures moves host<->device copies at the link's rate.
+  proto::Platform bare = p;
+  bare.clear_host_device_copy();
+  EXPECT_NEAR(CopyUs(OneCopy("cpu", "cuda:0", true), bare),
+              kCopyBytes / p.host_device_bytes_per_s() * 1e6, 1e-6);
+}
+
+TEST(Predict, TheRecordedMemcpyEventSaysWhichWayACopyWent) {
+  const proto::Platform p = Builtin("v100_16gb");
+  const proto::HostDeviceCopy& h = p.host_device_copy();
+  // No devices recorded (a Kineto trace alone): the memcpy event is the evidence.
+  EXPECT_NEAR(CopyUs(OneCopy("", "", false, "Memcpy HtoD (Pinned -> Device)"), p),
+              kCopyBytes / h.h2d_pinned_bytes_per_s() * 1e6, 1e-6);
+  EXPECT_NEAR(CopyUs(OneCopy("", "", false, "Memcpy DtoH (Device -> Pageable)"), p),
+              kCopyBytes / h.d2h_pageable_bytes_per_s() * 1e6, 1e-6);
+  // The event's pinned-ness wins over the non_blocking guess.
+  EXPECT_NEAR(CopyUs(OneCopy("cpu", "cuda:0", false, "Memcpy HtoD (Pinned -> Device)"), p),
+              kCopyBytes / h.h2d_pinned_bytes_per_s() * 1e6, 1e-6);
+  EXPECT_EQ(eg::DeviceCopyOf("Memcpy PtoP (Device -> Device)").route, eg::CopyRoute::kPeer);
+  EXPECT_EQ(eg::DeviceCopyOf("CopyHostToDevice").route, eg::CopyRoute::kHostToDevice);
+  EXPECT_EQ(eg::DeviceCopyOf("Memset (Device)").route, eg::CopyRoute::kNone);
+}
+
+// fbgemm TBE lookups built by hand in fbgemm_gpu's argument order: T tables of `rows` rows of
+// D floats, B bags per table, L lookups; each forward followed later by the backwards.
+struct Tbe {
+  int64_t tables, rows, dim, batch, lookups;
+};
+
+int AddTensor(proto::Workload& w, std::vector<int64_t> shape, proto::DType dtype, int itemsize) {
+  proto::Tensor* t = w.add_tensors();
+  t->set_tensor_id(w.tensors_size()), t->set_dtype(dtype), t->set_itemsize(itemsize);
+  t->set_device("cuda:0");
+  int64_t n = 1;
+  for (int64_t d : shape) t->add_shape(d), n *= d;
+  t->set_numel(n);
+  return w.tensors_size() - 1;
+}
+
+void AddTbeForward(proto::Workload& w, int64_t id, const Tbe& t, bool total_d_recorded) {
+  proto::Op* o = w.add_ops();
+  o->set_id(id), o->set_name("fbgemm::split_embedding_codegen_lookup_rowwise_adagrad_function");
+  o->set_schema(-1), o->set_thread(1);
+  auto tensor = [&](std::vector<int64_t> shape, proto::DType d, int size) {
+    o->add_inputs()->set_tensor(AddTensor(w, std::move(shape), d, size));
+  };
+  auto value = [&](int64_t v) { o->add_inputs()->set_int_value(v); };
+  tensor({0}, proto::FLOAT32, 4);                          // 0 placeholder
+  tensor({t.tables * t.rows * t.dim}, proto::FLOAT32, 4);  // 1 dev_weights
+  tensor({0}, proto::FLOAT32, 4);                          // 2 uvm_weights
+  tensor({0, 0}, proto::FLOAT32, 4);                       // 3 lxu_cache_weights
+  tensor({t.tables}, proto::INT32, 4);                     // 4 weights_placements
+  tensor({t.tables}, proto::INT64, 8);                     // 5 weights_offsets
+  tensor({t.tables + 1}, proto::INT32, 4);                 // 6 D_offsets
+  if (total_d_recorded)
+    value(t.tables * t.dim);  // 7 total_D
+  else
+    o->add_inputs()->set_opaque("<Scalar>");
+  value(t.dim);                                       // 8 max_D
+  tensor({t.tables + 1}, proto::INT64, 8);            // 9 hash_size_cumsum
+  value(20);                                          // 10 total_hash_size_bits
+  tensor({t.lookups}, proto::INT64, 8);               // 11 indices
+  tensor({t.tables * t.batch + 1}, proto::INT64, 8);  // 12 offsets
+  value(0);                                           // 13 pooling_mode: sum
+  o->add_inputs()->set_none(true);                    // 14 indice_weights
+  o->add_inputs()->set_none(true);                    // 15 feature_requires_grad
+  tensor({0}, proto::INT32, 4);                       // 16 lxu_cache_locations
+  tensor({t.tables * t.rows}, proto::FLOAT32, 4);     // 17 momentum1_dev
+}
+
+void AddTbeBackward(proto::Workload& w, int64_t id, const Tbe& t) {
+  proto::Op* o = w.add_ops();
+  o->set_id(id), o->set_name("torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>");
+  o->set_schema(-1), o->set_thread(2);
+  o->add_inputs()->set_tensor(AddTensor(w, {t.batch, t.tables * t.dim}, proto::FLOAT32, 4));
+  // Not an operator's name: it counts because it launched kernels itself.
+  o->add_kernels()->set_name("split_embedding_backward_codegen_rowwise_adagrad_kernel");
+}
+
+TEST(Predict, TableBatchedEmbeddingsArePricedByTheirAccessPattern) {
+  const proto::Platform p = Builtin("a100_80gb");
+  const Tbe small{4, 1000, 64, 512, 40000}, big{8, 100000, 128, 1024, 400000};
+  for (bool recorded : {true, false}) {
+    proto::Workload w;
+    w.add_types("");
+    w.mutable_provenance()->set_schema(eg::kKinetoOnlySchema);
+    AddTbeForward(w, 1, small, recorded);
+    AddTbeForward(w, 2, big, recorded);
+    // The small one's gradient comes first: its batch, not the order, pairs it.
+    AddTbeBackward(w, 3, small);
+    AddTbeBackward(w, 4, big);
+    auto r = Predict(w, p, Options(false));
+    ASSERT_THAT(r, IsOk());
+    ASSERT_EQ(r->ops.size(), 4u);
+    for (int i : {0, 1}) {
+      const Tbe& t = i == 0 ? small : big;
+      const OpPrediction& fwd = r->ops[i];
+      EXPECT_EQ(fwd.op_class, "embedding");
+      EXPECT_EQ(fwd.unmodelled, "") << recorded;
+      // Rows gathered, indices and offsets read, the pooled fp32 output written.
+      const double gathered = 4.0 * t.lookups * t.dim;
+      const double rest =
+          8.0 * t.lookups + 8.0 * (t.tables * t.batch + 1) + 4.0 * t.batch * t.tables * t.dim;
+      EXPECT_DOUBLE_EQ(fwd.bytes, gathered + rest) << i << recorded;
+      const double table = 4.0 * t.rows * t.dim;
+      EXPECT_NEAR(
+          fwd.compute_us,
+          (gathered / EffectiveBandwidth(p, "gather", std::min(table, gathered / t.tables)) +
+           rest / EffectiveBandwidth(p, "copy", rest)) *
+              1e6,
+          1e-6);
+      // The backward: sort (keys, positions, 3 radix passes over log2(rows) bits), the
+      // gradient rows of every lookup, every touched row and its momentum read and written.
+      const OpPrediction& bwd = r->ops[2 + i];
+      EXPECT_EQ(bwd.unmodelled, "");
+      const double rows = static_cast<double>(t.tables * t.rows);
+      const double passes = std::ceil(std::log2(rows) / 8);
+      const double sort =
+          t.lookups * (20 + passes * 24) + 8.0 * t.lookups + 8.0 * (t.tables * t.batch + 1);
+      const double update = 2 * std::min(1.0, t.lookups / rows) * (4 * rows * t.dim + 4 * rows);
+      EXPECT_NEAR(bwd.bytes, sort + 4.0 * t.lookups * t.dim + update, 1e-3) << i;
+    }
+  }
+}
+
+TEST(Predict, ATbeBackwardWithoutItsForwardIsReportedUnmodelled) {
+  proto::Workload w;
+  w.add_types("");
+  w.mutable_provenance()->set_schema(eg::kKinetoOnlySchema);
+  AddTbeBackward(w, 1, {4, 1000, 64, 512, 40000});
+  auto r = Predict(w, Builtin("a100_80gb"), Options(false));
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->ops[0].unmodelled, "TBE backward without its forward");
+  EXPECT_EQ(r->unmodelled.ops, 1);
+}
+
+// A compiled region that launched a kernel itself beside a child add, a custom op, and an mm:
+// the first two are reported apart from what the models see.
+TEST(Predict, OpsNoModelSeesIntoAreReportedApartWithTheirRecordedKernels) {
+  proto::Workload w = TwoKernels(false);
+  w.mutable_provenance()->set_schema(eg::kKinetoOnlySchema);  // ops without schemas count
+  w.mutable_kineto()->set_present(true), w.mutable_kineto()->set_kernels_linked(4);
+  auto kernel = [](proto::Op* o, double start, double dur) {
+    proto::Kernel* k = o->add_kernels();
+    k->set_name("k"), k->set_category("kernel"), k->set_stream(7);
+    k->set_start_us(start), k->set_duration_us(dur);
+  };
+  kernel(w.mutable_ops(0), 0, 100);   // aten::mm
+  proto::Op* add = w.mutable_ops(1);  // aten::add, now under a compiled region
+  kernel(add, 150, 10);
+  proto::Op* region = w.add_ops();
+  region->set_id(3), region->set_name("CompiledFunction"), region->set_schema(-1);
+  region->set_thread(1), region->add_inputs()->set_tensor(0);
+  kernel(region, 100, 50);
+  add->set_parent(3);
+  proto::Op* custom = w.add_ops();
+  custom->set_id(4), custom->set_name("mylib::fused_thing"), custom->set_schema(1);
+  custom->set_thread(1), custom->add_inputs()->set_tensor(0), custom->add_outputs()->set_tensor(2);
+  kernel(custom, 200, 30);
+  auto r = Predict(w, Builtin("h100_sxm"), Options(false));
+  ASSERT_THAT(r, IsOk());
+  std::map<std::string, std::string> why;
+  for (const OpPrediction& o : r->ops) why[o.name] = o.unmodelled;
+  EXPECT_EQ(why["aten::mm"], "");
+  EXPECT_EQ(why["CompiledFunction"], "compiled code");
+  EXPECT_EQ(why["mylib::fused_thing"], "op without a model");
+  EXPECT_EQ(r->unmodelled.ops, 2);
+  EXPECT_EQ(r->unmodelled.reasons.at("compiled code"), 1);
+  // The recorded side: the region's kernel and its child's (60 us), and the custom op's (30).
+  EXPECT_NEAR(r->unmodelled.original_gpu_active_ms, 0.090, 1e-12);
+  EXPECT_NEAR(r->modelled.original_ms, 0.100, 1e-12);
+  EXPECT_NEAR(r->compute.original_ms, 0.190, 1e-12);
+  // The predicted side: floors for the two, the models for the mm.
+  double floors = 0, mm = 0;
+  for (const OpPrediction& o : r->ops) (o.unmodelled.empty() ? mm : floors) += o.compute_us;
+  EXPECT_NEAR(r->unmodelled.predicted_ms * 1000, floors, 1e-9);
+  EXPECT_NEAR(r->modelled.predicted_ms * 1000, mm, 1e-9);
+}
+
+TEST(Predict, GpuActiveIsReportedWithAndWithoutCommunication) {
+  auto r = Predict(TwoKernels(true), KnownOverheads(), Options(false, 8));
+  ASSERT_THAT(r, IsOk());
+  const double mm = r->ops[0].compute_us, ar = r->ops[1].compute_us;
+  EXPECT_NEAR(r->gpu_active_ms * 1000, mm + ar, 1e-6);  // the all-reduce waits for the mm
+  EXPECT_NEAR(r->compute.predicted_ms * 1000, mm, 1e-9);
+  EXPECT_NEAR(r->modelled.predicted_ms * 1000, mm, 1e-9);
+  EXPECT_LT(r->compute.original_ms, 0);  // no kernels recorded
+}
+
+// The V100 DLRM-like trace of HTA's tests (two ranks, torch.compile, fbgemm, NCCL), read alone.
+const std::string kTraceDiff =
+    mimic::testing::SourceDir() + "/../shared/traces/hta-gpu-kineto/trace_diff_test_kineto.json.gz";
+
+const proto::Workload& TraceDiff() {
+  static const proto::Workload w = [] {
+    eg::LoadOptions options;
+    options.allow_kineto_only = true;
+    auto r = eg::LoadWorkload(kTraceDiff, options);
+    EXPECT_THAT(r, IsOk());
+    return r.ok() ? *r : proto::Workload();
+  }();
+  return w;
+}
+
+TEST(Predict, RecordedHostToDeviceCopiesOfAPublicTraceCrossPcieAtThePinnedRate) {
+  if (!std::ifstream(kTraceDiff)) GTEST_SKIP() << "needs ../shared/traces";
+  const proto::Workload& w = TraceDiff();
+  const proto::Platform p = Builtin("v100_16gb");
+  auto r = Predict(w, p);
+  ASSERT_THAT(r, IsOk());
+  const eg::OpTree tree(w);
+  int checked = 0;
+  for (const OpPrediction& o : r->ops) {
+    if (o.name != "aten::to") continue;
+    std::vector<int> stack = {tree.IndexOf(o.op_id)};
+    bool pinned_h2d = false;
+    while (!stack.empty()) {
+      const int i = stack.back();
+      stack.pop_back();
+      for (const proto::Kernel& k : w.ops(i).kernels())
+        pinned_h2d |= k.name() == "Memcpy HtoD (Pinned -> Device)";
+      for (int c : tree.Children(i)) stack.push_back(c);
+    }
+    if (!pinned_h2d) continue;
+    const proto::Tensor& in = w.tensors(w.ops(tree.IndexOf(o.op_id)).inputs(0).tensor());
+    const double bytes = static_cast<double>(in.numel() * in.itemsize());
+    EXPECT_DOUBLE_EQ(o.bytes, bytes);
+    EXPECT_NEAR(
+        o.compute_us,
+        std::max(p.min_kernel_us(), bytes / p.host_device_copy().h2d_pinned_bytes_per_s() * 1e6),
+        1e-9);
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
+}
+
+TEST(Predict, ThePublicTracesTbeAndCompiledRegionsArePricedAndReportedApart) {
+  if (!std::ifstream(kTraceDiff)) GTEST_SKIP() << "needs ../shared/traces";
+  const proto::Workload& w = TraceDiff();
+  auto r = Predict(w, Builtin("v100_16gb"));
+  ASSERT_THAT(r, IsOk());
+  int tbe = 0, compiled = 0;
+  for (const OpPrediction& o : r->ops) {
+    if (eg::TbeOf(o.name).pass != eg::TbePass::kNone) {
+      // Each lookup and each backward found its other pass: priced by the TBE model.
+      EXPECT_EQ(o.unmodelled, "") << o.name;
+      EXPECT_GT(o.bytes, 1e6) << o.name;
+      ++tbe;
+    }
+    if (o.name == "CompiledFunction" || o.name == "CompiledFunctionBackward") {
+      EXPECT_EQ(o.unmodelled, "compiled code");
+      EXPECT_GT(o.original_us, 0);
+      ++compiled;
+    }
+  }
+  EXPECT_EQ(tbe, 4);  // two lookups, two backwards in the step
+  EXPECT_EQ(compiled, 2);
+  EXPECT_GT(r->unmodelled.original_gpu_active_ms, 0);
+  EXPECT_LT(r->modelled.original_ms, r->compute.original_ms);
+  EXPECT_LT(r->compute.original_ms, r->original_gpu_active_ms);  // NCCL kernels left out
 }
 
 // Every op the replay issues on a CPU platform pays the replay's own cost (framework_us) once,

@@ -39,6 +39,31 @@ std::string_view OpClassName(OpClass c);
 // The class named `name`; false when there is none.
 bool ParseOpClass(std::string_view name, OpClass* out);
 
+// fbgemm's table-batched embedding (TBE) lookups, which run their own kernels: the forward op
+// (`fbgemm::split_embedding_codegen_lookup_<optimizer>_function`) and the backward its C++
+// autograd node runs (`torch::autograd::CppNode<SplitLookupFunction_<optimizer>_Op>`, which
+// also applies the optimizer). Both are of class embedding.
+enum class TbePass { kNone, kForward, kBackward };
+struct TbeOp {
+  TbePass pass = TbePass::kNone;
+  std::string_view optimizer;  // "rowwise_adagrad", "sgd", ... (a view into the name)
+};
+// What `op_name` is among the TBE ops; pass kNone for any other op.
+TbeOp TbeOf(std::string_view op_name);
+
+// A host<->device or device copy, as the profiler names its device event (CUPTI: "Memcpy HtoD
+// (Pinned -> Device)", "Memcpy DtoH (Device -> Pageable)", "Memcpy DtoD (Device -> Device)",
+// "Memcpy PtoP (Device -> Device)"; roctracer: "CopyHostToDevice", ...). The route and the
+// kind of host memory are facts of the recorded trace.
+enum class CopyRoute { kNone, kHostToDevice, kDeviceToHost, kDeviceToDevice, kPeer };
+enum class HostMemory { kUnknown, kPinned, kPageable };
+struct DeviceCopy {
+  CopyRoute route = CopyRoute::kNone;
+  HostMemory host = HostMemory::kUnknown;
+};
+// The copy a device event named `event_name` made; route kNone when it is not a copy.
+DeviceCopy DeviceCopyOf(std::string_view event_name);
+
 // A device-specific ("vendor") operator and the portable ATen operator that computes the same
 // from the same tensors: cuDNN, MIOpen and oneDNN kernels, pinned-memory copies. One record per
 // vendor op, read by replay (rewritten before planning where the target lacks a kernel for

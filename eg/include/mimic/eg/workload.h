@@ -136,6 +136,11 @@ std::vector<int> ReplayableOps(const proto::Workload& workload, const OpTree& tr
 // True for a compiled kernel recorded with its source file (Triton), not an operator.
 bool IsCompiledKernel(const proto::Op& op);
 
+// True for code the trace does not describe op by op: a compiled kernel (IsCompiledKernel), or
+// a torch.compile region's span (`CompiledFunction`, `CompiledFunctionBackward`), whose kernels
+// (Triton's, or the library calls of the compiled graph) have no op of their own.
+bool IsCompiledCode(const proto::Op& op);
+
 // The name of the pseudo-op that synth's substitution leaves in place of an op: the replay
 // spins for attrs["delay_us"] instead of dispatching anything.
 inline constexpr const char* kDelayOp = "mimic::delay";

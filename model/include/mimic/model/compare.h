@@ -26,9 +26,28 @@ struct Span {
   std::string name;
 };
 
+// The ops no model sees into (model::UnmodelledShare), and the largest of them by name.
+struct UnmodelledOps {
+  int64_t ops = 0;
+  double predicted_ms = 0;  // their predicted device time: floors
+  std::optional<double> original_gpu_active_ms;
+  std::map<std::string, int64_t> reasons;
+  struct ByName {
+    std::string name, reason;
+    int64_t ops = 0;
+    std::optional<double> original_ms;  // their recorded kernel time (sum)
+    double predicted_ms = 0;
+  };
+  std::vector<ByName> by_name;  // largest recorded first
+};
+
 struct Comparison {
   std::vector<std::pair<std::string, std::string>> context;  // host, device, input, platform, ...
   SideBySide end_to_end;
+  // GPU active time (the *_gpu_active_ms fields) without communication kernels, and of the
+  // ops the models see into alone: compute judged on compute.
+  SideBySide compute, modelled;
+  UnmodelledOps unmodelled;
   std::map<std::string, SideBySide> op_classes;
   double exposed_comm_ms = 0;      // predicted
   std::string platform_name;       // the platform predicted for

@@ -39,6 +39,24 @@ struct OpPrediction {
   double start_us = 0;      // in the simulated iteration, from its start
   double original_us = -1;  // the op's own recorded span (Kineto CPU span, or its kernels' time on
                             // a GPU); -1 unknown
+  // Why no model sees (some of) its device work: "compiled code", "op without a model", "no
+  // shapes recorded", ... ("" when the models see all of it). compute_us is then a floor.
+  std::string unmodelled;
+};
+
+// Device busy time of part of the iteration: the union of the prediction's device intervals
+// and of the recorded kernels' (where the trace recorded kernels); -1 where unknown.
+struct GpuActive {
+  double predicted_ms = -1;
+  double original_ms = -1;
+};
+
+// The ops no model sees into (OpPrediction::unmodelled), reported apart from the rest.
+struct UnmodelledShare {
+  int64_t ops = 0;
+  double predicted_ms = 0;                 // their device time as predicted: floors
+  double original_gpu_active_ms = -1;      // their recorded kernels (union); -1 unknown
+  std::map<std::string, int64_t> reasons;  // reason -> ops
 };
 
 struct ClassTime {
@@ -64,6 +82,11 @@ struct Prediction {
   // when the workload recorded no kernels.
   double original_gpu_active_ms = -1;
   double cpu_overhead_ms = 0;  // host time that is not op compute (dispatch, launches, gaps)
+  // GPU platforms: device busy time without communication (collective ops' and NCCL kernels),
+  // so that compute is judged on compute; and of the ops the models see into alone (neither
+  // communication nor unmodelled).
+  GpuActive compute, modelled;
+  UnmodelledShare unmodelled;
   std::vector<OpPrediction> ops;
   std::map<std::string, ClassTime> by_class;  // by eg::OpClassName
   std::vector<std::string> notes;             // assumptions the models had to make
