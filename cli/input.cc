@@ -10,7 +10,6 @@
 #include "mimic/base/file.h"
 #include "mimic/base/host.h"
 #include "mimic/eg/capture_manifest.h"
-#include "mimic/eg/kineto.h"
 #include "mimic/eg/workload.h"
 #include "mimic/model/platform.h"
 #include "mimic/synth/bundle.h"

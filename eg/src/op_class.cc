@@ -300,6 +300,10 @@ DeviceCopy DeviceCopyOf(std::string_view event_name) {
   return c;
 }
 
+bool IsCommunicationKernel(std::string_view event_name) {
+  return event_name.starts_with("nccl") || event_name.starts_with("rccl");
+}
+
 bool ParseOpClass(std::string_view name, OpClass* out) {
   for (OpClass c : {OpClass::kGemm, OpClass::kConv, OpClass::kAttention, OpClass::kEmbedding,
                     OpClass::kReductionNorm, OpClass::kMemcpy, OpClass::kCollective,

@@ -124,7 +124,7 @@ OpCost RnnLayerModel(const Ctx& c, const RnnShape& r) {
   const double passes = r.backward ? 2 : 1;
   OpCost cost;
   cost.model = "rnn";
-  cost.flops = passes * 2 * steps * batch * gates_hidden * (input + hidden);
+  cost.flops = RnnFlops(r);
   cost.bytes = TouchedBytes(c.in, c.out);
   if (peak <= 0) return cost;
   if (c.p.rnn_efficiency_size() > 0) {
@@ -952,6 +952,11 @@ bool AttentionShapeOf(const proto::Workload& w, const proto::Op& op, AttentionSh
   a.dtype = std::string(DtypeKey(in[0]->dtype()));
   *out = a;
   return true;
+}
+
+double RnnFlops(const RnnShape& r) {
+  return (r.backward ? 2.0 : 1.0) * 2.0 * static_cast<double>(r.steps) * static_cast<double>(r.batch) *
+         static_cast<double>(r.gates_hidden) * static_cast<double>(r.input + r.hidden);
 }
 
 bool RnnShapeOf(const proto::Workload& w, const proto::Op& op, RnnShape* out) {

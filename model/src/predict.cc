@@ -193,29 +193,10 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
   for (int c : tree.Children(index)) Accumulate(w, tree, p, tbe, c, cache, acc);
 }
 
-double RecordedKernelUs(const proto::Workload& w, const eg::OpTree& tree, int index) {
-  double sum = 0;
-  for (const proto::Kernel& k : w.ops(index).kernels()) sum += k.duration_us();
-  for (int c : tree.Children(index)) sum += RecordedKernelUs(w, tree, c);
-  return sum;
-}
-
 void RecordedKernels(const proto::Workload& w, const eg::OpTree& tree, int index,
                      std::vector<const proto::Kernel*>& out) {
   for (const proto::Kernel& k : w.ops(index).kernels()) out.push_back(&k);
   for (int c : tree.Children(index)) RecordedKernels(w, tree, c, out);
-}
-
-// The recorded kernels under `index` as (start, end) intervals, into `all` and `cls`.
-void RecordedIntervals(const proto::Workload& w, const eg::OpTree& tree, int index,
-                       std::vector<std::pair<double, double>>& all,
-                       std::vector<std::pair<double, double>>& cls) {
-  std::vector<const proto::Kernel*> ks;
-  RecordedKernels(w, tree, index, ks);
-  for (const proto::Kernel* k : ks) {
-    all.emplace_back(k->start_us(), k->start_us() + k->duration_us());
-    cls.emplace_back(k->start_us(), k->start_us() + k->duration_us());
-  }
 }
 
 // Device intervals of the iteration apart from the collectives': those of ops the models see
@@ -224,19 +205,24 @@ struct ComputeSplit {
   std::vector<std::pair<double, double>> comm, modelled, unmodelled;
 };
 
-// The recorded kernels under top-level op `index` into `out`: communication when the op is a
-// collective or the kernel is NCCL's (or RCCL's), else compute by whether the op is modelled.
-void SplitRecorded(const proto::Workload& w, const eg::OpTree& tree, int index, bool collective,
-                   bool unmodelled, ComputeSplit& out) {
-  std::vector<const proto::Kernel*> ks;
-  RecordedKernels(w, tree, index, ks);
+// A top-level op's recorded kernels (RecordedKernels) as (start, end) intervals: into `all` and
+// `cls`, and into `split`'s communication when the op is a collective or the kernel is a
+// collective library's, else its compute by whether the op is modelled. Returns their summed time.
+double AddRecorded(const std::vector<const proto::Kernel*>& ks, bool collective, bool unmodelled,
+                   std::vector<std::pair<double, double>>& all,
+                   std::vector<std::pair<double, double>>& cls, ComputeSplit& split) {
+  double sum = 0;
   for (const proto::Kernel* k : ks) {
-    const bool nccl = k->name().rfind("nccl", 0) == 0 || k->name().rfind("rccl", 0) == 0;
-    (collective || nccl ? out.comm
-     : unmodelled       ? out.unmodelled
-                        : out.modelled)
-        .emplace_back(k->start_us(), k->start_us() + k->duration_us());
+    const std::pair<double, double> iv{k->start_us(), k->start_us() + k->duration_us()};
+    sum += k->duration_us();
+    all.push_back(iv);
+    cls.push_back(iv);
+    (collective || eg::IsCommunicationKernel(k->name()) ? split.comm
+     : unmodelled                                         ? split.unmodelled
+                                                          : split.modelled)
+        .push_back(iv);
   }
+  return sum;
 }
 
 // Length of the union of intervals.
@@ -462,11 +448,12 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
     o.flops = sc.flops;
     o.bytes = sc.bytes;
     o.compute_us = sc.compute_us;
+    std::vector<const proto::Kernel*> ks;  // the device work it recorded, at or under it
+    RecordedKernels(w, tree, i, ks);
     if (trace_gpu) {
-      const double k = RecordedKernelUs(w, tree, i);
+      const double k = AddRecorded(ks, collective, !o.unmodelled.empty(), orig_iv,
+                                   class_orig_iv[o.op_class], orig_split);
       o.original_us = k > 0 || !op.has_cpu_span() ? k : -1;
-      RecordedIntervals(w, tree, i, orig_iv, class_orig_iv[o.op_class]);
-      SplitRecorded(w, tree, i, collective, !o.unmodelled.empty(), orig_split);
     } else if (op.has_cpu_span()) {
       o.original_us = op.cpu_duration_us();
     }
@@ -533,8 +520,6 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
         if (op.has_cpu_span()) sc.nodes = 0, o.overhead_us = op.cpu_duration_us();
       }
       const int n = std::max(sc.launches, 0);
-      std::vector<const proto::Kernel*> ks;
-      RecordedKernels(w, tree, i, ks);
       const int64_t stream =
           !ks.empty() ? ks.front()->stream() : (collective ? kCommStream : kDefaultStream);
       double cpu_us = n > 0 ? oh.t2 + n * oh.t4 + (n - 1) * oh.t5 + oh.t3

@@ -378,31 +378,27 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       const int64_t lstm = 2, h = r.hidden;  // mode: cuDNN's numbering, as nn.LSTM passes it
       // In training mode, as the workloads run it: the forward keeps its workspace only with
       // gradients enabled (the sweep runs without them otherwise).
-      at::AutoGradMode grad(true);
-      const auto fwd = at::mkldnn_rnn_layer(x, w_ih, w_hh, b_ih, b_hh, h0, c0, false, {}, lstm, h,
-                                            1, true, false, false, true);
-      const at::Tensor y = std::get<0>(fwd), hy = std::get<1>(fwd), cy = std::get<2>(fwd),
-                       workspace = std::get<3>(fwd);
+      auto forward = [=] {
+        at::AutoGradMode grad(true);
+        return at::mkldnn_rnn_layer(x, w_ih, w_hh, b_ih, b_hh, h0, c0, false, {}, lstm, h, 1, true,
+                                    false, false, true);
+      };
+      const auto [y, hy, cy, workspace] = forward();
       at::Tensor gy = at::randn_like(y);
       Point pt;
       pt.point.set_m(r.steps * r.batch), pt.point.set_n(r.gates_hidden),
           pt.point.set_k(r.input + r.hidden);
       pt.point.set_batch(1), pt.point.set_dtype("fp32"),
           pt.point.set_pass(r.backward ? "backward" : "forward");
-      pt.flops = (r.backward ? 2.0 : 1.0) * 2.0 * r.steps * r.batch * r.gates_hidden *
-                 (r.input + r.hidden);
+      pt.flops = model::RnnFlops(r);
       if (r.backward)
-        pt.probe = probes.Add([=] {
+        pt.probe = probes.Add([=, y = y, hy = hy, cy = cy, workspace = workspace] {
           (void)at::mkldnn_rnn_layer_backward(x, w_ih, w_hh, b_ih, b_hh, h0, c0, y, hy, cy, gy,
                                               std::nullopt, std::nullopt, false, lstm, h, 1, true,
                                               true, false, {}, false, workspace);
         });
       else
-        pt.probe = probes.Add([=] {
-          at::AutoGradMode grad(true);
-          (void)at::mkldnn_rnn_layer(x, w_ih, w_hh, b_ih, b_hh, h0, c0, false, {}, lstm, h, 1, true,
-                                     false, false, true);
-        });
+        pt.probe = probes.Add([forward] { (void)forward(); });
       rnn.push_back(pt);
     };
     for (int64_t t : o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{16, 64})

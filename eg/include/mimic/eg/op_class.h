@@ -63,6 +63,10 @@ struct DeviceCopy {
 };
 // The copy a device event named `event_name` made; route kNone when it is not a copy.
 DeviceCopy DeviceCopyOf(std::string_view event_name);
+// Whether a device event named `event_name` is a collective library's kernel (NCCL's
+// "ncclDevKernel_AllReduce_...", "ncclKernel_..."; RCCL's): communication, wherever it was
+// launched from.
+bool IsCommunicationKernel(std::string_view event_name);
 
 // A device-specific ("vendor") operator and the portable ATen operator that computes the same
 // from the same tensors: cuDNN, MIOpen and oneDNN kernels, pinned-memory copies. One record per

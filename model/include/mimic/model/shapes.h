@@ -62,6 +62,8 @@ struct RnnShape {
 
 bool EmbeddingShapeOf(const proto::Workload& w, const proto::Op& op, EmbeddingShape* out);
 bool RnnShapeOf(const proto::Workload& w, const proto::Op& op, RnnShape* out);
+// What the model counts for a layer: 2 x T x B x G*H x (I + H) FLOPs, the backward twice that.
+double RnnFlops(const RnnShape& r);
 bool AttentionShapeOf(const proto::Workload& w, const proto::Op& op, AttentionShape* out);
 
 // A convolution as the GEMM it amounts to: m = N x output pixels, n = output channels,
