@@ -20,6 +20,10 @@
 //    working memory and the finished result. "cold" is the same from before the warm-up (adds
 //    ~2-3 MB: code pages, OpenSSL initialization). "retained" is VmRSS just after the parse,
 //    with the result still alive.
+//  * The floor: in the same run, alternating with the reader's repetitions, simdjson's DOM parse
+//    of the whole in-memory document (thread CPU time), the parser that the readers are built
+//    on. "reader / floor" is the reader's median CPU time over the floor's: how much the reader
+//    adds to simdjson, a figure that depends far less on the machine than MB/s does.
 //  * For execution traces, also the end-to-end eg::LoadWorkload(FILE) time (read + gunzip +
 //    SHA-256 + parse + normalize + parent-link check), for context; not a target.
 //
@@ -42,6 +46,8 @@
 #include <string_view>
 #include <vector>
 
+#include <simdjson.h>
+
 #include "mimic/base/file.h"
 #include "mimic/base/json_writer.h"
 #include "mimic/base/stats.h"
@@ -63,9 +69,10 @@ const char* KindName(Kind k) {
 // The workload of a Kineto trace alone (what inspect and predict read): the parse with the host
 // ops' arguments, then the build. Returns the number of ops.
 mimic::Result<int64_t> ParseKinetoAlone(const std::string& path, mimic::InputStream& in) {
-  MIMIC_ASSIGN_OR_RETURN(const mimic::eg::KinetoTrace t,
+  MIMIC_ASSIGN_OR_RETURN(mimic::eg::KinetoTrace t,
                          mimic::eg::ParseKinetoTrace(path, in, {.inputs = true}));
-  MIMIC_ASSIGN_OR_RETURN(const mimic::proto::Workload w, mimic::eg::BuildKinetoWorkload(path, t));
+  MIMIC_ASSIGN_OR_RETURN(const mimic::proto::Workload w,
+                         mimic::eg::BuildKinetoWorkload(path, std::move(t)));
   return static_cast<int64_t>(w.ops_size());
 }
 
@@ -160,6 +167,14 @@ Timing TimedParse(Kind kind, const std::string& path, std::string_view json) {
   }
   if (!ok) std::exit(1);
   return t;
+}
+
+// simdjson's DOM parse of the whole document, in thread CPU ms (the JSON is padded in place).
+double FloorCpuMs(simdjson::dom::parser& parser, std::string_view json) {
+  const double cpu0 = ThreadCpuMs();
+  simdjson::dom::element doc;
+  if (parser.parse(json.data(), json.size(), false).get(doc) != simdjson::SUCCESS) std::exit(1);
+  return ThreadCpuMs() - cpu0;
 }
 
 // Tiny documents of both kinds, parsed in the child before its starting RSS is taken, so that
@@ -280,8 +295,16 @@ struct FileResult {
   std::vector<double> ms;        // per repetition, wall clock
   std::vector<double> mbps;      // per repetition, wall clock
   std::vector<double> cpu_mbps;  // per repetition, thread CPU time
+  std::vector<double> cpu_ms;    // per repetition, thread CPU time
+  std::vector<double> floor_ms;  // simdjson's DOM parse, per repetition, thread CPU time
   MemResult mem;
   std::optional<double> load_ms;  // median end-to-end LoadWorkload, ET only
+  // simdjson's DOM parse of the whole document: MB/s by CPU time, and the reader's CPU time
+  // over it (both medians).
+  double floor_mbps() const {
+    return static_cast<double>(json_bytes) / 1e6 / (mimic::Median(floor_ms) / 1e3);
+  }
+  double floor_ratio() const { return mimic::Median(cpu_ms) / mimic::Median(floor_ms); }
   double mem_ratio() const {
     return mem.ok() ? (mem.hwm_kb - mem.start_kb) * 1024.0 / static_cast<double>(json_bytes) : -1;
   }
@@ -347,10 +370,11 @@ int main(int argc, char** argv) {
   std::printf(
       "| file | kind | gz MB | JSON MB | ops/events | median MB/s | p10 MB/s | p90 MB/s | median "
       "ms | "
-      "CPU MB/s | peak mem / JSON | (cold) | retained / JSON | LoadWorkload ms | >=%.0f MB/s | "
+      "CPU MB/s | simdjson DOM CPU MB/s | reader / floor | peak mem / JSON | (cold) | retained / JSON | LoadWorkload ms | >=%.0f MB/s | "
       "<=%.1fx mem |\n",
       kTargetMBps, kTargetMemRatio);
-  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+  std::printf(
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
   std::fflush(stdout);
 
   std::vector<FileResult> results;
@@ -378,8 +402,12 @@ int main(int argc, char** argv) {
       continue;
     }
     r.items = first.items;
+    simdjson::dom::parser floor_parser;
+    FloorCpuMs(floor_parser, json);  // warm-up: allocates the parser's buffers
     for (int i = 0; i < reps; ++i) {
+      r.floor_ms.push_back(FloorCpuMs(floor_parser, json));
       const Timing t = TimedParse(r.kind, path, json);
+      r.cpu_ms.push_back(t.cpu_ms);
       r.ms.push_back(t.wall_ms);
       r.mbps.push_back(static_cast<double>(r.json_bytes) / 1e6 / (t.wall_ms / 1e3));
       r.cpu_mbps.push_back(static_cast<double>(r.json_bytes) / 1e6 / (t.cpu_ms / 1e3));
@@ -400,11 +428,13 @@ int main(int argc, char** argv) {
     char load[32] = "-";
     if (r.load_ms) std::snprintf(load, sizeof(load), "%.1f", *r.load_ms);
     std::printf(
-        "| %s | %s | %.2f | %.2f | %lld | %.0f | %.0f | %.0f | %.1f | %.0f | %.2fx | %.2fx | %.2fx "
+        "| %s | %s | %.2f | %.2f | %lld | %.0f | %.0f | %.0f | %.1f | %.0f | %.0f | %.2fx | %.2fx | "
+        "%.2fx | %.2fx "
         "| %s | %s | %s |\n",
         Basename(path).c_str(), KindName(r.kind), r.disk_bytes / 1e6, r.json_bytes / 1e6,
         static_cast<long long>(r.items), med, mimic::Percentile(r.mbps, 10),
         mimic::Percentile(r.mbps, 90), mimic::Median(r.ms), mimic::Median(r.cpu_mbps),
+        r.floor_mbps(), r.floor_ratio(),
         r.mem_ratio(), r.cold_ratio(), r.end_ratio(), load, med >= kTargetMBps ? "yes" : "**no**",
         r.mem.ok() && r.mem_ratio() <= kTargetMemRatio ? "yes" : "**no**");
     std::fflush(stdout);
@@ -432,6 +462,7 @@ int main(int argc, char** argv) {
       j.Key("p10").Double(mimic::Percentile(r.mbps, 10));
       j.Key("p90").Double(mimic::Percentile(r.mbps, 90));
       j.Key("median_cpu_time").Double(mimic::Median(r.cpu_mbps));
+      j.Key("simdjson_dom_median_cpu_time").Double(r.floor_mbps());
       j.EndObject();
       j.Key("parse_ms").BeginObject();
       j.Key("median").Double(mimic::Median(r.ms));
@@ -447,6 +478,7 @@ int main(int argc, char** argv) {
       j.Key("peak_ratio_incl_code_pages").Optional(r.mem.ok() ? std::optional<double>(r.cold_ratio()) : std::nullopt);
       j.Key("retained_ratio").Optional(r.mem.ok() ? std::optional<double>(r.end_ratio()) : std::nullopt);
       j.EndObject();
+      j.Key("reader_over_simdjson_dom").Double(r.floor_ratio());
       j.Key("load_workload_ms").Optional(r.load_ms);
       j.EndObject();
     }

@@ -272,7 +272,7 @@ void AttachDeviceWork(const KinetoTrace& trace, const std::vector<const KinetoEv
 
 }  // namespace
 
-Result<proto::Workload> BuildKinetoWorkload(const std::string& path, const KinetoTrace& trace) {
+Result<proto::Workload> BuildKinetoWorkload(const std::string& path, KinetoTrace trace) {
   const std::vector<const KinetoEvent*> host = HostSpansInStartOrder(trace);
   if (host.empty())
     return Status::InvalidInput(path +
@@ -283,7 +283,12 @@ Result<proto::Workload> BuildKinetoWorkload(const std::string& path, const Kinet
   prov.set_schema(kKinetoOnlySchema);
   prov.set_pid(host.front()->pid);
   Builder builder(trace, w);
-  for (size_t i = 0; i < host.size(); ++i) builder.AddOp(*host[i], static_cast<int64_t>(i) + 1);
+  for (size_t i = 0; i < host.size(); ++i) {
+    builder.AddOp(*host[i], static_cast<int64_t>(i) + 1);
+    // The arguments are in the op now: their memory goes to the ops that follow, so that the
+    // trace and the workload are never both whole (the peak stays near the larger of the two).
+    std::vector<KinetoInput>().swap(trace.events[host[i] - trace.events.data()].inputs);
+  }
   SetParents(host, w);
   AttachDeviceWork(trace, host, w);
   SetTensorDevices(trace, w);

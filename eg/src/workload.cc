@@ -350,9 +350,8 @@ std::string KinetoAloneHint(const std::string& path) {
 // The workload of a Kineto trace alone.
 Result<proto::Workload> BuildFromKinetoAlone(const Source& kineto) {
   MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, kineto.Open());
-  MIMIC_ASSIGN_OR_RETURN(const KinetoTrace trace,
-                         ParseKinetoTrace(kineto.name, *in, {.inputs = true}));
-  MIMIC_ASSIGN_OR_RETURN(proto::Workload w, BuildKinetoWorkload(kineto.name, trace));
+  MIMIC_ASSIGN_OR_RETURN(KinetoTrace trace, ParseKinetoTrace(kineto.name, *in, {.inputs = true}));
+  MIMIC_ASSIGN_OR_RETURN(proto::Workload w, BuildKinetoWorkload(kineto.name, std::move(trace)));
   w.mutable_format()->set_major(kWorkloadFormatMajor);
   w.mutable_format()->set_minor(kWorkloadFormatMinor);
   w.mutable_provenance()->set_mimic_version(MIMIC_VERSION);

@@ -97,8 +97,9 @@ Status LinkKineto(const std::string& path, const KinetoTrace& trace, proto::Work
 // Kineto records no tensor identity, no outputs), kernels, syncs, ProfilerStep and "## label ##"
 // segments with their spans, provenance with schema kKinetoOnlySchema (workload.h;
 // docs/workload.md).
-// `path` names the file in provenance and messages. Errors: InvalidInput when the trace holds
-// no host op.
-Result<proto::Workload> BuildKinetoWorkload(const std::string& path, const KinetoTrace& trace);
+// `path` names the file in provenance and messages. The trace is taken by value so that each
+// event's arguments are freed once they are in the workload: move it in. Errors: InvalidInput
+// when the trace holds no host op.
+Result<proto::Workload> BuildKinetoWorkload(const std::string& path, KinetoTrace trace);
 
 }  // namespace mimic::eg
