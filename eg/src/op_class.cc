@@ -1,5 +1,6 @@
 #include "mimic/eg/op_class.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <string>
@@ -206,6 +207,103 @@ const PortableEquivalent kPortable[] = {
     {"aten::pin_memory", "aten::clone", kClone, {"0", "none"}, {0}, false, true},
 };
 
+// InputDomainsOf's records: an operator (without overload) and its inputs that need a domain.
+struct DomainRecord {
+  std::string_view op;
+  std::array<InputDomain, 2> inputs;
+  size_t count;
+};
+constexpr DomainRecord kDomains[] = {
+    {"aten::sqrt", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::sqrt_", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::rsqrt", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::rsqrt_", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::log", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::log_", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::log2", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::log2_", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::log10", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::log10_", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::_foreach_sqrt", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::_foreach_sqrt_", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::_foreach_log", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::_foreach_log_", {{{0, ValueDomain::kNonNegative}}}, 1},
+    {"aten::binary_cross_entropy",
+     {{{0, ValueDomain::kUnitInterval}, {1, ValueDomain::kUnitInterval}}},
+     2},
+    {"aten::binary_cross_entropy_backward",
+     {{{1, ValueDomain::kUnitInterval}, {2, ValueDomain::kUnitInterval}}},
+     2},
+    {"aten::binary_cross_entropy_with_logits", {{{1, ValueDomain::kUnitInterval}}}, 1},
+    {"aten::bernoulli", {{{0, ValueDomain::kUnitInterval}}}, 1},
+    {"aten::multinomial", {{{0, ValueDomain::kNonNegative}}}, 1},
+};
+
+// KeepsSign's operators.
+constexpr std::string_view kKeepSign[] = {"aten::add",
+                                          "aten::add_",
+                                          "aten::mul",
+                                          "aten::mul_",
+                                          "aten::div",
+                                          "aten::div_",
+                                          "aten::sub",
+                                          "aten::sub_",
+                                          "aten::addcmul",
+                                          "aten::addcmul_",
+                                          "aten::lerp",
+                                          "aten::lerp_",
+                                          "aten::clone",
+                                          "aten::copy_",
+                                          "aten::contiguous",
+                                          "aten::detach",
+                                          "aten::to",
+                                          "aten::_to_copy",
+                                          "aten::view",
+                                          "aten::reshape",
+                                          "aten::_reshape_alias",
+                                          "aten::as_strided",
+                                          "aten::expand",
+                                          "aten::select",
+                                          "aten::slice",
+                                          "aten::squeeze",
+                                          "aten::unsqueeze",
+                                          "aten::t",
+                                          "aten::transpose",
+                                          "aten::permute",
+                                          "aten::sparse_mask",
+                                          "aten::_values",
+                                          "aten::values",
+                                          "aten::coalesce",
+                                          "aten::_coalesce",
+                                          "aten::index_select",
+                                          "aten::sum",
+                                          "aten::mean",
+                                          "aten::_foreach_add",
+                                          "aten::_foreach_add_",
+                                          "aten::_foreach_mul",
+                                          "aten::_foreach_mul_",
+                                          "aten::_foreach_div",
+                                          "aten::_foreach_div_",
+                                          "aten::_foreach_addcmul",
+                                          "aten::_foreach_addcmul_",
+                                          "aten::_foreach_lerp_",
+                                          "aten::maximum",
+                                          "aten::max"};
+
+// ChangesViewMetadata's operators.
+constexpr std::string_view kChangeViewMetadata[] = {"aten::resize_",
+                                                    "aten::resize_as_",
+                                                    "aten::set_",
+                                                    "aten::as_strided_",
+                                                    "aten::t_",
+                                                    "aten::transpose_",
+                                                    "aten::swapdims_",
+                                                    "aten::swapaxes_",
+                                                    "aten::squeeze_",
+                                                    "aten::unsqueeze_",
+                                                    "aten::_resize_output_",
+                                                    "aten::detach_"};
+
 std::string_view BaseName(std::string_view name) {
   const size_t ns = name.find("::");
   const size_t dot = name.find('.', ns == std::string_view::npos ? 0 : ns + 2);
@@ -245,6 +343,24 @@ bool HasDataDependentShape(std::string_view op_name) {
   for (std::string_view op : kOps)
     if (op == name) return true;
   return false;
+}
+
+std::span<const InputDomain> InputDomainsOf(std::string_view op_name) {
+  const std::string_view name = BaseName(op_name);
+  for (const DomainRecord& r : kDomains)
+    if (r.op == name) return {r.inputs.data(), r.count};
+  return {};
+}
+
+bool KeepsSign(std::string_view op_name) {
+  const std::string_view name = BaseName(op_name);
+  return std::find(std::begin(kKeepSign), std::end(kKeepSign), name) != std::end(kKeepSign);
+}
+
+bool ChangesViewMetadata(std::string_view op_name) {
+  const std::string_view name = BaseName(op_name);
+  return std::find(std::begin(kChangeViewMetadata), std::end(kChangeViewMetadata), name) !=
+         std::end(kChangeViewMetadata);
 }
 
 std::string_view OpClassName(OpClass c) {

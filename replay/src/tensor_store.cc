@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "mimic/base/file.h"
+#include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 
 namespace mimic::replay {
@@ -94,111 +95,6 @@ bool TensorStore::MayAliasProducer(int t, proto::DType producer_dtype) const {
 
 namespace {
 
-// Inputs an operator is defined on only part of the reals for. Fed the symmetric fill, sqrt
-// and log compute NaNs, which some CPUs produce far more slowly (sqrt of negatives: 9x on this
-// project's AMD host), and binary_cross_entropy refuses targets outside [0, 1]; in a real job
-// these inputs (Adam's exp_avg_sq, variances, probabilities, targets) are in the domain.
-struct DomainRule {
-  std::string_view op;  // without overload
-  int arg;
-  InputDomain domain;
-};
-
-constexpr DomainRule kDomainRules[] = {
-    {"aten::sqrt", 0, InputDomain::kNonNegative},
-    {"aten::sqrt_", 0, InputDomain::kNonNegative},
-    {"aten::rsqrt", 0, InputDomain::kNonNegative},
-    {"aten::rsqrt_", 0, InputDomain::kNonNegative},
-    {"aten::log", 0, InputDomain::kNonNegative},
-    {"aten::log_", 0, InputDomain::kNonNegative},
-    {"aten::log2", 0, InputDomain::kNonNegative},
-    {"aten::log2_", 0, InputDomain::kNonNegative},
-    {"aten::log10", 0, InputDomain::kNonNegative},
-    {"aten::log10_", 0, InputDomain::kNonNegative},
-    {"aten::_foreach_sqrt", 0, InputDomain::kNonNegative},
-    {"aten::_foreach_sqrt_", 0, InputDomain::kNonNegative},
-    {"aten::_foreach_log", 0, InputDomain::kNonNegative},
-    {"aten::_foreach_log_", 0, InputDomain::kNonNegative},
-    {"aten::binary_cross_entropy", 0, InputDomain::kUnitInterval},
-    {"aten::binary_cross_entropy", 1, InputDomain::kUnitInterval},
-    {"aten::binary_cross_entropy_backward", 1, InputDomain::kUnitInterval},
-    {"aten::binary_cross_entropy_backward", 2, InputDomain::kUnitInterval},
-    {"aten::binary_cross_entropy_with_logits", 1, InputDomain::kUnitInterval},
-    {"aten::bernoulli", 0, InputDomain::kUnitInterval},
-    {"aten::multinomial", 0, InputDomain::kNonNegative},
-};
-
-// Operators whose output keeps the sign its inputs have (sums, products, views, copies,
-// sparse masks): where the output must be non-negative, so must their inputs. The walk back from
-// a sqrt stops at any other operator (pow, exp, abs, ... make their own sign).
-bool PassesSign(std::string_view name) {
-  name = name.substr(0, name.find('.'));
-  static constexpr std::string_view kOps[] = {"aten::add",
-                                              "aten::add_",
-                                              "aten::mul",
-                                              "aten::mul_",
-                                              "aten::div",
-                                              "aten::div_",
-                                              "aten::sub",
-                                              "aten::sub_",
-                                              "aten::addcmul",
-                                              "aten::addcmul_",
-                                              "aten::lerp",
-                                              "aten::lerp_",
-                                              "aten::clone",
-                                              "aten::copy_",
-                                              "aten::contiguous",
-                                              "aten::detach",
-                                              "aten::to",
-                                              "aten::_to_copy",
-                                              "aten::view",
-                                              "aten::reshape",
-                                              "aten::_reshape_alias",
-                                              "aten::as_strided",
-                                              "aten::expand",
-                                              "aten::select",
-                                              "aten::slice",
-                                              "aten::squeeze",
-                                              "aten::unsqueeze",
-                                              "aten::t",
-                                              "aten::transpose",
-                                              "aten::permute",
-                                              "aten::sparse_mask",
-                                              "aten::_values",
-                                              "aten::values",
-                                              "aten::coalesce",
-                                              "aten::_coalesce",
-                                              "aten::index_select",
-                                              "aten::sum",
-                                              "aten::mean",
-                                              "aten::_foreach_add",
-                                              "aten::_foreach_add_",
-                                              "aten::_foreach_mul",
-                                              "aten::_foreach_mul_",
-                                              "aten::_foreach_div",
-                                              "aten::_foreach_div_",
-                                              "aten::_foreach_addcmul",
-                                              "aten::_foreach_addcmul_",
-                                              "aten::_foreach_lerp_",
-                                              "aten::maximum",
-                                              "aten::max"};
-  for (std::string_view op : kOps)
-    if (op == name) return true;
-  return false;
-}
-
-// Operators that change their input view's own metadata (shape, strides, storage): a prepared
-// view shared by every use must not reach them.
-bool ChangesViewMetadata(std::string_view name) {
-  name = name.substr(0, name.find('.'));
-  for (std::string_view n :
-       {"aten::resize_", "aten::resize_as_", "aten::set_", "aten::as_strided_", "aten::t_",
-        "aten::transpose_", "aten::swapdims_", "aten::swapaxes_", "aten::squeeze_",
-        "aten::unsqueeze_", "aten::_resize_output_", "aten::detach_"})
-    if (name == n) return true;
-  return false;
-}
-
 }  // namespace
 
 Status TensorStore::Plan(const std::vector<int>& ops) {
@@ -214,7 +110,7 @@ Status TensorStore::Plan(const std::vector<int>& ops) {
   for (size_t pos = 0; pos < ops.size(); ++pos) {
     const proto::Op& op = w_.ops(ops[pos]);
     ranges_.Consume(op);
-    const bool fresh_views = ChangesViewMetadata(op.name());
+    const bool fresh_views = eg::ChangesViewMetadata(op.name());
     auto resolve = [&](int t) -> InputSource {
       const proto::Tensor& tensor = w_.tensors(t);
       if (produced[t] || !HasStorage(tensor)) return {InputSource::Kind::kProduced, t, -1};
@@ -243,9 +139,8 @@ Status TensorStore::Plan(const std::vector<int>& ops) {
         sources_[pos].emplace_back(t, resolve(t));
       });
     // After the loop above, which gives a leaf on a reused storage id its own buffer key.
-    const std::string_view base = std::string_view(op.name()).substr(0, op.name().find('.'));
-    for (const DomainRule& r : kDomainRules)
-      if (r.op == base && r.arg < op.inputs_size())
+    for (const eg::InputDomain& r : eg::InputDomainsOf(op.name()))
+      if (r.arg < op.inputs_size())
         ForEachInputTensor(op.inputs(r.arg),
                            [&](int t) { RequireDomain(ops, t, pos, r.domain, 8); });
     for (const proto::Value& v : op.outputs()) {
@@ -393,11 +288,11 @@ int TensorStore::LatestProducer(int t, int before) const {
 
 // Input `t` of the op at position `before` must lie in `domain`: so must the prepared tensor it
 // is, or, for a non-negative one, the prepared tensors it is computed from through ops that pass
-// their inputs' sign on (PassesSign), up to `depth` ops back. SparseAdam's sqrt reads its
+// their inputs' sign on (eg::KeepsSign), up to `depth` ops back. SparseAdam's sqrt reads its
 // exp_avg_sq state through sparse_mask, _values and add_; filled symmetric, the state would make
 // NaNs from the second iteration on.
-void TensorStore::RequireDomain(const std::vector<int>& ops, int t, int before, InputDomain domain,
-                                int depth) {
+void TensorStore::RequireDomain(const std::vector<int>& ops, int t, int before,
+                                eg::ValueDomain domain, int depth) {
   const InputSource::Kind kind = SourceOf(before, t).kind;
   if (kind == InputSource::Kind::kLeaf || kind == InputSource::Kind::kLeafFresh) {
     domain_[BufferKey(t)] = domain;
@@ -406,7 +301,7 @@ void TensorStore::RequireDomain(const std::vector<int>& ops, int t, int before, 
   const int pos = LatestProducer(t, before);
   if (pos < 0) return;
   const proto::Op& op = w_.ops(ops[pos]);
-  if (domain != InputDomain::kNonNegative || depth == 0 || !PassesSign(op.name())) return;
+  if (domain != eg::ValueDomain::kNonNegative || depth == 0 || !eg::KeepsSign(op.name())) return;
   for (const proto::Value& v : op.inputs())
     ForEachInputTensor(v, [&](int in) {
       c10::ScalarType st;
@@ -502,7 +397,7 @@ void TensorStore::Fill(const at::Tensor& flat, int t) {
     }
     // Symmetric, at the scale PyTorch initializes weights with (1/sqrt(fan_in), fan_in the
     // product of all but the first dimension; 1 for vectors); [0, bound) where an op needs
-    // non-negative input, [0, 1) where it needs a probability (kDomainRules). At unit scale a
+    // non-negative input, [0, 1) where it needs a probability (eg::InputDomainsOf). At unit scale a
     // replayed MLP's activations grow 10x per layer and its recorded SGD steps blow the weights up
     // to inf within 7 iterations.
     double fan_in = 1;
@@ -511,7 +406,7 @@ void TensorStore::Fill(const at::Tensor& flat, int t) {
     auto domain = domain_.find(BufferKey(t));
     if (domain == domain_.end())
       flat.uniform_(-bound, bound, gen_);
-    else if (domain->second == InputDomain::kNonNegative)
+    else if (domain->second == eg::ValueDomain::kNonNegative)
       flat.uniform_(0.0, bound, gen_);
     else
       flat.uniform_(0.0, 1.0, gen_);

@@ -22,14 +22,12 @@
 
 #include "int_ranges.h"
 #include "mimic/base/status.h"
+#include "mimic/eg/op_class.h"
 #include "mimic/ops/dispatch.h"
 #include "mimic/replay/replayer.h"
 #include "proto/workload.pb.h"
 
 namespace mimic::replay {
-
-// Where an op needs its floating input's values to lie (a real job's are there).
-enum class InputDomain : uint8_t { kNonNegative, kUnitInterval };
 
 // Where an op's input tensor comes from in each iteration.
 struct InputSource {
@@ -110,7 +108,8 @@ class TensorStore final : public ops::TensorSource {
   Status AllocateBuffer(int64_t key, int64_t bytes);
   void Fill(const at::Tensor& view_of_extent, int t);
   int LatestProducer(int t, int before) const;
-  void RequireDomain(const std::vector<int>& ops, int t, int before, InputDomain domain, int depth);
+  void RequireDomain(const std::vector<int>& ops, int t, int before, eg::ValueDomain domain,
+                     int depth);
   // The saved values of each integer leaf that has usable ones (after the ranges are known).
   void MatchIntegerData();
   std::string CheckIntegerData(int t, std::string_view bytes) const;
@@ -124,7 +123,7 @@ class TensorStore final : public ops::TensorSource {
   std::unordered_map<int64_t, int64_t> buffer_bytes_;              // BufferKey -> bytes
   std::vector<int> leaves_;
   std::unordered_map<int, int64_t> buffer_key_;       // leaves that do not share their storage id
-  std::unordered_map<int64_t, InputDomain> domain_;   // BufferKeys read by sqrt, log, BCE, ...
+  std::unordered_map<int64_t, eg::ValueDomain> domain_;  // BufferKeys read by sqrt, log, BCE, ...
   std::unordered_map<int, std::vector<int>> producers_;  // entry -> positions that wrote it
   std::unordered_map<int64_t, std::vector<int>> storage_producers_;  // storage id -> positions
   std::unordered_map<int, std::string_view> recorded_;  // leaf -> its saved values (integer_data)

@@ -137,5 +137,39 @@ TEST(Portable, GpuResnetTraceBecomesPortableForTheCpu) {
   EXPECT_EQ(t.params().at("target"), "cpu");
 }
 
+// The value domains of eg::InputDomainsOf name, on real captures, inputs that the recorded ops
+// have and that are tensors: the table and the traces agree on argument positions. Every
+// domain of the table that these captures use is checked (sqrt, _foreach_sqrt, sqrt_, binary
+// cross entropy and its backward, with logits).
+TEST(OpFacts, InputDomainsNameRecordedTensorArguments) {
+  std::set<std::string> seen;
+  for (const char* name :
+       {"tests/data/data_dependent.et.json.gz", "tests/data/foreach_optimizers.et.json.gz",
+        "fleet_samples/embbag_rec.et.json.gz", "fleet_samples/transformer.et.json.gz"}) {
+    Result<proto::Workload> w = LoadWorkload(testing::SourceDir() + "/" + name);
+    ASSERT_THAT(w, IsOk());
+    for (const proto::Op& op : w->ops()) {
+      for (const InputDomain& d : InputDomainsOf(op.name())) {
+        seen.insert(op.name());
+        ASSERT_LT(d.arg, op.inputs_size()) << name << ": " << op.name();
+        const proto::Value& v = op.inputs(d.arg);
+        const bool tensors = v.kind_case() == proto::Value::kTensor ||
+                             (v.kind_case() == proto::Value::kList && v.list().items_size() > 0 &&
+                              v.list().items(0).kind_case() == proto::Value::kTensor);
+        EXPECT_TRUE(tensors) << name << ": " << op.name() << " input " << d.arg;
+      }
+    }
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"aten::_foreach_sqrt", "aten::binary_cross_entropy",
+                                          "aten::binary_cross_entropy_backward",
+                                          "aten::binary_cross_entropy_with_logits", "aten::sqrt",
+                                          "aten::sqrt_"}));
+  EXPECT_TRUE(InputDomainsOf("aten::add.Tensor").empty());
+  EXPECT_TRUE(KeepsSign("aten::add.Tensor"));
+  EXPECT_FALSE(KeepsSign("aten::pow.Tensor_Scalar"));
+  EXPECT_TRUE(ChangesViewMetadata("aten::resize_"));
+  EXPECT_FALSE(ChangesViewMetadata("aten::resize"));
+}
+
 }  // namespace
 }  // namespace mimic::eg

@@ -33,6 +33,25 @@ OpClass ClassOf(std::string_view op_name);
 // masked_select, unique, bincount, repeat_interleave by a tensor, one-argument where): on other
 // values it makes other shapes, which the ops recorded after it cannot take.
 bool HasDataDependentShape(std::string_view op_name);
+// Where an operator needs an input's values to lie, where that is not everywhere: sqrt and log
+// are defined on non-negative inputs, binary cross entropy on probabilities and targets in
+// [0, 1]. Fed values outside, they compute NaNs (which some CPUs produce far more slowly: sqrt of
+// negatives 9x on this project's AMD host) or refuse; in a real job these inputs (Adam's
+// exp_avg_sq, variances, probabilities, targets) are in the domain, and a replay fills them so.
+enum class ValueDomain : uint8_t { kNonNegative, kUnitInterval };
+struct InputDomain {
+  int arg;  // the argument's position in the op's inputs
+  ValueDomain domain;
+};
+// The inputs of `op_name` that need a domain; empty for most operators.
+std::span<const InputDomain> InputDomainsOf(std::string_view op_name);
+// Whether an operator's output keeps the sign its inputs have (sums, products, views, copies,
+// sparse masks): where the output must be non-negative, so must the inputs. pow, exp, abs, ...
+// make their own sign and are not among them.
+bool KeepsSign(std::string_view op_name);
+// Whether an operator changes its input view's own metadata (shape, strides, storage:
+// resize_, set_, transpose_, ...), so that a view shared by other uses must not reach it.
+bool ChangesViewMetadata(std::string_view op_name);
 // "gemm", "conv", "attention", "embedding", "reduction_norm", "memcpy", "collective",
 // "elementwise", "other".
 std::string_view OpClassName(OpClass c);
