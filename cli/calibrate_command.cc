@@ -96,6 +96,15 @@ Runner AddCalibrate(CLI::App& app) {
       ->capture_default_str()->check(CLI::IsMember({"median", "min"}));
   app.add_option("--workload", args->workloads,
                  "Also measure the GEMM and convolution shapes of this trace or workload (repeatable)");
+  app.add_option("--min-trial-ms", args->options.min_trial_ms,
+                 "Each trial repeats its call until it lasts this long; shorter trials with "
+                 "--statistic min find the uncontended cost on a loaded machine")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--only", args->options.only,
+                 "Run one sweep alone into a copy of --base, its other figures kept: index (the "
+                 "gathers and scatters of index_ops) or conv_transpose (transposed convolutions)")
+      ->check(CLI::IsMember({"index", "conv_transpose"}));
   app.add_flag("--quick", args->options.quick, "A small sweep (seconds, for tests); less accurate");
   app.add_option("-o,--output", args->output, "Platform JSON to write ('-' for stdout)");
   app.add_flag(

@@ -43,7 +43,8 @@ const ClassRecord kClasses[] = {
       "aten::embedding_dense_backward", "aten::_embedding_bag_backward",
       "aten::_embedding_bag_dense_backward", "aten::_embedding_bag_sparse_backward",
       "aten::index_select", "aten::gather", "aten::scatter_add", "aten::scatter_add_",
-      "aten::index_add_", "aten::index_put_", "aten::_index_put_impl_", "aten::index"}},
+      "aten::index_add_", "aten::index_add", "aten::index_put_", "aten::index_put",
+      "aten::_index_put_impl_", "aten::index"}},
     {OpClass::kReductionNorm, "reduction_norm",
      {"aten::sum", "aten::mean", "aten::max", "aten::min", "aten::amax", "aten::amin",
       "aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax",
@@ -62,6 +63,25 @@ const ClassRecord kClasses[] = {
     {OpClass::kMemcpy, "memcpy",
      {"aten::copy_", "aten::to", "aten::_to_copy", "aten::clone", "aten::contiguous",
       "aten::cat", "aten::stack", "aten::_local_scalar_dense", "aten::item"}},
+};
+
+// Positions are those of the schemas in LibTorch's native_functions.yaml.
+const IndexOp kIndexOps[] = {
+    {"aten::index_select", "index_select", 0, 2},
+    {"aten::embedding", "index_select", 0, 1},  // the CPU kernel is weight.index_select(0, ...)
+    {"aten::index", "index", 0, 1},
+    {"aten::gather", "gather", 0, 2, true},
+    {"aten::scatter_add", "scatter_add", 0, 2, true},
+    {"aten::scatter_add_", "scatter_add", 0, 2, true},
+    {"aten::index_add", "index_add", 0, 2},
+    {"aten::index_add_", "index_add", 0, 2},
+    {"aten::index_put_", "index_put_accumulate", 0, 1, false, 3},
+    {"aten::index_put", "index_put_accumulate", 0, 1, false, 3},
+    {"aten::_index_put_impl_", "index_put_accumulate", 0, 1, false, 3},
+    {"aten::embedding_backward", "embedding_dense_backward", -1, 1},
+    {"aten::embedding_dense_backward", "embedding_dense_backward", -1, 1},
+    {"aten::_embedding_bag_backward", "embedding_bag_backward", -1, 1},
+    {"aten::_embedding_bag_dense_backward", "embedding_bag_backward", -1, 1},
 };
 
 // Pointwise math that is elementwise whatever its name says in detail.
@@ -324,6 +344,13 @@ OpClass ClassOf(std::string_view op_name) {
   for (std::string_view op : kElementwise)
     if (op == name) return OpClass::kElementwise;
   return OpClass::kOther;
+}
+
+const IndexOp* IndexOpOf(std::string_view op_name) {
+  const std::string_view name = BaseName(op_name);
+  for (const IndexOp& r : kIndexOps)
+    if (r.op == name) return &r;
+  return nullptr;
 }
 
 bool HasDataDependentShape(std::string_view op_name) {

@@ -4,7 +4,9 @@
 #include "op_models.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include "mimic/eg/collective.h"
@@ -164,8 +166,14 @@ OpCost ConvModel(const Ctx& c) {
   ConvShape cs;
   if (!ConvShapeOf(c.w, c.op, &cs)) return OpCost{"conv"};
   const ImplicitGemm g = ImplicitGemmOf(cs);
-  return ComputeBound(c, "conv", 2 * g.m * g.n * g.k * cs.passes, c.p.conv_efficiency(), g.m, g.n, g.k, cs.dtype,
-                      cs.backward ? "backward" : "forward");
+  // A transposed convolution at the points measured as such, else at the plain ones.
+  std::string pass = ConvPassOf(cs);
+  const auto& table = c.p.conv_efficiency();
+  if (std::none_of(table.begin(), table.end(),
+                   [&](const proto::EfficiencyPoint& e) { return e.pass() == pass; }))
+    pass = cs.backward ? "backward" : "forward";
+  return ComputeBound(c, "conv", 2 * g.m * g.n * g.k * cs.passes, table, g.m, g.n, g.k, cs.dtype,
+                      pass);
 }
 
 // Fused attention: Q.K^T and P.V, 4 x B x H x L x S x E FLOPs (the backward about 2.5x).
@@ -332,6 +340,17 @@ OpCost TbeModel(const Ctx& c) {
 // output, the indices; backward: the dense gradient written plus the scattered rows.
 OpCost EmbeddingModel(const Ctx& c) {
   if (eg::TbeOf(c.op.name()).pass != eg::TbePass::kNone) return TbeModel(c);
+  if (IndexShape s; IndexShapeOf(c.w, c.op, &s)) {
+    // Measured as such where the platform has the kind (calibrate's index sweep).
+    const double us = IndexOpUs(c.p, s);
+    if (us >= 0) {
+      OpCost cost;
+      cost.model = "index";
+      cost.bytes = TouchedBytes(c.in, c.out);
+      cost.compute_us = us;
+      return cost;
+    }
+  }
   if (c.in.empty()) return BandwidthModel(c, "gather", TouchedBytes(c.in, c.out));
   const bool backward = c.name.find("backward") != std::string_view::npos;
   const bool scatter = c.name.find("scatter") != std::string_view::npos || c.name.find("index_add") != std::string_view::npos ||
@@ -928,6 +947,10 @@ ImplicitGemm ImplicitGemmOf(const ConvShape& c) {
   return g;
 }
 
+std::string ConvPassOf(const ConvShape& c) {
+  return std::string(c.transposed ? "transposed_" : "") + (c.backward ? "backward" : "forward");
+}
+
 bool EmbeddingShapeOf(const proto::Workload& w, const proto::Op& op, EmbeddingShape* out) {
   const std::string_view name = BaseName(op.name());
   if (name != "aten::embedding_bag" && name != "aten::_embedding_bag" && name != "aten::_embedding_bag_forward_only")
@@ -940,6 +963,117 @@ bool EmbeddingShapeOf(const proto::Workload& w, const proto::Op& op, EmbeddingSh
   e.dtype = std::string(DtypeKey(in[0]->dtype()));
   if (e.num_weights <= 0 || e.dim <= 0 || e.lookups <= 0 || e.bags <= 0) return false;
   *out = e;
+  return true;
+}
+
+namespace {
+
+// Where `x` falls among the sorted distinct `values`: the two values around it and its
+// fraction between them in log space. Below the smallest, the smallest (small ops cost their
+// fixed part); above the largest, the last two, extrapolated.
+struct Bracket {
+  double lo, hi, t;
+};
+Bracket BracketOf(const std::vector<double>& values, double x) {
+  if (values.size() == 1 || x <= values.front()) return {values.front(), values.front(), 0};
+  size_t i = 1;
+  while (i + 1 < values.size() && values[i] < x) ++i;
+  const double lo = values[i - 1], hi = values[i];
+  return {lo, hi, std::log(x / lo) / std::log(hi / lo)};
+}
+
+}  // namespace
+
+double IndexOpUs(const proto::Platform& p, const IndexShape& s) {
+  const double x[3] = {static_cast<double>(s.indices), static_cast<double>(s.row_width),
+                       static_cast<double>(s.rows)};
+  std::map<std::array<double, 3>, double> time;  // (L, D, R) -> us
+  std::vector<double> axis[3];
+  for (const proto::IndexPoint& pt : p.index_ops()) {
+    if (pt.kind() != s.kind) continue;
+    const std::array<double, 3> key = {static_cast<double>(pt.indices()),
+                                       static_cast<double>(pt.row_width()),
+                                       static_cast<double>(pt.rows())};
+    time[key] = pt.time_us();
+    for (int a = 0; a < 3; ++a) axis[a].push_back(key[a]);
+  }
+  if (time.empty()) return -1;
+  if (auto it = time.find({x[0], x[1], x[2]}); it != time.end()) return it->second;
+  // Trilinear in log time over log L, log D, log R on the sweep's grid.
+  Bracket b[3];
+  for (int a = 0; a < 3; ++a) {
+    std::sort(axis[a].begin(), axis[a].end());
+    axis[a].erase(std::unique(axis[a].begin(), axis[a].end()), axis[a].end());
+    b[a] = BracketOf(axis[a], x[a]);
+  }
+  double log_us = 0;
+  for (int corner = 0; corner < 8; ++corner) {
+    std::array<double, 3> key;
+    double weight = 1;
+    for (int a = 0; a < 3; ++a) {
+      const bool high = (corner >> a) & 1;
+      key[a] = high ? b[a].hi : b[a].lo;
+      weight *= high ? b[a].t : 1 - b[a].t;
+    }
+    if (weight == 0) continue;
+    auto it = time.find(key);
+    if (it == time.end()) {
+      // Not a full grid around it (extra points only): the nearest point, scaled by the
+      // elements moved, (L + R) x D.
+      auto nearest = time.begin();
+      double best = 1e300;
+      for (auto t = time.begin(); t != time.end(); ++t) {
+        double d2 = 0;
+        for (int a = 0; a < 3; ++a) d2 += std::pow(std::log2(x[a] / t->first[a]), 2);
+        if (d2 < best) best = d2, nearest = t;
+      }
+      const auto& k = nearest->first;
+      return nearest->second * ((x[0] + x[2]) * x[1]) / ((k[0] + k[2]) * k[1]);
+    }
+    log_us += weight * std::log(it->second);
+  }
+  return std::exp(log_us);
+}
+
+namespace {
+
+// The tensor an index op's argument `v` holds: the tensor, or a list's first (aten::index's
+// indices).
+const proto::Tensor* FirstTensorOf(const proto::Workload& w, const proto::Value& v) {
+  if (const proto::Tensor* t = TensorOf(w, v)) return t;
+  if (v.kind_case() != proto::Value::kList) return nullptr;
+  for (const proto::Value& item : v.list().items())
+    if (const proto::Tensor* t = TensorOf(w, item)) return t;
+  return nullptr;
+}
+
+}  // namespace
+
+bool IndexShapeOf(const proto::Workload& w, const proto::Op& op, IndexShape* out) {
+  const eg::IndexOp* r = eg::IndexOpOf(op.name());
+  if (r == nullptr || r->index >= op.inputs_size() || r->table >= op.inputs_size()) return false;
+  if (r->accumulate_arg >= 0) {
+    if (r->accumulate_arg >= op.inputs_size()) return false;
+    const proto::Value& acc = op.inputs(r->accumulate_arg);
+    if (acc.kind_case() != proto::Value::kBoolValue || !acc.bool_value()) return false;
+  }
+  const proto::Tensor* table = r->table >= 0
+                                   ? TensorOf(w, op.inputs(r->table))
+                                   : (op.outputs_size() > 0 ? TensorOf(w, op.outputs(0)) : nullptr);
+  const proto::Tensor* index = FirstTensorOf(w, op.inputs(r->index));
+  if (table == nullptr || index == nullptr || table->shape_size() < 1 || index->shape_size() < 1)
+    return false;
+  IndexShape s;
+  s.kind = std::string(r->kind);
+  s.rows = table->shape(0);
+  const double index_elems = Prod(index, 0, index->shape_size());
+  s.indices = r->per_element ? index->shape(0) : static_cast<int64_t>(index_elems);
+  s.row_width = r->per_element
+                    ? static_cast<int64_t>(index_elems / std::max<int64_t>(index->shape(0), 1))
+                    : static_cast<int64_t>(Prod(table, 1, table->shape_size()));
+  s.dtype = std::string(DtypeKey(table->dtype()));
+  if (s.rows <= 0 || s.indices <= 0 || s.row_width <= 0) return false;
+  *out = s;
   return true;
 }
 
@@ -1001,6 +1135,10 @@ WorkloadShapes ShapesOf(const proto::Workload& w) {
         out.gemms.push_back(g);
     ConvShape c;
     if (ConvShapeOf(w, op, &c) && std::find(out.convs.begin(), out.convs.end(), c) == out.convs.end()) out.convs.push_back(c);
+    IndexShape x;
+    if (IndexShapeOf(w, op, &x) &&
+        std::find(out.indexes.begin(), out.indexes.end(), x) == out.indexes.end())
+      out.indexes.push_back(x);
   }
   return out;
 }

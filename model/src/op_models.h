@@ -82,6 +82,14 @@ double ShapeEfficiency(const proto::Platform& p,
                        const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table,
                        double m, double n, double k, std::string_view dtype, std::string_view pass);
 
+// Microseconds an index op of shape `s` takes on `p`, from the platform's index_ops points of
+// its kind: an exact match as is; else trilinear interpolation of log time in (log L, log D,
+// log R) on the sweep's grid (below the grid the smallest value's time, above it extrapolated
+// along the last two values); where the grid has no full cell around the shape, the nearest
+// point scaled by the elements moved, (L + R) x D. -1 when the platform has no point of the
+// kind.
+double IndexOpUs(const proto::Platform& p, const IndexShape& s);
+
 // The bandwidth kind `mimic calibrate` measures for a math-heavy elementwise op ("sqrt",
 // "exp", "tanh", "gelu", ...), or "" for ops priced as plain unary/binary traffic.
 std::string_view MathKindOf(std::string_view op);

@@ -95,6 +95,14 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
     if (!(b.bytes() > 0) || !(b.bytes_per_s() > 0) || !std::isfinite(b.bytes_per_s()))
       return Bad(path, f, "bytes and bytes_per_s must be positive");
   }
+  for (int i = 0; i < p.index_ops_size(); ++i) {
+    const proto::IndexPoint& x = p.index_ops(i);
+    const std::string f = "index_ops[" + std::to_string(i) + "]";
+    if (x.kind().empty()) return Bad(path, f + ".kind", "is missing");
+    if (x.indices() <= 0 || x.row_width() <= 0 || x.rows() <= 0 || !(x.time_us() > 0) ||
+        !std::isfinite(x.time_us()))
+      return Bad(path, f, "indices, row_width, rows and time_us must be positive");
+  }
   for (int i = 0; i < p.collectives_size(); ++i) {
     const proto::CollectiveParams& c = p.collectives(i);
     const std::string f = "collectives[" + std::to_string(i) + "]";

@@ -185,9 +185,37 @@ class CalibrateTest(unittest.TestCase):
             self.assertEqual(sorted(e.get("pass") for e in p["rnn_efficiency"]), ["backward", "forward"])
             for e in p["rnn_efficiency"]:
                 self.assertTrue(0 < e["efficiency"] <= 1 and e["time_us"] > 0, e)
+            # Index/scatter ops by kind (quick grid: L 256, 2048 x D 16 x R 1024) and transposed
+            # convolutions under their own passes.
+            kinds = {}
+            for x in p["index_ops"]:
+                self.assertGreater(x["time_us"], 0, x)
+                kinds.setdefault(x["kind"], []).append((int(x["indices"]), int(x["row_width"]), int(x["rows"])))
+            self.assertEqual(sorted(kinds), sorted(["index_select", "index", "gather", "scatter_add", "index_add",
+                                                    "index_put_accumulate", "embedding_dense_backward",
+                                                    "embedding_bag_backward"]))
+            for k, shapes in kinds.items():
+                self.assertEqual(sorted(shapes), [(256, 16, 1024), (2048, 16, 1024)], k)
+            passes = sorted(e.get("pass") for e in p["conv_efficiency"] if e.get("pass", "").startswith("transposed_"))
+            self.assertEqual(passes, ["transposed_backward", "transposed_forward"])
             r = mimic("predict", *sample("cnn_bn"), "--platform", out, "--json")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(json.loads(r.stdout)["platform"], "test_host")
+            # One sweep alone into a copy of the base: its index_ops measured again, every other
+            # figure the base's.
+            only = os.path.join(tmp, "only.json")
+            r = mimic("calibrate", "--quick", "--trials", "1", "--threads", "1", "--only", "index", "--base", out,
+                      "-o", only)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(only) as f:
+                q = json.load(f)
+            self.assertEqual(len(q["index_ops"]), len(p["index_ops"]))
+            self.assertIn("--only index", q["sources"]["index_ops"])
+            for key in ("gemm_efficiency", "conv_efficiency", "bandwidth", "cpu_overheads", "peak_flops", "calibrated_at"):
+                self.assertEqual(q[key], p[key], key)
+            r = mimic("calibrate", "--quick", "--only", "index", "-o", only)  # no --base
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--base", r.stderr)
 
     def test_a_cpu_replay_takes_the_capture_cost_from_this_hosts_calibration(self):
         """`calibrate --cache` keeps this host's cpu_host; a replay with recorded host gaps then

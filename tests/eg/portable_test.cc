@@ -171,5 +171,27 @@ TEST(OpFacts, InputDomainsNameRecordedTensorArguments) {
   EXPECT_FALSE(ChangesViewMetadata("aten::resize"));
 }
 
+// The index-op records and the class table agree: every index op is of class embedding, and
+// the overload does not matter.
+TEST(IndexOps, EveryIndexOpIsOfClassEmbedding) {
+  for (const char* name :
+       {"aten::index_select", "aten::embedding", "aten::index.Tensor", "aten::gather",
+        "aten::scatter_add", "aten::scatter_add_", "aten::index_add", "aten::index_add_",
+        "aten::index_put_", "aten::_index_put_impl_", "aten::embedding_backward",
+        "aten::embedding_dense_backward", "aten::_embedding_bag_backward",
+        "aten::_embedding_bag_dense_backward"}) {
+    SCOPED_TRACE(name);
+    const IndexOp* r = IndexOpOf(name);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(ClassOf(name), OpClass::kEmbedding);
+    EXPECT_FALSE(r->kind.empty());
+  }
+  EXPECT_EQ(IndexOpOf("aten::_index_put_impl_")->accumulate_arg, 3);
+  EXPECT_TRUE(IndexOpOf("aten::gather")->per_element);
+  EXPECT_EQ(IndexOpOf("aten::embedding_backward")->table, -1);  // rows: the output's
+  EXPECT_EQ(IndexOpOf("aten::embedding_bag"), nullptr);  // the forward bag: the gather model
+  EXPECT_EQ(IndexOpOf("aten::add"), nullptr);
+}
+
 }  // namespace
 }  // namespace mimic::eg

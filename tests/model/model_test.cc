@@ -782,6 +782,132 @@ void AddTbeBackward(proto::Workload& w, int64_t id, const Tbe& t) {
   o->add_kernels()->set_name("split_embedding_backward_codegen_rowwise_adagrad_kernel");
 }
 
+// The index ops of two fleet samples, as the model reads them: L (indices), D (row width),
+// R (rows of the table read or the tensor written), from the recorded tensors.
+TEST(IndexOps, ShapesOfRecordedIndexOps) {
+  std::map<std::string, IndexShape> seen;
+  for (const char* sample : {"embbag_rec", "transformer"}) {
+    const proto::Workload w = LoadSample(sample);
+    for (const proto::Op& op : w.ops())
+      if (IndexShape s; IndexShapeOf(w, op, &s)) seen[op.name().substr(0, op.name().find('.'))] = s;
+  }
+  // embbag_rec: index_select(offsets [2048], 0, idx [2048]) on int64 (the bag offsets),
+  // _embedding_bag_backward(grad [256, 32], indices [2048], ...) -> [5000, 32]-like tables.
+  ASSERT_TRUE(seen.count("aten::index_select"));
+  EXPECT_EQ(seen["aten::index_select"].kind, "index_select");
+  ASSERT_TRUE(seen.count("aten::_embedding_bag_backward"));
+  const IndexShape& bag = seen["aten::_embedding_bag_backward"];
+  EXPECT_EQ(bag.kind, "embedding_bag_backward");
+  ASSERT_TRUE(seen.count("aten::embedding_backward"));
+  EXPECT_EQ(seen["aten::embedding_backward"].kind, "embedding_dense_backward");
+  EXPECT_EQ(seen["aten::embedding_dense_backward"].kind, "embedding_dense_backward");
+  for (const auto& [name, s] : seen) {
+    SCOPED_TRACE(name);
+    EXPECT_GT(s.indices, 0);
+    EXPECT_GT(s.row_width, 0);
+    EXPECT_GT(s.rows, 0);
+  }
+}
+
+// A hand-built workload with graph_sage's recorded shapes (a zoo capture): scatter_add of
+// [16000, 64] rows into [2000, 64], and index_put_ accumulating [16000, 128] rows into
+// [2000, 128], with and without accumulate.
+proto::Workload GraphSageIndexOps() {
+  proto::Workload w;
+  w.add_types("");
+  w.mutable_provenance()->set_schema(eg::kKinetoOnlySchema);  // ops without schemas
+  auto op = [&](int64_t id, const char* name) {
+    proto::Op* o = w.add_ops();
+    o->set_id(id), o->set_name(name), o->set_schema(-1), o->set_thread(1);
+    return o;
+  };
+  auto tensor = [&](std::vector<int64_t> shape, bool index) {
+    const int t =
+        AddTensor(w, std::move(shape), index ? proto::INT64 : proto::FLOAT32, index ? 8 : 4);
+    w.mutable_tensors(t)->set_device("cpu");
+    w.mutable_tensors(t)->set_storage_id(t + 1);
+    return t;
+  };
+  proto::Op* scatter = op(1, "aten::scatter_add");
+  scatter->add_inputs()->set_tensor(tensor({2000, 64}, false));
+  scatter->add_inputs()->set_int_value(0);
+  scatter->add_inputs()->set_tensor(tensor({16000, 64}, true));
+  scatter->add_inputs()->set_tensor(tensor({16000, 64}, false));
+  scatter->add_outputs()->set_tensor(tensor({2000, 64}, false));
+  for (bool accumulate : {true, false}) {
+    proto::Op* put = op(accumulate ? 2 : 3, "aten::_index_put_impl_");
+    put->add_inputs()->set_tensor(tensor({2000, 128}, false));
+    put->add_inputs()->mutable_list()->add_items()->set_tensor(tensor({16000}, true));
+    put->add_inputs()->set_tensor(tensor({16000, 128}, false));
+    put->add_inputs()->set_bool_value(accumulate);
+    put->add_inputs()->set_bool_value(true);
+    put->add_outputs()->set_tensor(put->inputs(0).tensor());
+  }
+  return w;
+}
+
+TEST(IndexOps, PricedByTheMeasuredRateOfTheirKind) {
+  const proto::Workload w = GraphSageIndexOps();
+  IndexShape scatter, put, no_accumulate;
+  ASSERT_TRUE(IndexShapeOf(w, w.ops(0), &scatter));
+  EXPECT_EQ(scatter, (IndexShape{"scatter_add", 16000, 64, 2000, "fp32"}));
+  ASSERT_TRUE(IndexShapeOf(w, w.ops(1), &put));
+  EXPECT_EQ(put, (IndexShape{"index_put_accumulate", 16000, 128, 2000, "fp32"}));
+  EXPECT_FALSE(IndexShapeOf(w, w.ops(2), &no_accumulate));  // a plain store, not measured
+
+  proto::Platform p = Builtin("cpu_host");
+  p.clear_index_ops();
+  auto point = [&](const char* kind, int64_t l, int64_t d, int64_t r, double us) {
+    proto::IndexPoint* x = p.add_index_ops();
+    x->set_kind(kind), x->set_indices(l), x->set_row_width(d), x->set_rows(r), x->set_dtype("fp32");
+    x->set_time_us(us);
+  };
+  // index_put_ measured at exactly its shape; scatter_add at two shapes around its own.
+  point("index_put_accumulate", 16000, 128, 2000, 3000);
+  point("scatter_add", 16000, 32, 2000, 200);    // (16000 + 2000) x 32 elements
+  point("scatter_add", 16000, 128, 2000, 1000);  // (16000 + 2000) x 128
+  EXPECT_DOUBLE_EQ(IndexOpUs(p, put), 3000);
+  // D = 64 is halfway between 32 and 128 in log space: the geometric mean of the two times.
+  const double scatter_us = std::sqrt(200.0 * 1000.0);
+  EXPECT_NEAR(IndexOpUs(p, scatter), scatter_us, 1e-9);
+  // Above the grid, extrapolated along its last two values (x4 in D: x5 in time); below it,
+  // the smallest value's time.
+  EXPECT_NEAR(IndexOpUs(p, IndexShape{"scatter_add", 16000, 512, 2000, "fp32"}), 5000, 1e-6);
+  EXPECT_NEAR(IndexOpUs(p, IndexShape{"scatter_add", 16000, 8, 2000, "fp32"}), 200, 1e-9);
+  // No full grid cell around the shape (L = 32000 has no D = 128 point): the nearest point,
+  // (32000, 32, 2000), scaled by the elements moved, (L + R) x D.
+  point("scatter_add", 32000, 32, 2000, 400);
+  EXPECT_NEAR(IndexOpUs(p, IndexShape{"scatter_add", 24000, 64, 2000, "fp32"}),
+              400.0 * (26000.0 * 64) / (34000.0 * 32), 1e-9);
+  p.mutable_index_ops()->RemoveLast();
+
+  auto r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->ops.size(), 3u);
+  EXPECT_EQ(r->ops[0].model, "index");
+  EXPECT_NEAR(r->ops[0].compute_us, scatter_us, 1e-9);
+  EXPECT_EQ(r->ops[1].model, "index");
+  EXPECT_DOUBLE_EQ(r->ops[1].compute_us, 3000);
+  // Without accumulate, and on a platform without the kind: the bandwidth model, as before.
+  EXPECT_EQ(r->ops[2].model, "embedding");
+  p.clear_index_ops();
+  EXPECT_LT(IndexOpUs(p, put), 0);
+  r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->ops[1].model, "embedding");
+}
+
+// The shipped CPU host has every kind measured, and prices the zoo's shapes from them.
+TEST(IndexOps, ShippedCpuHostHasEveryKind) {
+  const proto::Platform p = Builtin("cpu_host");
+  for (const char* kind :
+       {"index_select", "index", "gather", "scatter_add", "index_add", "index_put_accumulate",
+        "embedding_dense_backward", "embedding_bag_backward"}) {
+    SCOPED_TRACE(kind);
+    EXPECT_GT(IndexOpUs(p, IndexShape{kind, 16000, 64, 2000, "fp32"}), 0);
+  }
+}
+
 TEST(Predict, TableBatchedEmbeddingsArePricedByTheirAccessPattern) {
   const proto::Platform p = Builtin("a100_80gb");
   const Tbe small{4, 1000, 64, 512, 40000}, big{8, 100000, 128, 1024, 400000};

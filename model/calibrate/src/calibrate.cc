@@ -13,10 +13,16 @@
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/dropout.h>
 #include <ATen/ops/embedding_bag.h>
+#include <ATen/ops/embedding_dense_backward.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/exp.h>
+#include <ATen/ops/gather.h>
 #include <ATen/ops/gelu.h>
+#include <ATen/ops/index.h>
+#include <ATen/ops/index_add.h>
+#include <ATen/ops/index_put.h>
+#include <ATen/ops/index_select.h>
 #include <ATen/ops/layer_norm.h>
 #include <ATen/ops/log.h>
 #include <ATen/ops/max_pool2d_with_indices.h>
@@ -34,6 +40,7 @@
 #include <ATen/ops/relu.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
+#include <ATen/ops/scatter_add.h>
 #include <ATen/ops/sigmoid.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/softmax.h>
@@ -193,6 +200,250 @@ std::string MeasureReplayOverheads(const CalibrateOptions& o, c10::Device device
          o.statistic + " of " + std::to_string(capture.size()) + " runs";
 }
 
+// The dispatcher's fixed cost per op, boxed as replay calls it: probes of a view (aten::t), an
+// allocating op (aten::add) and an in-place op (aten::mul_) on one-element tensors, where the
+// data costs nothing. Their mean is dispatch_us.
+std::vector<int> AddDispatchProbes(Probes& probes, const at::TensorOptions& f32) {
+  at::Tensor one = at::randn({1, 1}, f32), other = at::randn({1, 1}, f32);
+  std::vector<int> ids;
+  for (const auto& [name, overload] : {std::pair<const char*, const char*>{"aten::t", ""},
+                                       {"aten::add", "Tensor"},
+                                       {"aten::mul_", "Tensor"}}) {
+    const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+    const bool binary = std::string_view(name) != "aten::t";
+    const bool alpha = std::string_view(name) == "aten::add";
+    ids.push_back(probes.Add([one, other, op, binary, alpha] {
+      torch::jit::Stack stack;
+      stack.emplace_back(one);
+      if (binary) stack.emplace_back(other);
+      if (alpha) stack.emplace_back(c10::Scalar(1));
+      op.callBoxed(stack);
+    }));
+  }
+  return ids;
+}
+
+double DispatchUs(const Probes& probes, const std::vector<int>& ids) {
+  double us = 0;
+  for (int i : ids) us += probes.Us(i) / static_cast<double>(ids.size());
+  return us;
+}
+
+// One call of index kind `s.kind` (eg::IndexOpOf) on L = s.indices uniformly random indices
+// into R = s.rows rows of D = s.row_width fp32 elements, laid out as the model reads the kind's
+// tensors (gather and scatter_add: an index of L x D, one row index broadcast along each row);
+// nullptr for a kind this sweep does not know.
+std::function<void()> IndexCall(const model::IndexShape& s, const at::TensorOptions& f32) {
+  const int64_t l = s.indices, d = s.row_width, r = s.rows;
+  const at::TensorOptions i64 = f32.dtype(at::kLong);
+  at::Tensor table = at::randn({r, d}, f32), idx = at::randint(r, {l}, i64);
+  // gather/scatter_add move whole rows: the row's index broadcast along it (stride 0), as
+  // scatter-by-row code (torch_scatter, PyG's message passing) calls them.
+  at::Tensor rows = at::randn({l, d}, f32), idx2 = idx.unsqueeze(1).expand({l, d});
+  c10::List<std::optional<at::Tensor>> list;
+  list.push_back(idx);
+  const std::string& k = s.kind;
+  if (k == "index_select") return [=] { (void)at::index_select(table, 0, idx); };
+  if (k == "index") return [=] { (void)at::index(table, list); };
+  if (k == "gather") return [=] { (void)at::gather(table, 0, idx2); };
+  if (k == "scatter_add") return [=] { (void)at::scatter_add(table, 0, idx2, rows); };
+  if (k == "index_add") return [=] { (void)at::index_add(table, 0, idx, rows); };
+  if (k == "index_put_accumulate") return [=]() mutable { table.index_put_(list, rows, true); };
+  if (k == "embedding_dense_backward")
+    return [=] { (void)at::embedding_dense_backward(rows, idx, r, -1, false); };
+  if (k == "embedding_bag_backward") {
+    const int64_t bags = std::max<int64_t>(l / 8, 1);
+    at::Tensor offsets = at::arange(0, bags, i64).mul_(l / bags);
+    auto fwd = at::_embedding_bag(table, idx, offsets, false, 0);
+    at::Tensor grad = at::randn({bags, d}, f32);
+    return [=] {
+      (void)at::_embedding_bag_backward(grad, idx, offsets, std::get<1>(fwd), std::get<2>(fwd),
+                                        std::get<3>(fwd), r, false, 0, false, {}, -1);
+    };
+  }
+  return nullptr;
+}
+
+constexpr const char* kIndexKinds[] = {"index_select",
+                                       "index",
+                                       "gather",
+                                       "scatter_add",
+                                       "index_add",
+                                       "index_put_accumulate",
+                                       "embedding_dense_backward",
+                                       "embedding_bag_backward"};
+
+// The index sweep: every kind at L x D x R on a grid (and the workloads' own index shapes, fp32),
+// registered as probes.
+struct IndexProbe {
+  model::IndexShape shape;
+  int probe;
+};
+std::vector<IndexProbe> AddIndexProbes(const CalibrateOptions& o, Probes& probes,
+                                       const at::TensorOptions& f32) {
+  using V = std::vector<int64_t>;
+  const V ls = o.quick ? V{256, 2048} : V{64, 512, 4096, 32768};
+  const V ds = o.quick ? V{16} : V{1, 16, 128};
+  const V rs = o.quick ? V{1024} : V{128, 1024, 16384};
+  std::vector<model::IndexShape> shapes;
+  for (const char* kind : kIndexKinds)
+    for (int64_t l : ls)
+      for (int64_t d : ds)
+        for (int64_t r : rs) shapes.push_back({kind, l, d, r, "fp32"});
+  for (const model::WorkloadShapes& ws : o.workloads)
+    for (const model::IndexShape& s : ws.indexes)
+      if (s.dtype == "fp32" && std::find(shapes.begin(), shapes.end(), s) == shapes.end())
+        shapes.push_back(s);
+  std::vector<IndexProbe> out;
+  for (const model::IndexShape& s : shapes)
+    if (std::function<void()> call = IndexCall(s, f32))
+      out.push_back({s, probes.Add(std::move(call))});
+  return out;
+}
+
+// The index probes' times (dispatch subtracted, as the other CPU kernels) into `p.index_ops`.
+void RecordIndexPoints(const std::vector<IndexProbe>& index, const Probes& probes,
+                       double dispatch_us, const std::string& how, proto::Platform& p) {
+  p.clear_index_ops();
+  for (const IndexProbe& x : index) {
+    const double us = probes.Us(x.probe);
+    proto::IndexPoint* pt = p.add_index_ops();
+    pt->set_kind(x.shape.kind), pt->set_indices(x.shape.indices),
+        pt->set_row_width(x.shape.row_width);
+    pt->set_rows(x.shape.rows), pt->set_dtype(x.shape.dtype);
+    pt->set_time_us(std::max(us - dispatch_us, us * 0.1));
+  }
+  (*p.mutable_sources())["index_ops"] =
+      how +
+      ": index_select, index, gather, scatter_add, index_add, index_put_ (accumulate), "
+      "embedding_dense_backward and _embedding_bag_backward (8 lookups per bag) on uniformly "
+      "random fp32 rows, L (indices) x D (row width) x R (rows) = " +
+      std::to_string(index.size()) + " points, dispatch subtracted";
+}
+
+// Transposed convolutions (2x2, stride 2: the upsampling layer of decoders and U-Nets),
+// forward and backward (grad input + grad weight), on a grid of batch, channels in and out and
+// input size, under passes transposed_forward / transposed_backward.
+struct ConvProbe {
+  proto::EfficiencyPoint point;
+  double flops;
+  int probe;
+};
+std::vector<ConvProbe> AddConvTransposeProbes(const CalibrateOptions& o, Probes& probes,
+                                              const at::TensorOptions& f32) {
+  using V = std::vector<int64_t>;
+  std::vector<ConvProbe> out;
+  for (int64_t nb : o.quick ? V{8} : V{8, 32})
+    for (int64_t ci : o.quick ? V{16} : V{16, 64})
+      for (int64_t co : o.quick ? V{16} : V{3, 16, 64})
+        for (int64_t hw : o.quick ? V{8} : V{8, 16})
+          for (bool backward : {false, true}) {
+            model::ConvShape cs{{nb, ci, hw, hw},
+                                {ci, co, 2, 2},
+                                {2, 2},
+                                {0, 0},
+                                {1, 1},
+                                1,
+                                true,
+                                backward,
+                                2,
+                                "fp32"};
+            at::Tensor x = at::randn(cs.input, f32), w = at::randn(cs.weight, f32);
+            at::Tensor y =
+                at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, true, {0, 0}, 1);
+            const model::ImplicitGemm g = model::ImplicitGemmOf(cs);
+            ConvProbe pt;
+            pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)),
+                pt.point.set_k(static_cast<int64_t>(g.k));
+            pt.point.set_batch(1), pt.point.set_dtype("fp32"),
+                pt.point.set_pass(model::ConvPassOf(cs));
+            pt.flops = 2.0 * g.m * g.n * g.k * (backward ? 2 : 1);
+            if (backward)
+              pt.probe = probes.Add([x, w, y, cs] {
+                (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding,
+                                               cs.dilation, true, {0, 0}, 1, {true, true, false});
+              });
+            else
+              pt.probe = probes.Add([x, w, cs] {
+                (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, true, {0, 0},
+                                      1);
+              });
+            out.push_back(pt);
+          }
+  return out;
+}
+
+// The transposed points into `p.conv_efficiency` (replacing those there), as efficiencies
+// against the platform's fp32 peak.
+void RecordConvTransposePoints(const std::vector<ConvProbe>& points, const Probes& probes,
+                               double dispatch_us, const std::string& how, proto::Platform& p) {
+  auto* table = p.mutable_conv_efficiency();
+  table->erase(std::remove_if(table->begin(), table->end(),
+                              [](const proto::EfficiencyPoint& e) {
+                                return e.pass().rfind("transposed_", 0) == 0;
+                              }),
+               table->end());
+  const double peak = model::PeakFlops(p, "fp32", false);
+  for (const ConvProbe& x : points) {
+    const double us = probes.Us(x.probe), net = std::max(us - dispatch_us, us * 0.1);
+    proto::EfficiencyPoint* e = table->Add();
+    *e = x.point;
+    e->set_time_us(us);
+    e->set_efficiency(std::clamp(x.flops / (net * 1e-6) / peak, 1e-4, 1.0));
+  }
+  (*p.mutable_sources())["conv_efficiency.transposed"] =
+      how +
+      ": conv_transpose 2x2 stride 2 (convolution with transposed=true), forward and backward "
+      "(grad input + "
+      "weight), N 8, 32 x C_in 16, 64 x C_out 3, 16, 64 x H = W 8, 16, as the implicit GEMM of the "
+      "convolution whose data gradient it is (m = N*H_in*W_in, n = C_in, k = C_out*4)";
+}
+
+// `--only index` or `--only conv_transpose`: the base platform with that sweep's points
+// measured again, nothing else changed.
+Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
+                                      const std::function<void(const std::string&)>& log) {
+  if (o.base.empty())
+    return Status::InvalidInput("--only " + o.only +
+                                ": give --base P, the platform the points go into");
+  MIMIC_ASSIGN_OR_RETURN(proto::Platform p, model::FindPlatform(o.base));
+  Result<std::unique_ptr<replay::Executor>> executor = replay::CreateExecutor(o.device);
+  if (!executor.ok()) return executor.status();
+  if ((*executor)->device().is_cuda())
+    return Status::InvalidInput("--only " + o.only + ": measures CPU kernels only");
+  if (o.threads > 0) at::set_num_threads(o.threads);
+  at::NoGradGuard no_grad;
+  const std::string heap = RetainFreedHeap();
+  Probes probes(o, **executor);
+  const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat);
+  try {
+    const std::vector<int> dispatch = AddDispatchProbes(probes, f32);
+    const bool index_sweep = o.only == "index";
+    const std::vector<IndexProbe> index =
+        index_sweep ? AddIndexProbes(o, probes, f32) : std::vector<IndexProbe>{};
+    const std::vector<ConvProbe> transposed =
+        index_sweep ? std::vector<ConvProbe>{} : AddConvTransposeProbes(o, probes, f32);
+    log(std::to_string(index.size() + transposed.size()) + " " + o.only + " probes, " +
+        std::to_string(o.trials) + " rounds");
+    probes.RunRounds();
+    const std::string where = HostName() + " (" + CpuModel() + ", " +
+                              std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " cpus, " +
+                              std::to_string(at::get_num_threads()) + " threads)";
+    const std::string how = "measured by mimic calibrate --only " + o.only + " on " + where +
+                            " at " + UtcNowIso8601() + ", " + o.statistic + " of " +
+                            std::to_string(o.trials) + " round-robin trials";
+    if (index_sweep)
+      RecordIndexPoints(index, probes, DispatchUs(probes, dispatch), how, p);
+    else
+      RecordConvTransposePoints(transposed, probes, DispatchUs(probes, dispatch), how, p);
+  } catch (const c10::Error& e) {
+    return Status::Internal(std::string("calibration failed in LibTorch: ") +
+                            e.what_without_backtrace());
+  }
+  MIMIC_RETURN_IF_ERROR(model::CheckPlatform("calibrated platform", p));
+  return p;
+}
+
 }  // namespace
 
 Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn) {
@@ -201,6 +452,9 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   };
   if (o.statistic != "median" && o.statistic != "min")
     return Status::InvalidInput("--statistic " + o.statistic + ": must be median or min");
+  if (o.only == "index" || o.only == "conv_transpose") return CalibrateOnly(o, log);
+  if (!o.only.empty())
+    return Status::InvalidInput("--only " + o.only + ": must be index or conv_transpose");
   // The replay's executor: the same device selection, allocator and synchronization.
   Result<std::unique_ptr<replay::Executor>> executor = replay::CreateExecutor(o.device);
   if (!executor.ok()) return executor.status();
@@ -215,6 +469,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     p.clear_bandwidth();
     p.clear_attention_efficiency();
     p.clear_rnn_efficiency();
+    p.clear_index_ops();
   }
   p.set_name(!o.name.empty() ? o.name : (!o.base.empty() ? p.name() : (gpu ? "local_cuda" : "cpu_host")));
   p.set_device_type(gpu ? "cuda" : "cpu");
@@ -240,23 +495,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat).device(device);
   try {
     // Register every probe first; time them all in rounds; then turn times into figures.
-    // The fixed cost of one op through the dispatcher, boxed as replay calls it: the mean of
-    // a view (aten::t), an allocating op (aten::add) and an in-place op (aten::mul_) on
-    // one-element tensors, where the data costs nothing.
-    at::Tensor one = at::randn({1, 1}, f32), other = at::randn({1, 1}, f32);
-    std::vector<int> dispatch_probes;
-    for (const auto& [name, overload] : {std::pair<const char*, const char*>{"aten::t", ""}, {"aten::add", "Tensor"}, {"aten::mul_", "Tensor"}}) {
-      const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
-      const bool binary = std::string_view(name) != "aten::t";
-      const bool alpha = std::string_view(name) == "aten::add";
-      dispatch_probes.push_back(probes.Add([one, other, op, binary, alpha] {
-        torch::jit::Stack stack;
-        stack.emplace_back(one);
-        if (binary) stack.emplace_back(other);
-        if (alpha) stack.emplace_back(c10::Scalar(1));
-        op.callBoxed(stack);
-      }));
-    }
+    const std::vector<int> dispatch_probes = AddDispatchProbes(probes, f32);
     int launch_probe = -1;
     if (gpu) {
       at::Tensor small = at::zeros({32}, f32);
@@ -319,7 +558,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         const model::ImplicitGemm g = model::ImplicitGemmOf(cs);
         Point pt;
         pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)), pt.point.set_k(static_cast<int64_t>(g.k));
-        pt.point.set_batch(1), pt.point.set_dtype(cs.dtype), pt.point.set_pass(cs.backward ? "backward" : "forward");
+        pt.point.set_batch(1), pt.point.set_dtype(cs.dtype),
+            pt.point.set_pass(model::ConvPassOf(cs));
         pt.flops = 2.0 * g.m * g.n * g.k * (cs.backward ? cs.passes : 1);
         if (cs.backward) {
           // The gradients the workload computes: the first layer's backward skips grad-input.
@@ -542,14 +782,19 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
                          probes.Add([table, idx, offsets] { (void)at::embedding_bag(table, idx, offsets, false, 0); })});
     }
 
+    // Index- and scatter-style ops, measured as such (CPU: their kernels sort, loop serially
+    // or accumulate, far from a copy's rate).
+    const std::vector<IndexProbe> index =
+        gpu ? std::vector<IndexProbe>{} : AddIndexProbes(o, probes, f32);
+    const std::vector<ConvProbe> transposed = AddConvTransposeProbes(o, probes, f32);
+
     log(std::to_string(probes.size()) + " probes (" + std::to_string(gemm.size()) + " gemm, " +
         std::to_string(conv.size()) + " conv, " + std::to_string(attention.size()) +
         " attention, " + std::to_string(rnn.size()) + " rnn, " + std::to_string(traffic.size()) +
         " bandwidth), " + std::to_string(o.trials) + " rounds");
     probes.RunRounds();
 
-    double dispatch_us = 0;
-    for (int i : dispatch_probes) dispatch_us += probes.Us(i) / static_cast<double>(dispatch_probes.size());
+    const double dispatch_us = DispatchUs(probes, dispatch_probes);
     p.mutable_cpu_overheads()->set_dispatch_us(dispatch_us);
     if (gpu) p.mutable_cpu_overheads()->set_t4_us(std::max(0.0, probes.Us(launch_probe) - dispatch_us));
     (*p.mutable_sources())["cpu_overheads"] =
@@ -613,6 +858,9 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
           (o.quick ? "steps 16 x batch 8 x hidden 64"
                    : "steps 16, 64 x batch 8, 32 x hidden 64, 256") +
           (o.workloads.empty() ? "" : " and the workloads' layers") + ", " + how;
+    if (!index.empty()) RecordIndexPoints(index, probes, dispatch_us, measured + ", " + how, p);
+    RecordConvTransposePoints(transposed, probes, gpu ? 0.0 : dispatch_us, measured + ", " + how,
+                              p);
     (*p.mutable_sources())["attention_efficiency"] =
         measured +
         ": scaled_dot_product_attention, batch x heads 8, 32, sequence 64, 256, head size 32, 64" +

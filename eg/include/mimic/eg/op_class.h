@@ -70,6 +70,26 @@ struct TbeOp {
 // What `op_name` is among the TBE ops; pass kNone for any other op.
 TbeOp TbeOf(std::string_view op_name);
 
+// Index- and scatter-style ops, which read or accumulate rows chosen by an index tensor: the
+// kind `mimic calibrate` measures each as (Platform.index_ops) and where its tensors are. The
+// model reads L (rows looked up or accumulated), D (elements per row) and R (rows of the table
+// read or of the tensor written) from them: R = the table's first dimension; D = the table's
+// other dimensions (per_element: the index's); L = the index's elements (per_element: its
+// first dimension). Kinds: "index_select" (index_select, embedding), "index" (advanced
+// indexing), "gather", "scatter_add", "index_add", "index_put_accumulate",
+// "embedding_dense_backward" (embedding_backward too), "embedding_bag_backward".
+struct IndexOp {
+  std::string_view op;  // base name, "aten::index_select"
+  std::string_view kind;
+  int table;                 // the input holding the rows; -1: the first output
+  int index;                 // the input holding the indices (a tensor, or a list's first)
+  bool per_element = false;  // gather/scatter: the index has the shape of the rows moved
+  int accumulate_arg = -1;   // a bool input that must be true for this kind (index_put_)
+};
+// The record of `op_name` (overload ignored); nullptr for any other op. Where accumulate_arg
+// is set, the op is of that kind only when the argument is true (the caller reads it).
+const IndexOp* IndexOpOf(std::string_view op_name);
+
 // A host<->device or device copy, as the profiler names its device event (CUPTI: "Memcpy HtoD
 // (Pinned -> Device)", "Memcpy DtoH (Device -> Pageable)", "Memcpy DtoD (Device -> Device)",
 // "Memcpy PtoP (Device -> Device)"; roctracer: "CopyHostToDevice", ...). The route and the

@@ -60,7 +60,19 @@ struct RnnShape {
   bool operator==(const RnnShape&) const = default;
 };
 
+// An index- or scatter-style op (eg::IndexOpOf): `indices` rows of `row_width` elements looked
+// up in, or accumulated into, a tensor of `rows` rows.
+struct IndexShape {
+  std::string kind;  // eg::IndexOp::kind
+  int64_t indices = 0, row_width = 0, rows = 0;
+  std::string dtype;
+  bool operator==(const IndexShape&) const = default;
+};
+
 bool EmbeddingShapeOf(const proto::Workload& w, const proto::Op& op, EmbeddingShape* out);
+// False when the op is not an index op, its tensors are not recorded, or (index_put_) it does
+// not accumulate.
+bool IndexShapeOf(const proto::Workload& w, const proto::Op& op, IndexShape* out);
 bool RnnShapeOf(const proto::Workload& w, const proto::Op& op, RnnShape* out);
 // What the model counts for a layer: 2 x T x B x G*H x (I + H) FLOPs, the backward twice that.
 double RnnFlops(const RnnShape& r);
@@ -73,6 +85,10 @@ struct ImplicitGemm {
   double m = 1, n = 1, k = 1;
 };
 ImplicitGemm ImplicitGemmOf(const ConvShape& c);
+// The conv_efficiency pass a convolution is measured and priced under: "forward" or
+// "backward", with "transposed_" before it for a transposed one (its kernels differ: oneDNN
+// runs it as a backward-data convolution, with its own blocking).
+std::string ConvPassOf(const ConvShape& c);
 
 struct WorkloadShapes {
   std::vector<GemmShape> gemms;  // distinct, in first-seen order
@@ -80,6 +96,7 @@ struct WorkloadShapes {
   std::vector<EmbeddingShape> embeddings;
   std::vector<AttentionShape> attentions;
   std::vector<RnnShape> rnns;
+  std::vector<IndexShape> indexes;
 };
 WorkloadShapes ShapesOf(const proto::Workload& w);
 

@@ -28,6 +28,10 @@ struct CalibrateOptions {
   // Shapes to measure besides the grid: the GEMMs and convolutions of workloads the platform
   // will predict (model::ShapesOf), so that their efficiencies are measured, not interpolated.
   std::vector<model::WorkloadShapes> workloads;
+  // One sweep alone into a copy of `base`, every other figure of the base kept: "index" (the
+  // index/scatter ops, index_ops) or "conv_transpose" (conv_efficiency's transposed_* passes).
+  // "" runs everything.
+  std::string only;
 };
 
 // Called with one line per measured group ("gemm 80 points", ...).

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Before/after prediction error against the same replays (issue #16).
+
+Takes the replays from compare reports already written (DIR/NAME.compare.json, one replay per
+model) and predicts each capture twice: with the `before` binary and platform and with the
+`after` ones. Per op class, the replay side is the report's per-op timeline grouped by the
+after binary's op classes, so both predictions are judged on the same ops. Prints Markdown.
+
+  python3 bench/zoo_predict_ab.py --dir /tmp/zooq \\
+      --before-bin /work/main/build/default/cli/mimic --before-platform /work/main/platforms/cpu_host.json \\
+      --after-bin build/default/cli/mimic --after-platform platforms/cpu_host.json
+"""
+import argparse, collections, json, subprocess
+
+NAMES = ["gpt_mini", "vit_tiny", "moe", "dlrm_adagrad", "wide_deep", "conv_ae", "graph_sage", "lstm_tagger"]
+
+
+def predict(binary, platform, d, n):
+    r = subprocess.run([binary, "predict", f"{d}/{n}.et.json.gz", "--kineto", f"{d}/{n}.kineto.json.gz",
+                        "--platform", platform, "--json"], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout)
+
+
+def err(a, b):
+    return f"{100 * (a - b) / b:+.1f}%"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--before-bin", required=True)
+    ap.add_argument("--before-platform", required=True)
+    ap.add_argument("--after-bin", required=True)
+    ap.add_argument("--after-platform", required=True)
+    ap.add_argument("--classes", default="embedding,conv,reduction_norm,elementwise")
+    a = ap.parse_args()
+    rows, cls_rows, eb, ea = [], [], [], []
+    for n in NAMES:
+        c = json.load(open(f"{a.dir}/{n}.compare.json"))
+        B = predict(a.before_bin, a.before_platform, a.dir, n)
+        A = predict(a.after_bin, a.after_platform, a.dir, n)
+        rep = c["timeline"]["replay"]
+        if not (len(rep) == len(A["ops"]) == len(B["ops"])):
+            raise SystemExit(f"{n}: the report's ops and the predictions' differ")
+        R, PB, PA = (collections.defaultdict(float) for _ in range(3))
+        for r, b, x in zip(rep, B["ops"], A["ops"]):
+            k = x["op_class"]
+            R[k] += r["duration_ms"]
+            PB[k] += b["predicted_us"] / 1000
+            PA[k] += x["predicted_us"] / 1000
+        rm = c["end_to_end"]["replay_ms"]
+        eb.append(abs(B["iteration_ms"] - rm) / rm)
+        ea.append(abs(A["iteration_ms"] - rm) / rm)
+        rows.append(f"| {n} | {rm:.2f} | {B['iteration_ms']:.2f} | {err(B['iteration_ms'], rm)} | "
+                    f"{A['iteration_ms']:.2f} | {err(A['iteration_ms'], rm)} |")
+        for k in a.classes.split(","):
+            if R.get(k, 0) > 0.005:
+                cls_rows.append(f"| {n} | {k} | {R[k]:.3f} | {PB[k]:.3f} ({err(PB[k], R[k])}) | "
+                                f"{PA[k]:.3f} ({err(PA[k], R[k])}) |")
+    print("| model | replay ms | before: predicted ms | vs replay | after: predicted ms | vs replay |")
+    print("|---|---:|---:|---:|---:|---:|")
+    print("\n".join(rows))
+    print(f"| mean \\|error\\| | | | {100 * sum(eb) / len(eb):.1f}% | | {100 * sum(ea) / len(ea):.1f}% |\n")
+    print("| model | class | replay ms | before ms (vs replay) | after ms (vs replay) |")
+    print("|---|---|---:|---:|---:|")
+    print("\n".join(cls_rows))
+
+
+if __name__ == "__main__":
+    main()
