@@ -10,7 +10,7 @@ without them (the same platform with t1_*_us cleared: its single t1_us), beside 
 with the Kineto trace. Prints a markdown table of medians over the rounds, ratio = replay or
 prediction / the original's unprofiled median (the capture manifest's).
 
-Usage: python3 bench/host_gap_model.py DIR [--rounds 3] [--iters 10] [--only a,b]
+Usage: python3 bench/host_gap_model.py DIR [--rounds 3] [--iters 10] [--only a,b] [--threads T]
 Environment: MIMIC (default build/default/cli/mimic)."""
 import argparse
 import json
@@ -31,9 +31,9 @@ def run(*args):
     return r
 
 
-def replay(trace, tmp, iters, *flags):
+def replay(trace, tmp, iters, threads, *flags):
     report = os.path.join(tmp, "r.json")
-    run("replay", trace, "--device", "cpu", "--warmup", "2", "--iters", str(iters), *flags,
+    run("replay", trace, "--device", "cpu", "--warmup", "2", "--iters", str(iters), *threads, *flags,
         "--report", report)
     with open(report) as f:
         rep = json.load(f)
@@ -50,6 +50,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--only", default="")
+    ap.add_argument("--threads", type=int, default=0, help="replay's intra-op threads (0: the capture's)")
     a = ap.parse_args()
     with open(os.path.join(a.dir, "manifest.json")) as f:
         samples = json.load(f)["samples"]
@@ -79,7 +80,8 @@ def main():
         for _ in range(a.rounds):
             for mode, trace, flags in (("recorded", linked, []), ("modelled", bare, []),
                                        ("none", bare, ["--host-gaps", "none"])):
-                ms, gaps = replay(trace, tmp, a.iters, *flags)
+                threads = ["--threads", str(a.threads)] if a.threads else []
+                ms, gaps = replay(trace, tmp, a.iters, threads, *flags)
                 if mode != "none" and gaps["mode"] != mode:
                     raise SystemExit(f"{name}: {mode} replay ran host gaps {gaps['mode']}")
                 t[mode].append(ms)
