@@ -1,4 +1,5 @@
-// mimic calibrate [--device D] [--threads T] [--base P] [--name N] [--quick] -o P.json
+// mimic calibrate [--device D] [--threads T] [--base P] [--name N] [--quick] [--workload W...]
+//                 [--only index|conv_transpose|host_gaps] [--min-trial-ms MS] -o P.json
 // Under torchrun, srun or mpirun it also sweeps the collectives across the launched ranks.
 #include <cstdio>
 #include <filesystem>
@@ -79,11 +80,57 @@ Result<proto::Platform> CalibrateThisHost(const proto::Platform& base) {
   return p;
 }
 
+namespace {
+
+// Writes the platform to `output` ('-': stdout) and, with `cache`, as this host's calibration.
+int WritePlatform(const proto::Platform& p, const std::string& output, bool cache) {
+  if (cache) {
+    const std::string path = HostPlatformCachePath(p.name(), p.threads());
+    Status st = MakeDirs(path.substr(0, path.find_last_of('/')));
+    if (st.ok()) st = WriteFileAtomic(path, model::PlatformToJson(p) + "\n");
+    if (!st.ok()) return Fail(st);
+    std::fprintf(stderr, "mimic: calibrate: this host's %s kept in %s\n", p.name().c_str(),
+                 path.c_str());
+  }
+  if (!output.empty()) {
+    Status st = WriteOutput(output, model::PlatformToJson(p) + "\n");
+    if (!st.ok()) return Fail(st);
+  }
+  return kExitOk;
+}
+
+// The description's sentence on the per-issuer T1s, replaced when measured again.
+constexpr std::string_view kT1Sentence = " Per-issuer T1 (cpu_overheads.t1_*_us): ";
+
+// --only host_gaps: the base platform with its per-issuer T1s measured on the captures, and
+// what they were measured on in its description; no other figure changes.
+template <typename Args>
+Result<proto::Platform> HostGapsOnly(const Args& args) {
+  if (args.options.captures.empty())
+    return Status::InvalidInput("--only host_gaps: give the captures to measure on (--workload)");
+  if (args.options.base.empty())
+    return Status::InvalidInput("--only host_gaps: give the platform to start from (--base)");
+  MIMIC_ASSIGN_OR_RETURN(proto::Platform p, model::FindPlatform(args.options.base));
+  MIMIC_ASSIGN_OR_RETURN(const std::string how, model::MeasureIssuerT1(args.options.captures, p));
+  std::fprintf(stderr, "mimic: calibrate: host gaps: %s\n", how.c_str());
+  std::string d = p.description();
+  if (const size_t at = d.find(kT1Sentence); at != std::string::npos) d.resize(at);
+  if (!d.empty() && d.back() != '.') d += '.';
+  p.set_description(d + std::string(kT1Sentence) +
+                    "measured by `mimic calibrate --only host_gaps` at " + UtcNowIso8601() + ": " +
+                    how + ".");
+  MIMIC_RETURN_IF_ERROR(model::CheckPlatform("calibrated platform", p));
+  return p;
+}
+
+}  // namespace
+
 Runner AddCalibrate(CLI::App& app) {
   struct Args {
     calibrate::CalibrateOptions options;
     std::string output;
     std::vector<std::string> workloads;
+    std::vector<proto::Workload> loaded;  // the --workload captures (for their host gaps)
     bool cache = false;
   };
   auto args = std::make_shared<Args>();
@@ -95,16 +142,20 @@ Runner AddCalibrate(CLI::App& app) {
   app.add_option("--statistic", args->options.statistic, "How trials combine: median, or min (robust to other work on a shared machine)")
       ->capture_default_str()->check(CLI::IsMember({"median", "min"}));
   app.add_option("--workload", args->workloads,
-                 "Also measure the GEMM and convolution shapes of this trace or workload (repeatable)");
+                 "Also measure the GEMM and convolution shapes of this trace or workload, and, "
+                 "where its Kineto trace is linked, the host time before an op by what issued it "
+                 "(cpu_overheads.t1_forward_us, t1_backward_us, t1_optimizer_us) (repeatable)");
   app.add_option("--min-trial-ms", args->options.min_trial_ms,
                  "Each trial repeats its call until it lasts this long; shorter trials with "
                  "--statistic min find the uncontended cost on a loaded machine")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--only", args->options.only,
-                 "Run one sweep alone into a copy of --base, its other figures kept: index (the "
-                 "gathers and scatters of index_ops) or conv_transpose (transposed convolutions)")
-      ->check(CLI::IsMember({"index", "conv_transpose"}));
+                 "Measure one part alone into a copy of --base, its other figures kept: index "
+                 "(the gathers and scatters of index_ops), conv_transpose (transposed "
+                 "convolutions) or host_gaps (the per-issuer T1s on the --workload captures, "
+                 "with the base's capture_cost_us)")
+      ->check(CLI::IsMember({"index", "conv_transpose", "host_gaps"}));
   app.add_flag("--quick", args->options.quick, "A small sweep (seconds, for tests); less accurate");
   app.add_option("-o,--output", args->output, "Platform JSON to write ('-' for stdout)");
   app.add_flag(
@@ -116,9 +167,17 @@ Runner AddCalibrate(CLI::App& app) {
       return Fail(Status::InvalidInput("give -o FILE, --cache, or both"));
     for (const std::string& path : args->workloads) {
       // A trace's Kineto file is not needed for its shapes; a Kineto trace alone has them too.
+      // A capture's linked one (its manifest's) tells its host gaps.
       Result<LoadedInput> in = LoadInput(path, "", /*allow_kineto_only=*/true);
       if (!in.ok()) return Fail(in.status());
       args->options.workloads.push_back(model::ShapesOf(in->workload));
+      args->loaded.push_back(std::move(in->workload));
+    }
+    for (size_t i = 0; i < args->loaded.size(); ++i)
+      args->options.captures.push_back({args->workloads[i], &args->loaded[i]});
+    if (args->options.only == "host_gaps") {
+      Result<proto::Platform> p = HostGapsOnly(*args);
+      return p.ok() ? WritePlatform(*p, args->output, args->cache) : Fail(p.status());
     }
     // Launched on several ranks: every rank takes part in the collective sweep, then rank 0
     // alone measures the device and writes the platform.
@@ -144,19 +203,7 @@ Runner AddCalibrate(CLI::App& app) {
           (*dist)->launcher + " ranks over Gloo (c10d ProcessGroup): each collective at 4 KiB-16 MiB, median of its " +
           "timed runs on rank 0, alpha-beta fitted by least squares with nccl-tests' bus factors";
     }
-    if (args->cache) {
-      const std::string cache = HostPlatformCachePath(p->name(), p->threads());
-      Status st = MakeDirs(cache.substr(0, cache.find_last_of('/')));
-      if (st.ok()) st = WriteFileAtomic(cache, model::PlatformToJson(*p) + "\n");
-      if (!st.ok()) return Fail(st);
-      std::fprintf(stderr, "mimic: calibrate: this host's %s kept in %s\n", p->name().c_str(),
-                   cache.c_str());
-    }
-    if (!args->output.empty()) {
-      Status st = WriteOutput(args->output, model::PlatformToJson(*p) + "\n");
-      if (!st.ok()) return Fail(st);
-    }
-    return kExitOk;
+    return WritePlatform(*p, args->output, args->cache);
   };
 }
 

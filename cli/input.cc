@@ -11,6 +11,7 @@
 #include "mimic/base/host.h"
 #include "mimic/eg/capture_manifest.h"
 #include "mimic/eg/workload.h"
+#include "mimic/model/host_gaps.h"
 #include "mimic/model/platform.h"
 #include "mimic/synth/bundle.h"
 
@@ -136,7 +137,23 @@ proto::Platform ForThisHost(proto::Platform p, std::vector<std::string>& notes,
   return p;
 }
 
+namespace {
+
+// --host-gaps modelled (and auto without a Kineto trace): the platform's per-issuer T1s, the
+// figures the model uses without a trace. Ones already given are kept.
+void UseIssuerT1Of(const proto::Platform& p, replay::ReplayOptions& o) {
+  if (!o.modelled_t1_source.empty() || !model::HasIssuerT1(p.cpu_overheads())) return;
+  for (int i = 0; i < eg::kIssuers; ++i)
+    o.modelled_t1_us[i] = model::IssuerT1(p.cpu_overheads(), static_cast<eg::Issuer>(i));
+  auto it = p.sources().find(model::kIssuerT1Source);
+  o.modelled_t1_source = "platform " + p.name() + " (cpu_overheads.t1_<issuer>_us" +
+                         (it == p.sources().end() ? ")" : ": " + it->second + ")");
+}
+
+}  // namespace
+
 void UseCaptureCostOf(const proto::Platform& p, replay::ReplayOptions& o) {
+  UseIssuerT1Of(p, o);
   if (o.capture_cost_us >= 0 || o.host_gaps == replay::HostGaps::kNone || o.device != "cpu" ||
       p.device_type() != "cpu" || p.cpu_overheads().capture_cost_us() <= 0)
     return;

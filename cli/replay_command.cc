@@ -81,12 +81,16 @@ void AddReplayOptions(CLI::App& app, replay::ReplayOptions& o, std::string& repo
       ->transform(CLI::CheckedTransformer(kModes, CLI::ignore_case))
       ->default_str("full");
   static const std::map<std::string, replay::HostGaps> kGaps = {
-      {"recorded", replay::HostGaps::kRecorded}, {"none", replay::HostGaps::kNone}};
+      {"recorded", replay::HostGaps::kRecorded},
+      {"modelled", replay::HostGaps::kModelled},
+      {"none", replay::HostGaps::kNone}};
   app.add_option("--host-gaps", o.host_gaps,
                  "recorded: before each op, wait as long as the original's host did with no op "
                  "running (Python, the autograd engine, optimizer loops), from its Kineto trace, "
-                 "less the capture's own cost; none: ops back to back (default: recorded when a "
-                 "Kineto trace is linked)")
+                 "less the capture's own cost; modelled: wait the platform's host time for what "
+                 "issued the op (forward, backward, optimizer: cpu_host's cpu_overheads.t1_*_us, "
+                 "measured by calibrate on other captures); none: ops back to back (default: "
+                 "recorded when a Kineto trace is linked, else modelled where cpu_host has them)")
       ->transform(CLI::CheckedTransformer(kGaps, CLI::ignore_case));
   app.add_option("--capture-cost-us", o.capture_cost_us,
                  "The capture's own cost per event boundary (an op starting or ending) taken off "

@@ -448,4 +448,44 @@ double RecordedHostGaps::Before(const proto::Op& op) {
   return std::max(gap, 0.0);
 }
 
+const char* IssuerName(Issuer issuer) {
+  switch (issuer) {
+    case Issuer::kBackward:
+      return "backward";
+    case Issuer::kOptimizer:
+      return "optimizer";
+    case Issuer::kForward:
+      break;
+  }
+  return "forward";
+}
+
+Issuer IssuerOf(const proto::Workload& w, const OpTree& tree, int index) {
+  for (int at = index; at >= 0; at = tree.Parent(at)) {
+    const std::string_view name = w.ops(at).name();
+    if (name.starts_with("autograd::engine::evaluate_function")) return Issuer::kBackward;
+    if (name.starts_with("Optimizer.")) return Issuer::kOptimizer;
+  }
+  return Issuer::kForward;
+}
+
+Result<GapsByIssuer> RecordedGapsByIssuer(const proto::Workload& w, double capture_cost_us) {
+  if (!w.kineto().present())
+    return Status::InvalidInput("no Kineto trace is linked: it records no host gaps");
+  const OpTree tree(w);
+  MIMIC_ASSIGN_OR_RETURN(const proto::Segment* seg, FindSegment(w, -1, ""));
+  const int segment = seg ? tree.IndexOf(seg->op_id()) : -1;
+  RecordedHostGaps gaps(w, -1, capture_cost_us);  // no gap before the first op
+  GapsByIssuer out;
+  int64_t spans = 0;
+  for (int index : ReplayableOps(w, tree, segment, /*include_compiled=*/true)) {
+    const proto::Op& op = w.ops(index);
+    if (!op.has_cpu_span()) continue;
+    const double gap = gaps.Before(op);
+    if (spans++ > 0) out.us[static_cast<int>(IssuerOf(w, tree, index))].push_back(gap);
+  }
+  if (spans < 2) return Status::InvalidInput("its step has fewer than two ops with a host span");
+  return out;
+}
+
 }  // namespace mimic::eg

@@ -75,6 +75,9 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
       {"cpu_overheads.dispatch_us", p.cpu_overheads().dispatch_us()},
       {"cpu_overheads.framework_us", p.cpu_overheads().framework_us()},
       {"cpu_overheads.capture_cost_us", p.cpu_overheads().capture_cost_us()},
+      {"cpu_overheads.t1_forward_us", p.cpu_overheads().t1_forward_us()},
+      {"cpu_overheads.t1_backward_us", p.cpu_overheads().t1_backward_us()},
+      {"cpu_overheads.t1_optimizer_us", p.cpu_overheads().t1_optimizer_us()},
       {"price_per_gpu_hour", p.price_per_gpu_hour()},
       {"threads", static_cast<double>(p.threads())},
   };

@@ -15,6 +15,7 @@
 #include "mimic/eg/collective.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
+#include "mimic/model/host_gaps.h"
 #include "op_models.h"
 
 namespace mimic::model {
@@ -334,6 +335,20 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
   return o;
 }
 
+// Where the model's T1 comes from without a Kineto trace: the platform's per-issuer figures.
+std::string IssuerT1Note(const proto::Platform& p) {
+  const proto::CpuOverheads& c = p.cpu_overheads();
+  char buf[200];
+  std::snprintf(
+      buf, sizeof(buf),
+      "T1 (host time before each op, no Kineto trace) by what issued the op: forward "
+      "%.2f us, backward %.2f us, optimizer %.2f us (the platform's cpu_overheads.t1_*_us",
+      IssuerT1(c, eg::Issuer::kForward), IssuerT1(c, eg::Issuer::kBackward),
+      IssuerT1(c, eg::Issuer::kOptimizer));
+  auto it = p.sources().find(kIssuerT1Source);
+  return std::string(buf) + (it == p.sources().end() ? ")" : ", " + it->second + ")");
+}
+
 // The GPU-active figures without communication, and of the modelled ops alone (both sides where
 // the trace recorded kernels), and the recorded time of the unmodelled ones.
 void SplitGpuActive(bool gpu, bool trace_gpu, const std::vector<std::pair<double, double>>& compute,
@@ -374,6 +389,8 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   const std::map<int, int> tbe = PairTbeOps(w, top);
   std::optional<eg::RecordedHostGaps> trace_gaps;
   if (oh.t1_from_trace) trace_gaps.emplace(w, step_start_us, oh.capture);
+  const bool issuer_t1 = !oh.t1_from_trace && HasIssuerT1(p.cpu_overheads());
+  if (issuer_t1) pred.notes.push_back(IssuerT1Note(p));
   if (!p.calibrated_at().empty())
     pred.notes.push_back("platform calibrated at " + p.calibrated_at() + " on " +
                          p.calibrated_on());
@@ -473,8 +490,12 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
       }
     // T1 from a trace: the original's host time before the op with no op running, as the replay
     // waits it (eg::RecordedHostGaps).
+    // Without one, the platform's T1 for what issued the op (forward, backward, optimizer) where
+    // it measured them, as replay --host-gaps modelled waits it; else its single t1_us.
     double gap = oh.t1;
     if (trace_gaps) gap = op.has_cpu_span() ? trace_gaps->Before(op) : 0;
+    else if (issuer_t1)
+      gap = model::IssuerT1(p.cpu_overheads(), eg::IssuerOf(w, tree, i));
     cursor += gap;
     cpu_overhead_us += gap;
     o.start_us = cursor;

@@ -120,11 +120,18 @@ class Planner {
   // thread running (the replay runs them in start order), less what the capture's
   // instrumentation added to the gap: its cost per event boundary (an op or record_function
   // starting or ending) for each boundary in the gap. Returns whether a delay step was added.
+  // --host-gaps modelled: the platform's host time for what issued the op (forward, backward,
+  // optimizer: eg::IssuerOf), as the model's T1 without a trace.
   bool AddHostGap(int top, int index) {
     const proto::Op& op = w_.ops(index);
-    if (in_.options.host_gaps != HostGaps::kRecorded || !op.has_cpu_span()) return false;
-    if (!host_gaps_) host_gaps_.emplace(w_, in_.step_start_us, in_.options.capture_cost_us);
-    const double gap = host_gaps_->Before(op);
+    double gap = 0;
+    if (in_.options.host_gaps == HostGaps::kModelled) {
+      gap = in_.options.modelled_t1_us[static_cast<int>(eg::IssuerOf(w_, in_.tree, index))];
+    } else {
+      if (in_.options.host_gaps != HostGaps::kRecorded || !op.has_cpu_span()) return false;
+      if (!host_gaps_) host_gaps_.emplace(w_, in_.step_start_us, in_.options.capture_cost_us);
+      gap = host_gaps_->Before(op);
+    }
     if (gap <= 0) return false;
     Step& d = NewStep(Step::Kind::kDelay, index, top);
     d.delay_us = gap;

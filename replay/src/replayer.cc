@@ -113,8 +113,10 @@ class Runner {
     MIMIC_ASSIGN_OR_RETURN(plan_, BuildPlan({w_, tree_, selected, options_, executor_->device(),
                                              comm_ != nullptr, step_start_us},
                                             store_));
-    result_.host_gaps = {options_.host_gaps == HostGaps::kRecorded, options_.capture_cost_us,
-                         options_.capture_cost_source, plan_.host_gaps, plan_.host_gap_us / 1000};
+    result_.host_gaps = {options_.host_gaps,           options_.capture_cost_us,
+                         options_.capture_cost_source, options_.modelled_t1_us,
+                         options_.modelled_t1_source,  plan_.host_gaps,
+                         plan_.host_gap_us / 1000};
     disabled_.assign(plan_.tops.size(), 0);
     checks_.assign(plan_.steps.size(), {});
     stacks_.resize(plan_.lanes);
@@ -582,9 +584,11 @@ void Merge(const ReplayResult& p, bool several, bool comm, ReplayResult& result,
   result.lanes.insert(result.lanes.end(), p.lanes.begin(), p.lanes.end());
   result.timeline.insert(result.timeline.end(), p.timeline.begin(), p.timeline.end());
   result.cross_lane_waits += p.cross_lane_waits;
-  result.host_gaps.recorded = p.host_gaps.recorded;
+  result.host_gaps.mode = p.host_gaps.mode;
   result.host_gaps.capture_cost_us = p.host_gaps.capture_cost_us;
   result.host_gaps.capture_cost_from = p.host_gaps.capture_cost_from;
+  result.host_gaps.modelled_t1_us = p.host_gaps.modelled_t1_us;
+  result.host_gaps.modelled_from = p.host_gaps.modelled_from;
   result.host_gaps.gaps += p.host_gaps.gaps;
   result.host_gaps.ms += p.host_gaps.ms;
   result.per_op_timed = p.per_op_timed;
@@ -599,6 +603,20 @@ void Merge(const ReplayResult& p, bool several, bool comm, ReplayResult& result,
 }
 
 }  // namespace
+
+const char* HostGapsName(HostGaps mode) {
+  switch (mode) {
+    case HostGaps::kRecorded:
+      return "recorded";
+    case HostGaps::kModelled:
+      return "modelled";
+    case HostGaps::kNone:
+      return "none";
+    case HostGaps::kAuto:
+      break;
+  }
+  return "auto";
+}
 
 const char* ReplayModeName(ReplayMode mode) {
   switch (mode) {
@@ -685,11 +703,22 @@ class Session {
     return Status::Ok();
   }
 
-  // --host-gaps: recorded by default when the original's host spans are linked; the capture's
-  // own cost per event boundary measured here unless given.
+  // --host-gaps: recorded by default when the original's host spans are linked, else modelled
+  // when the per-issuer T1s are given; the capture's own cost per event boundary measured here
+  // unless given.
   Status ResolveHostGaps(c10::Device device) {
+    const bool modelled =
+        std::any_of(options_.modelled_t1_us.begin(), options_.modelled_t1_us.end(),
+                    [](double us) { return us > 0; });
     if (options_.host_gaps == HostGaps::kAuto)
-      options_.host_gaps = w_.kineto().present() ? HostGaps::kRecorded : HostGaps::kNone;
+      options_.host_gaps = w_.kineto().present() ? HostGaps::kRecorded
+                           : modelled            ? HostGaps::kModelled
+                                                 : HostGaps::kNone;
+    if (options_.host_gaps == HostGaps::kModelled && !modelled)
+      return Status::InvalidInput(
+          "--host-gaps modelled: no per-issuer host time (T1) to wait: the platform has no "
+          "cpu_overheads.t1_forward_us, t1_backward_us or t1_optimizer_us (`mimic calibrate "
+          "--workload` on Kineto-linked captures measures them)");
     if (options_.host_gaps != HostGaps::kRecorded) return Status::Ok();
     if (options_.capture_cost_us >= 0) {
       if (options_.capture_cost_source.empty()) options_.capture_cost_source = "given";

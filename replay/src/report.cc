@@ -332,9 +332,15 @@ class JsonReporter final : public Reporter {
     WriteSystem(j, w.original().system());
     j.EndObject();
     j.Key("host_gaps").BeginObject();
-    j.Key("mode").String(r.host_gaps.recorded ? "recorded" : "none");
+    j.Key("mode").String(HostGapsName(r.host_gaps.mode));
     j.Key("capture_cost_us").Double(r.host_gaps.capture_cost_us);
     j.Key("capture_cost_from").String(r.host_gaps.capture_cost_from);
+    j.Key("modelled_t1_us").BeginObject();
+    if (r.host_gaps.mode == HostGaps::kModelled)
+      for (int i = 0; i < eg::kIssuers; ++i)
+        j.Key(eg::IssuerName(static_cast<eg::Issuer>(i))).Double(r.host_gaps.modelled_t1_us[i]);
+    j.EndObject();
+    j.Key("modelled_from").String(r.host_gaps.modelled_from);
     j.Key("gaps").Int(r.host_gaps.gaps);
     j.Key("ms_per_iteration").Double(r.host_gaps.ms);
     j.EndObject();
@@ -417,7 +423,14 @@ class ConsoleReporter final : public Reporter {
     if (r.system.present()) line("  system   replay:   " + SystemLine(r.system));
     if (w.original().system().present())
       line("           original: " + SystemLine(w.original().system()));
-    if (r.host_gaps.recorded)
+    if (r.host_gaps.mode == HostGaps::kModelled)
+      line("  host gaps modelled: " + std::to_string(r.host_gaps.gaps) + " totalling " +
+           Format("%.3f", r.host_gaps.ms) + " ms per iteration (T1 forward " +
+           Format("%.2f", r.host_gaps.modelled_t1_us[0]) + " us, backward " +
+           Format("%.2f", r.host_gaps.modelled_t1_us[1]) + " us, optimizer " +
+           Format("%.2f", r.host_gaps.modelled_t1_us[2]) + " us: " + r.host_gaps.modelled_from +
+           ")");
+    if (r.host_gaps.mode == HostGaps::kRecorded)
       line("  host gaps as recorded: " + std::to_string(r.host_gaps.gaps) + " totalling " +
            Format("%.3f", r.host_gaps.ms) + " ms per iteration (the capture's " +
            Format("%.2f", r.host_gaps.capture_cost_us) + " us per event boundary taken off, " +

@@ -250,12 +250,91 @@ class CalibrateTest(unittest.TestCase):
                 gaps = json.load(f)["host_gaps"]
             self.assertEqual((gaps["capture_cost_us"], gaps["capture_cost_from"]), (0.25, "given"))
 
+    def test_only_host_gaps_measures_the_per_issuer_t1_and_keeps_the_rest(self):
+        """`calibrate --only host_gaps` on Kineto-linked captures: the three per-issuer T1s,
+        where they were measured, every other figure of the base as it was."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "p.json")
+            mlp, cnn = (os.path.join(SAMPLES, n + ".et.json.gz") for n in ("mlp", "cnn_bn"))
+            r = mimic("calibrate", "--only", "host_gaps", "--base", "cpu_host", "--workload", mlp,
+                      "--workload", cnn, "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                p = json.load(f)
+            with open(os.path.join(ROOT, "platforms", "cpu_host.json")) as f:
+                base = json.load(f)
+            c = p["cpu_overheads"]
+            for issuer in ("forward", "backward", "optimizer"):
+                self.assertTrue(0 < c["t1_%s_us" % issuer] < 1000, c)
+            how = p["sources"]["cpu_overheads.t1_by_issuer"]
+            self.assertIn("captures %s, %s" % (mlp, cnn), how)
+            self.assertIn("%.3f us per event boundary" % base["cpu_overheads"]["capture_cost_us"], how)
+            self.assertIn("Per-issuer T1 (cpu_overheads.t1_*_us): measured by `mimic calibrate --only host_gaps`",
+                          p["description"])
+            for key in ("gemm_efficiency", "bandwidth", "peak_flops", "calibrated_at"):
+                self.assertEqual(p[key], base[key], key)
+            for key in ("dispatch_us", "framework_us", "capture_cost_us"):
+                self.assertAlmostEqual(c[key], base["cpu_overheads"][key], places=9)
+            # A trace without its Kineto trace records no host gaps: bad input, nothing written.
+            bare = os.path.join(tmp, "mlp.et.json.gz")
+            shutil.copy(mlp, bare)
+            out2 = os.path.join(tmp, "q.json")
+            r = mimic("calibrate", "--only", "host_gaps", "--base", "cpu_host", "--workload", bare,
+                      "-o", out2)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("no --workload capture has a Kineto trace linked", r.stderr)
+            self.assertFalse(os.path.exists(out2))
+            # Without the platform to start from: bad input, nothing written.
+            r = mimic("calibrate", "--only", "host_gaps", "--workload", mlp, "-o", out2)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--base", r.stderr)
+            self.assertFalse(os.path.exists(out2))
+
     def test_unknown_device_is_bad_input(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "p.json")
             r = mimic("calibrate", "--device", "tpu:0", "-o", out)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertFalse(os.path.exists(out))
+
+
+class HostGapsTest(unittest.TestCase):
+    """Replay without a Kineto trace: the per-issuer T1s of the built-in cpu_host by default."""
+
+    def test_modelled_host_gaps_by_default_without_a_kineto_trace(self):
+        with open(os.path.join(ROOT, "platforms", "cpu_host.json")) as f:
+            t1 = json.load(f)["cpu_overheads"]
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {**os.environ, "XDG_CACHE_HOME": tmp}  # no calibration of this host
+            run = lambda *a: subprocess.run([MIMIC, *a], capture_output=True, text=True, env=env, timeout=600)
+            bare = os.path.join(tmp, "mlp.et.json.gz")  # no manifest beside it: no Kineto trace
+            shutil.copy(os.path.join(SAMPLES, "mlp.et.json.gz"), bare)
+            report = os.path.join(tmp, "r.json")
+            gaps = {}
+            for mode in (None, "modelled", "none"):
+                flags = [] if mode is None else ["--host-gaps", mode]
+                r = run("replay", bare, "--device", "cpu", "--warmup", "0", "--iters", "1", *flags,
+                        "--report", report)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(report) as f:
+                    gaps[mode] = json.load(f)["host_gaps"]
+                if mode != "none":
+                    self.assertIn("host gaps modelled: ", r.stdout)
+            for mode in (None, "modelled"):
+                g = gaps[mode]
+                self.assertEqual(g["mode"], "modelled")
+                for issuer in ("forward", "backward", "optimizer"):
+                    self.assertAlmostEqual(g["modelled_t1_us"][issuer], t1["t1_%s_us" % issuer], places=6)
+                self.assertTrue(g["modelled_from"].startswith("platform cpu_host (cpu_overheads.t1_<issuer>_us"), g)
+                # Before every top-level op of the step: 9 forward, 43 backward, 24 optimizer.
+                self.assertEqual(g["gaps"], 9 + 43 + 24)
+                expect = 9 * t1["t1_forward_us"] + 43 * t1["t1_backward_us"] + 24 * t1["t1_optimizer_us"]
+                self.assertAlmostEqual(g["ms_per_iteration"], expect / 1000, places=6)
+            self.assertEqual(gaps["none"]["mode"], "none")
+            self.assertEqual(gaps["none"]["gaps"], 0)
+            self.assertEqual(gaps["none"]["modelled_t1_us"], {})
+            r = run("replay", bare, "--host-gaps", "typical")
+            self.assertEqual(r.returncode, 2, r.stderr)
 
 
 class CompareTest(unittest.TestCase):

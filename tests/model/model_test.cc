@@ -7,10 +7,12 @@
 #include <map>
 #include <numeric>
 
+#include "mimic/base/stats.h"
 #include "mimic/eg/collective.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 #include "mimic/model/compare.h"
+#include "mimic/model/host_gaps.h"
 #include "mimic/model/platform.h"
 #include "mimic/model/predict.h"
 #include "mimic/model/shapes.h"
@@ -639,7 +641,10 @@ TEST(Predict, CpuThreadsOverlapOnlyWhereTheTraceShowsThemOverlapping) {
   auto after = Predict(TwoThreads(150), p, Options(false));
   ASSERT_THAT(after, IsOk());
   ASSERT_EQ(after->ops.size(), 2u);
-  EXPECT_NEAR(after->ops[1].start_us, after->ops[0].start_us + after->ops[0].predicted_us, 1e-9);
+  // Without trace overheads the platform's T1 of a forward op stands before each op.
+  const double t1 = IssuerT1(p.cpu_overheads(), eg::Issuer::kForward);
+  EXPECT_NEAR(after->ops[1].start_us, after->ops[0].start_us + after->ops[0].predicted_us + t1,
+              1e-9);
   EXPECT_NEAR(after->iteration_ms * 1000, after->ops[1].start_us + after->ops[1].predicted_us,
               1e-9);
   auto overlapping = Predict(TwoThreads(50), p, Options(false));
@@ -1165,6 +1170,69 @@ TEST(Predict, TraceGapsRunFromTheStepStartAndLongOnesCount) {
   // Step start to the first add: 50 us holding 2 boundaries (the step's start, the add's).
   EXPECT_NEAR(r->ops[0].start_us, 50 - 2, 1e-9);
   EXPECT_NEAR(r->ops[1].start_us - (r->ops[0].start_us + r->ops[0].predicted_us), 1020 - 4, 1e-9);
+}
+
+proto::Workload LoadSample(const std::string& name, bool kineto) {
+  const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
+  auto w = eg::LoadWorkload(dir + name + ".et.json.gz",
+                            {.kineto_path = kineto ? dir + name + ".kineto.json.gz" : ""});
+  EXPECT_THAT(w, IsOk());
+  return w.ok() ? *w : proto::Workload();
+}
+
+// `mimic calibrate --workload`'s per-issuer T1 on two real captures: the median of their recorded
+// gaps pooled by issuer, with the platform's capture cost taken off, and where it came from.
+TEST(IssuerT1, IsTheMedianOfTheCapturesRecordedGapsByIssuer) {
+  const proto::Workload mlp = LoadSample("mlp", true), cnn = LoadSample("cnn_bn", true);
+  const proto::Workload bare = LoadSample("embbag_rec", false);
+  proto::Platform p = Builtin("cpu_host");
+  p.mutable_cpu_overheads()->set_capture_cost_us(1.5);
+  auto how = MeasureIssuerT1({{"mlp", &mlp}, {"cnn_bn", &cnn}, {"embbag_rec", &bare}}, p);
+  ASSERT_THAT(how, IsOk());
+  auto a = eg::RecordedGapsByIssuer(mlp, 1.5), b = eg::RecordedGapsByIssuer(cnn, 1.5);
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(b, IsOk());
+  for (int i = 0; i < eg::kIssuers; ++i) {
+    std::vector<double> pooled = a->us[i];
+    pooled.insert(pooled.end(), b->us[i].begin(), b->us[i].end());
+    ASSERT_FALSE(pooled.empty());
+    EXPECT_DOUBLE_EQ(IssuerT1(p.cpu_overheads(), static_cast<eg::Issuer>(i)), Median(pooled));
+    EXPECT_GT(IssuerT1(p.cpu_overheads(), static_cast<eg::Issuer>(i)), 0);
+  }
+  EXPECT_EQ(p.sources().at(kIssuerT1Source), *how);
+  EXPECT_NE(how->find("captures mlp, cnn_bn"), std::string::npos) << *how;
+  EXPECT_NE(how->find("not measured on embbag_rec"), std::string::npos) << *how;
+  // Only captures without a Kineto trace, or no capture cost to take off: nothing to measure.
+  EXPECT_THAT(MeasureIssuerT1({{"embbag_rec", &bare}}, p), StatusIs(StatusCode::kInvalidInput));
+  p.mutable_cpu_overheads()->set_capture_cost_us(0);
+  EXPECT_THAT(MeasureIssuerT1({{"mlp", &mlp}}, p), StatusIs(StatusCode::kInvalidInput));
+}
+
+// Without a Kineto trace the model waits the platform's T1 for what issued each op; a platform
+// without the per-issuer figures keeps its single t1_us.
+TEST(IssuerT1, ThePredictionWaitsItBeforeEachOpWithoutATrace) {
+  const proto::Workload w = LoadSample("mlp", false);
+  proto::Platform p = Builtin("cpu_host");
+  p.mutable_cpu_overheads()->clear_t1_forward_us();
+  p.mutable_cpu_overheads()->clear_t1_backward_us();
+  p.mutable_cpu_overheads()->clear_t1_optimizer_us();
+  p.mutable_cpu_overheads()->set_t1_us(0);
+  auto base = Predict(w, p);
+  ASSERT_THAT(base, IsOk());
+  p.mutable_cpu_overheads()->set_t1_forward_us(100);
+  p.mutable_cpu_overheads()->set_t1_backward_us(200);
+  p.mutable_cpu_overheads()->set_t1_optimizer_us(300);
+  auto with = Predict(w, p);
+  ASSERT_THAT(with, IsOk());
+  ASSERT_EQ(with->ops.size(), 9u + 43 + 24);  // as tests/eg/issuer_test.cc counts them
+  // 9 forward, 43 backward, 24 optimizer ops: their T1s more host time on the one thread.
+  const double added_ms = (9 * 100 + 43 * 200 + 24 * 300) / 1000.0;
+  EXPECT_NEAR(with->cpu_overhead_ms - base->cpu_overhead_ms, added_ms, 1e-6);
+  EXPECT_NEAR(with->iteration_ms - base->iteration_ms, added_ms, 1e-6);
+  bool noted = false;
+  for (const std::string& n : with->notes)
+    noted |= n.find("by what issued the op") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 TEST(SpanBoundaries, CountsTheStartsAndEndsInAClosedRange) {

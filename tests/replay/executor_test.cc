@@ -155,7 +155,7 @@ TEST(Executor, RecordedHostGapsWaitAsTheOriginalsHostDid) {
   options.capture_cost_us = 250;
   auto r = Replay(b.workload(), options);
   ASSERT_THAT(r, IsOk());
-  EXPECT_TRUE(r->host_gaps.recorded);
+  EXPECT_EQ(r->host_gaps.mode, HostGaps::kRecorded);
   EXPECT_EQ(r->host_gaps.gaps, 1);
   EXPECT_DOUBLE_EQ(r->host_gaps.ms, (3010 - 1010 - 2 * 250) / 1000.0);
   EXPECT_EQ(r->host_gaps.capture_cost_from, "given");
@@ -169,7 +169,57 @@ TEST(Executor, RecordedHostGapsWaitAsTheOriginalsHostDid) {
   options.host_gaps = HostGaps::kNone;
   r = Replay(b.workload(), options);
   ASSERT_THAT(r, IsOk());
-  EXPECT_FALSE(r->host_gaps.recorded);
+  EXPECT_EQ(r->host_gaps.mode, HostGaps::kNone);
+  EXPECT_EQ(r->host_gaps.gaps, 0);
+}
+
+// Three ops a forward pass, the autograd engine and an optimizer issued, no Kineto trace:
+// --host-gaps modelled (and auto, given the figures) waits the given T1 of each op's issuer
+// before it; asked for without figures, it is refused.
+TEST(Executor, ModelledHostGapsWaitTheT1OfWhatIssuedEachOp) {
+  WorkloadBuilder b;
+  b.Step(1);
+  const int x = b.Tensor({4}), y = b.Tensor({4}), z = b.Tensor({4}), u = b.Tensor({4});
+  b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(y)});
+  b.Op(kAdd, {}, {});  // the autograd node's record_function, below
+  b.Op(kAdd, {b.T(y), b.T(x), b.I(1)}, {b.T(z)});
+  b.Op(kAdd, {}, {});  // the optimizer's record_function, below
+  b.Op(kAdd, {b.T(z), b.T(x), b.I(1)}, {b.T(u)});
+  proto::Workload w = b.workload();
+  const int64_t step = w.ops(0).id();
+  auto wrap = [&](int wrapper, const char* name) {
+    w.mutable_ops(wrapper)->set_name(name);
+    w.mutable_ops(wrapper)->set_schema(-1);
+    w.mutable_ops(wrapper + 1)->set_parent(w.ops(wrapper).id());
+    w.mutable_ops(wrapper)->set_parent(step);
+  };
+  wrap(2, "autograd::engine::evaluate_function: AddBackward0");
+  wrap(4, "Optimizer.step#SGD.step");
+  ReplayOptions options;
+  options.device = "cpu";
+  options.num_threads = 1;
+  options.warmup = 0;
+  options.iters = 1;
+  options.host_gaps = HostGaps::kModelled;
+  auto r = Replay(w, options);
+  EXPECT_THAT(r, StatusIs(StatusCode::kInvalidInput));
+  options.modelled_t1_us = {300, 500, 700};
+  options.modelled_t1_source = "given";
+  for (HostGaps mode : {HostGaps::kModelled, HostGaps::kAuto}) {
+    options.host_gaps = mode;
+    r = Replay(w, options);
+    ASSERT_THAT(r, IsOk());
+    EXPECT_EQ(r->host_gaps.mode, HostGaps::kModelled);
+    EXPECT_EQ(r->host_gaps.modelled_from, "given");
+    EXPECT_EQ(r->replayed_ops, 3);
+    EXPECT_EQ(r->host_gaps.gaps, 3);
+    EXPECT_DOUBLE_EQ(r->host_gaps.ms, (300 + 500 + 700) / 1000.0);
+    ASSERT_EQ(r->iteration_ms.size(), 1u);
+    EXPECT_GE(r->iteration_ms[0], 1.5);
+  }
+  options.host_gaps = HostGaps::kNone;
+  r = Replay(w, options);
+  ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->host_gaps.gaps, 0);
 }
 

@@ -444,6 +444,15 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
   return p;
 }
 
+// The per-issuer T1s on the given captures, with the capture cost just measured; a failure
+// (no capture with a Kineto trace) leaves them out and says why.
+void MeasureHostT1(const CalibrateOptions& o, proto::Platform& p,
+                   const std::function<void(const std::string&)>& log) {
+  if (o.captures.empty()) return;
+  Result<std::string> how = model::MeasureIssuerT1(o.captures, p);
+  log(how.ok() ? "host gaps: " + *how : "host gaps not measured: " + how.status().message());
+}
+
 }  // namespace
 
 Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn) {
@@ -803,6 +812,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         std::string(gpu ? "; t4_us = a tiny aten::add_ launch minus dispatch" : "") + "; " +
         MeasureReplayOverheads(o, device, *p.mutable_cpu_overheads(), log);
     log("dispatch: " + std::to_string(dispatch_us) + " us per op");
+    MeasureHostT1(o, p, log);
     // CPU kernels run inside the dispatch they are timed with; subtract it (never below 10%).
     auto net_us = [&](double us) { return std::max(us - (gpu ? 0.0 : dispatch_us), us * 0.1); };
 

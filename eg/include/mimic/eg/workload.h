@@ -199,4 +199,23 @@ class RecordedHostGaps {
   double capture_cost_us_;
 };
 
+// What issued a top-level op in the original, from the ops above it in the ET: the autograd
+// engine (under `autograd::engine::evaluate_function: ...`), an optimizer (under
+// `Optimizer.step#...` or `Optimizer.zero_grad#...`), else the Python thread's eager forward
+// code. The host time before an op differs by issuer; the model and replay without a Kineto
+// trace (--host-gaps modelled) wait cpu_overheads.t1_<issuer>_us before it.
+enum class Issuer { kForward, kBackward, kOptimizer };
+inline constexpr int kIssuers = 3;
+const char* IssuerName(Issuer issuer);  // "forward", "backward", "optimizer"
+Issuer IssuerOf(const proto::Workload& workload, const OpTree& tree, int index);
+
+// The recorded host gaps (RecordedHostGaps, capture_cost_us taken off per event boundary) before
+// the top-level ops of the workload's first step (FindSegment's default selection, as a replay
+// runs it), by issuer; none before the step's first op (what ran before the step is no gap
+// between its ops). Errors: InvalidInput when no Kineto trace is linked or no op has a host span.
+struct GapsByIssuer {
+  std::vector<double> us[kIssuers];
+};
+Result<GapsByIssuer> RecordedGapsByIssuer(const proto::Workload& workload, double capture_cost_us);
+
 }  // namespace mimic::eg

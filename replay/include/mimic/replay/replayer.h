@@ -2,6 +2,7 @@
 // Replay() is not reentrant with itself (it sets LibTorch's global thread count and seed).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -12,6 +13,7 @@
 
 #include "mimic/base/status.h"
 #include "mimic/eg/collective.h"
+#include "mimic/eg/workload.h"
 #include "mimic/replay/device_info.h"
 #include "mimic/replay/distributed.h"
 #include "proto/workload.pb.h"
@@ -22,9 +24,11 @@ namespace mimic::replay {
 // collectives only, on buffers of the recorded sizes, each run to completion before the next
 // as nccl-tests does (comm).
 enum class ReplayMode { kFull, kCompute, kComm };
-// Host time between ops (docs/replay.md): kAuto is kRecorded when a Kineto trace is linked.
-enum class HostGaps { kAuto, kRecorded, kNone };
+// Host time between ops (docs/replay.md): kAuto is kRecorded when a Kineto trace is linked,
+// else kModelled when modelled_t1_us are given, else kNone.
+enum class HostGaps { kAuto, kRecorded, kModelled, kNone };
 const char* ReplayModeName(ReplayMode mode);
+const char* HostGapsName(HostGaps mode);  // "auto", "recorded", "modelled", "none"
 
 struct ReplayOptions {
   std::string device;          // "cpu", "cuda", "cuda:N"; empty: BestDevice()
@@ -66,6 +70,11 @@ struct ReplayOptions {
   HostGaps host_gaps = HostGaps::kAuto;
   double capture_cost_us = -1;
   std::string capture_cost_source;  // where a given capture_cost_us comes from (the report says)
+  // kModelled: before each top-level op, the host time of what issued it (eg::IssuerOf: forward,
+  // backward, optimizer), by eg::Issuer; all 0: none given. The CLI takes them from the
+  // platform's cpu_overheads.t1_<issuer>_us (model::IssuerT1, the model's T1 without a trace).
+  std::array<double, eg::kIssuers> modelled_t1_us{};
+  std::string modelled_t1_source;  // where they come from (the report says)
   // Write a Kineto (Chrome trace) profile of the measured iterations here, through LibTorch's
   // profiler: one cpu_op per replayed op, a ProfilerStep#N span per iteration.
   std::string profile_path;
@@ -161,9 +170,11 @@ struct ReplayResult {
   int64_t allocated_at_start_bytes = 0;  // held when the first measured iteration began
   proto::SystemMetrics system;           // this process over the measured iterations, per one
   struct {
-    bool recorded = false;       // --host-gaps recorded (else none)
-    double capture_cost_us = 0;  // taken off a recorded gap per event boundary in it
+    HostGaps mode = HostGaps::kNone;  // as resolved: recorded, modelled or none
+    double capture_cost_us = 0;       // recorded: taken off a recorded gap per event boundary in it
     std::string capture_cost_from;  // "measured at setup", or the given figure's source
+    std::array<double, eg::kIssuers> modelled_t1_us{};  // modelled: by eg::Issuer
+    std::string modelled_from;                          // modelled: where they come from
     int64_t gaps = 0;            // delays inserted per iteration
     double ms = 0;               // their sum per iteration
   } host_gaps;

@@ -1,7 +1,8 @@
 // `mimic calibrate`: measures a platform (proto/platform.proto) on the local device through
 // LibTorch: GEMM and convolution sweeps, memory-bound kernels by size, the dispatcher's
 // per-op overhead, the replay's own cost per op and the capture's cost per event boundary
-// (replay/overheads.h). Medians of repeated trials, for shared and noisy machines. Not
+// (replay/overheads.h), the host time before an op by what issued it on given captures
+// (model/host_gaps.h). Medians of repeated trials, for shared and noisy machines. Not
 // reentrant (sets LibTorch's global thread count).
 #pragma once
 
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "mimic/base/status.h"
+#include "mimic/model/host_gaps.h"
 #include "mimic/model/shapes.h"
 #include "proto/platform.pb.h"
 
@@ -32,6 +34,9 @@ struct CalibrateOptions {
   // index/scatter ops, index_ops) or "conv_transpose" (conv_efficiency's transposed_* passes).
   // "" runs everything.
   std::string only;
+  // Kineto-linked captures to measure the per-issuer host time (T1) on: cpu_overheads'
+  // t1_<issuer>_us (model::MeasureIssuerT1, with the capture cost measured here). Not owned.
+  std::vector<model::GapCapture> captures;
 };
 
 // Called with one line per measured group ("gemm 80 points", ...).
