@@ -428,8 +428,9 @@ class ConsoleReporter final : public Reporter {
            Format("%.3f", r.host_gaps.ms) + " ms per iteration (T1 forward " +
            Format("%.2f", r.host_gaps.modelled_t1_us[0]) + " us, backward " +
            Format("%.2f", r.host_gaps.modelled_t1_us[1]) + " us, optimizer " +
-           Format("%.2f", r.host_gaps.modelled_t1_us[2]) + " us: " + r.host_gaps.modelled_from +
-           ")");
+           Format("%.2f", r.host_gaps.modelled_t1_us[2]) + " us from " +
+           // "platform NAME"; what they were measured on is in the JSON's modelled_from
+           r.host_gaps.modelled_from.substr(0, r.host_gaps.modelled_from.find(" (")) + ")");
     if (r.host_gaps.mode == HostGaps::kRecorded)
       line("  host gaps as recorded: " + std::to_string(r.host_gaps.gaps) + " totalling " +
            Format("%.3f", r.host_gaps.ms) + " ms per iteration (the capture's " +
