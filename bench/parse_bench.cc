@@ -31,6 +31,7 @@
 // Output: one markdown table row per file on stdout; --json OUT writes the figures as JSON.
 
 #include <fcntl.h>
+#include <simdjson.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,8 +46,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <simdjson.h>
 
 #include "mimic/base/file.h"
 #include "mimic/base/json_writer.h"
@@ -368,10 +367,9 @@ int main(int argc, char** argv) {
   if (files.empty()) return Usage();
 
   std::printf(
-      "| file | kind | gz MB | JSON MB | ops/events | median MB/s | p10 MB/s | p90 MB/s | median "
-      "ms | "
-      "CPU MB/s | simdjson DOM CPU MB/s | reader / floor | peak mem / JSON | (cold) | retained / JSON | LoadWorkload ms | >=%.0f MB/s | "
-      "<=%.1fx mem |\n",
+      "| file | kind | gz MB | JSON MB | ops/events | median MB/s | p10 MB/s | p90 MB/s | "
+      "median ms | CPU MB/s | simdjson DOM CPU MB/s | reader / floor | peak mem / JSON | "
+      "(cold) | retained / JSON | LoadWorkload ms | >=%.0f MB/s | <=%.1fx mem |\n",
       kTargetMBps, kTargetMemRatio);
   std::printf(
       "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
@@ -428,14 +426,13 @@ int main(int argc, char** argv) {
     char load[32] = "-";
     if (r.load_ms) std::snprintf(load, sizeof(load), "%.1f", *r.load_ms);
     std::printf(
-        "| %s | %s | %.2f | %.2f | %lld | %.0f | %.0f | %.0f | %.1f | %.0f | %.0f | %.2fx | %.2fx | "
-        "%.2fx | %.2fx "
-        "| %s | %s | %s |\n",
+        "| %s | %s | %.2f | %.2f | %lld | %.0f | %.0f | %.0f | %.1f | %.0f | %.0f | %.2fx "
+        "| %.2fx | %.2fx | %.2fx | %s | %s | %s |\n",
         Basename(path).c_str(), KindName(r.kind), r.disk_bytes / 1e6, r.json_bytes / 1e6,
         static_cast<long long>(r.items), med, mimic::Percentile(r.mbps, 10),
         mimic::Percentile(r.mbps, 90), mimic::Median(r.ms), mimic::Median(r.cpu_mbps),
-        r.floor_mbps(), r.floor_ratio(),
-        r.mem_ratio(), r.cold_ratio(), r.end_ratio(), load, med >= kTargetMBps ? "yes" : "**no**",
+        r.floor_mbps(), r.floor_ratio(), r.mem_ratio(), r.cold_ratio(), r.end_ratio(), load,
+        med >= kTargetMBps ? "yes" : "**no**",
         r.mem.ok() && r.mem_ratio() <= kTargetMemRatio ? "yes" : "**no**");
     std::fflush(stdout);
     results.push_back(std::move(r));

@@ -161,9 +161,9 @@ TEST(OpFacts, InputDomainsNameRecordedTensorArguments) {
     }
   }
   EXPECT_EQ(seen, (std::set<std::string>{"aten::_foreach_sqrt", "aten::binary_cross_entropy",
-                                          "aten::binary_cross_entropy_backward",
-                                          "aten::binary_cross_entropy_with_logits", "aten::sqrt",
-                                          "aten::sqrt_"}));
+                                         "aten::binary_cross_entropy_backward",
+                                         "aten::binary_cross_entropy_with_logits", "aten::sqrt",
+                                         "aten::sqrt_"}));
   EXPECT_TRUE(InputDomainsOf("aten::add.Tensor").empty());
   EXPECT_TRUE(KeepsSign("aten::add.Tensor"));
   EXPECT_FALSE(KeepsSign("aten::pow.Tensor_Scalar"));
@@ -189,7 +189,7 @@ TEST(IndexOps, EveryIndexOpIsOfClassEmbedding) {
   EXPECT_EQ(IndexOpOf("aten::_index_put_impl_")->accumulate_arg, 3);
   EXPECT_TRUE(IndexOpOf("aten::gather")->per_element);
   EXPECT_EQ(IndexOpOf("aten::embedding_backward")->table, -1);  // rows: the output's
-  EXPECT_EQ(IndexOpOf("aten::embedding_bag"), nullptr);  // the forward bag: the gather model
+  EXPECT_EQ(IndexOpOf("aten::embedding_bag"), nullptr);         // the forward bag: the gather model
   EXPECT_EQ(IndexOpOf("aten::add"), nullptr);
 }
 
