@@ -14,6 +14,15 @@
 namespace mimic::replay {
 namespace {
 
+// Whether the recorded host gaps alone take longer than the original's whole unprofiled step:
+// then they hold the capture's own cost (an execution-trace record serialized, integer inputs
+// written), which the unprofiled step never paid.
+bool GapsExceedOriginalStep(const ReplayResult& r, const proto::Workload& w) {
+  const auto& s = w.original().iteration_ms();
+  if (r.host_gaps.mode != HostGaps::kRecorded || s.empty()) return false;
+  return r.host_gaps.ms > Median(std::vector<double>(s.begin(), s.end()));
+}
+
 std::optional<double> Ratio(const std::vector<double>& replay, std::optional<double> original) {
   if (replay.empty() || !original || *original <= 0) return std::nullopt;
   return Median(replay) / *original;
@@ -343,6 +352,7 @@ class JsonReporter final : public Reporter {
     j.Key("modelled_from").String(r.host_gaps.modelled_from);
     j.Key("gaps").Int(r.host_gaps.gaps);
     j.Key("ms_per_iteration").Double(r.host_gaps.ms);
+    j.Key("exceed_original_step").Bool(GapsExceedOriginalStep(r, w));
     j.EndObject();
     j.Key("setup_ms").Double(r.setup_ms);
     WriteExecutor(j, r);
@@ -436,6 +446,11 @@ class ConsoleReporter final : public Reporter {
            Format("%.3f", r.host_gaps.ms) + " ms per iteration (the capture's " +
            Format("%.2f", r.host_gaps.capture_cost_us) + " us per event boundary taken off, " +
            r.host_gaps.capture_cost_from + ")");
+    if (GapsExceedOriginalStep(r, w))
+      line(
+          "  warning: the recorded host gaps alone take longer than the original's whole "
+          "unprofiled step: they hold the capture's own cost (docs/replay.md, Host gaps); "
+          "--host-gaps none may be closer");
     if (r.memory.peak_allocated_bytes >= (1 << 20))
       line("  memory peak " + Format("%.1f", r.memory.peak_allocated_bytes / 1048576.0) +
            " MiB allocated by tensors (" + Format("%.1f", r.estimated_peak_bytes / 1048576.0) +

@@ -336,6 +336,37 @@ class HostGapsTest(unittest.TestCase):
             r = run("replay", bare, "--host-gaps", "typical")
             self.assertEqual(r.returncode, 2, r.stderr)
 
+    def test_recorded_gaps_longer_than_the_unprofiled_step_are_flagged(self):
+        """Recorded host gaps that alone outlast the original's whole unprofiled step hold the
+        capture's own cost: the report flags them. The same capture with its real unprofiled
+        times is not flagged; with times shorter than its gaps (the manifest edited) it is."""
+        with open(os.path.join(SAMPLES, "manifest.json")) as f:
+            manifest = json.load(f)
+        entry = next(s for s in manifest["samples"] if s["name"] == "mlp")
+        flagged = {}
+        for edited in (False, True):
+            with tempfile.TemporaryDirectory() as tmp:
+                for name in ("mlp.et.json.gz", "mlp.kineto.json.gz"):
+                    shutil.copy(os.path.join(SAMPLES, name), tmp)
+                e = dict(entry)
+                if edited:
+                    e["iteration_ms"] = [0.001] * len(entry["iteration_ms"])
+                    e["iteration_ms_median"] = 0.001
+                with open(os.path.join(tmp, "manifest.json"), "w") as f:
+                    json.dump({**manifest, "samples": [e], "default": "mlp"}, f)
+                report = os.path.join(tmp, "r.json")
+                r = subprocess.run([MIMIC, "replay", os.path.join(tmp, "mlp.et.json.gz"), "--device", "cpu",
+                                    "--warmup", "0", "--iters", "1", "--report", report],
+                                   capture_output=True, text=True, timeout=600)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(report) as f:
+                    g = json.load(f)["host_gaps"]
+                self.assertEqual(g["mode"], "recorded")
+                self.assertGreater(g["ms_per_iteration"], 0.001)
+                flagged[edited] = g["exceed_original_step"]
+                self.assertEqual("hold the capture's own cost" in r.stdout, edited, r.stdout)
+        self.assertEqual(flagged, {False: False, True: True})
+
 
 class CompareTest(unittest.TestCase):
 
