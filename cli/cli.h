@@ -69,13 +69,14 @@ std::string HostPlatformCachePath(const std::string& name, int64_t threads);
 proto::Platform ForThisHost(proto::Platform platform, std::vector<std::string>& notes,
                             bool* needs_calibration = nullptr);
 
-// --host-gaps recorded on the CPU: the capture's cost per event boundary from `platform`
+// The figures the replay's host gaps take from a platform. --host-gaps recorded on the CPU: the
+// capture's cost per event boundary from `platform`
 // (cpu_overheads.capture_cost_us) when it is a CPU platform calibrated on this host with one,
 // so that the replay and the model take the same figure off the recorded gaps; otherwise the
 // replay measures it at setup. A capture_cost_us already given is kept.
 // Also --host-gaps modelled's per-issuer T1s (model::IssuerT1) from `platform`, whatever its
 // host, where it has them and none were taken yet.
-void UseCaptureCostOf(const proto::Platform& platform, replay::ReplayOptions& options);
+void UseHostGapFiguresOf(const proto::Platform& platform, replay::ReplayOptions& options);
 // The same from this host's calibration of cpu_host: the one `calibrate --cache` kept, else the
 // built-in one where it was calibrated on this host.
 void UseHostCaptureCost(replay::ReplayOptions& options);

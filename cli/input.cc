@@ -152,7 +152,7 @@ void UseIssuerT1Of(const proto::Platform& p, replay::ReplayOptions& o) {
 
 }  // namespace
 
-void UseCaptureCostOf(const proto::Platform& p, replay::ReplayOptions& o) {
+void UseHostGapFiguresOf(const proto::Platform& p, replay::ReplayOptions& o) {
   UseIssuerT1Of(p, o);
   if (o.capture_cost_us >= 0 || o.host_gaps == replay::HostGaps::kNone || o.device != "cpu" ||
       p.device_type() != "cpu" || p.cpu_overheads().capture_cost_us() <= 0)
@@ -169,8 +169,8 @@ void UseHostCaptureCost(replay::ReplayOptions& o) {
   if (Result<proto::Platform> cached =
           model::LoadPlatform(HostPlatformCachePath(builtin->name(), builtin->threads()));
       cached.ok())
-    UseCaptureCostOf(*cached, o);
-  UseCaptureCostOf(*builtin, o);
+    UseHostGapFiguresOf(*cached, o);
+  UseHostGapFiguresOf(*builtin, o);
 }
 
 }  // namespace mimic::cli

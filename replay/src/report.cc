@@ -18,9 +18,8 @@ namespace {
 // then they hold the capture's own cost (an execution-trace record serialized, integer inputs
 // written), which the unprofiled step never paid.
 bool GapsExceedOriginalStep(const ReplayResult& r, const proto::Workload& w) {
-  const auto& s = w.original().iteration_ms();
-  if (r.host_gaps.mode != HostGaps::kRecorded || s.empty()) return false;
-  return r.host_gaps.ms > Median(std::vector<double>(s.begin(), s.end()));
+  const std::optional<double> original = OriginalMedianMs(w);
+  return r.host_gaps.mode == HostGaps::kRecorded && original && r.host_gaps.ms > *original;
 }
 
 std::optional<double> Ratio(const std::vector<double>& replay, std::optional<double> original) {
