@@ -8,8 +8,8 @@ The reference is the replay, two ways: its median wall-clock iteration, and its 
 time per iteration (user + sys; with one intra-op thread, the replay's work without the time other
 processes held the CPU on a shared machine; host-gap spins cut short by a preemption count less).
 
-"before" prices the same calibration without the two per-op constants the model gained in this
-change (cpu_overheads.framework_us and capture_cost_us set to 0, the model's formula before it),
+"before" prices the same calibration without the per-op constants the model gained in this
+change (cpu_overheads.framework_us and the capture_* figures set to 0, the model's formula before it),
 with the `mimic` given by --before-mimic (default: the same binary), beside the same replay.
 
 Usage: python3 bench/zoo_model_accuracy.py --work DIR [--only a,b] [--capture] [--calibrate]
@@ -70,7 +70,8 @@ def main():
         run([MIMIC, "calibrate", "--threads", a.threads, "--statistic", "min", "--trials", a.trials, "-o", after])
     with open(after) as f:
         platform = json.load(f)
-    for key in ("framework_us", "capture_cost_us"):
+    for key in ("framework_us", "capture_cost_us", "capture_input_tensor_us", "capture_range_us_per_melem",
+                "capture_range_strided_us_per_melem", "capture_saved_us_per_mb"):
         platform["cpu_overheads"].pop(key, None)
     with open(before, "w") as f:
         json.dump(platform, f)

@@ -153,9 +153,10 @@ Runner AddCalibrate(CLI::App& app) {
   app.add_option("--only", args->options.only,
                  "Measure one part alone into a copy of --base, its other figures kept: index "
                  "(the gathers and scatters of index_ops), conv_transpose (transposed "
-                 "convolutions) or host_gaps (the per-issuer T1s on the --workload captures, "
-                 "with the base's capture_cost_us)")
-      ->check(CLI::IsMember({"index", "conv_transpose", "host_gaps"}));
+                 "convolutions), capture (what the capture's instrumentation costs the host, "
+                 "cpu_overheads.capture_*) or host_gaps (the per-issuer T1s on the --workload "
+                 "captures, with the base's capture cost)")
+      ->check(CLI::IsMember({"index", "conv_transpose", "capture", "host_gaps"}));
   app.add_flag("--quick", args->options.quick, "A small sweep (seconds, for tests); less accurate");
   app.add_option("-o,--output", args->output, "Platform JSON to write ('-' for stdout)");
   app.add_flag(

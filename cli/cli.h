@@ -70,10 +70,10 @@ proto::Platform ForThisHost(proto::Platform platform, std::vector<std::string>& 
                             bool* needs_calibration = nullptr);
 
 // The figures the replay's host gaps take from a platform. --host-gaps recorded on the CPU: the
-// capture's cost per event boundary from `platform`
-// (cpu_overheads.capture_cost_us) when it is a CPU platform calibrated on this host with one,
-// so that the replay and the model take the same figure off the recorded gaps; otherwise the
-// replay measures it at setup. A capture_cost_us already given is kept.
+// capture's cost from `platform` (cpu_overheads.capture_*, model::CaptureCostOf) when it is a
+// CPU platform calibrated on this host with one, so that the replay and the model take the
+// same figures off the recorded gaps; otherwise the replay measures it at setup. A capture
+// cost already given (--capture-cost-us) is kept.
 // Also --host-gaps modelled's per-issuer T1s (model::IssuerT1) from `platform`, whatever its
 // host, where it has them and none were taken yet.
 void UseHostGapFiguresOf(const proto::Platform& platform, replay::ReplayOptions& options);

@@ -154,11 +154,11 @@ void UseIssuerT1Of(const proto::Platform& p, replay::ReplayOptions& o) {
 
 void UseHostGapFiguresOf(const proto::Platform& p, replay::ReplayOptions& o) {
   UseIssuerT1Of(p, o);
-  if (o.capture_cost_us >= 0 || o.host_gaps == replay::HostGaps::kNone || o.device != "cpu" ||
-      p.device_type() != "cpu" || p.cpu_overheads().capture_cost_us() <= 0)
+  if (o.capture_cost.boundary_us >= 0 || o.host_gaps == replay::HostGaps::kNone ||
+      o.device != "cpu" || p.device_type() != "cpu" || p.cpu_overheads().capture_cost_us() <= 0)
     return;
   if (CalibratedHost(p) != HostCalibrationKey(p.threads())) return;  // another host's
-  o.capture_cost_us = p.cpu_overheads().capture_cost_us();
+  o.capture_cost = model::CaptureCostOf(p.cpu_overheads());
   o.capture_cost_source =
       "platform " + p.name() + " calibrated on this host at " + p.calibrated_at();
 }

@@ -92,11 +92,12 @@ void AddReplayOptions(CLI::App& app, replay::ReplayOptions& o, std::string& repo
                  "measured by calibrate on other captures); none: ops back to back (default: "
                  "recorded when a Kineto trace is linked, else modelled where cpu_host has them)")
       ->transform(CLI::CheckedTransformer(kGaps, CLI::ignore_case));
-  app.add_option("--capture-cost-us", o.capture_cost_us,
+  app.add_option("--capture-cost-us", o.capture_cost.boundary_us,
                  "The capture's own cost per event boundary (an op starting or ending) taken off "
-                 "the recorded gaps (default on the CPU: this host's calibration of cpu_host, "
-                 "`mimic calibrate --cache`, where it has one; else measured at setup on a known "
-                 "loop under the profiler and the execution-trace observer)")
+                 "the recorded gaps, alone (default on the CPU: this host's calibration of "
+                 "cpu_host, `mimic calibrate --cache`, where it has one; else measured at setup "
+                 "on known loops under the profiler and the execution-trace observer, with what "
+                 "an op's input tensors and integer inputs add before it starts)")
       ->check(CLI::NonNegativeNumber);
   app.add_option_function<double>(
          "--timeout", [&o](double s) { o.comm_timeout_ms = static_cast<int64_t>(s * 1000); },

@@ -5,7 +5,12 @@ one markdown table per run and a summary of the median ratio over the runs. The 
 attribution is the three op names whose replay time differs most from the original's profiled
 spans; the system figures are both processes' per step (getrusage). Nothing is tuned here.
 
+With --baseline BIN, each capture is also replayed by another mimic binary (an older build, say)
+right after, and the table sets its ratio beside this one's: a change measured side by side on
+the same captures in one run.
+
 Usage: python3 bench/fidelity/run.py [--runs 5] [--only a,b] [--work DIR] [--host-gaps recorded|none]
+                                     [--baseline BIN]
 Environment: MIMIC (default build/default/cli/mimic)."""
 import argparse
 import datetime
@@ -20,9 +25,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MIMIC = os.environ.get("MIMIC", os.path.join(ROOT, "build", "default", "cli", "mimic"))
 
 
-def replay(work: str, name: str, args: argparse.Namespace) -> dict:
-    report = os.path.join(work, f"{name}.replay.json")
-    cmd = [MIMIC, "replay", os.path.join(work, f"{name}.et.json.gz"), "--warmup", str(args.warmup),
+def replay(work: str, name: str, args: argparse.Namespace, mimic: str = MIMIC, tag: str = "") -> dict:
+    report = os.path.join(work, f"{name}.replay{tag}.json")
+    cmd = [mimic, "replay", os.path.join(work, f"{name}.et.json.gz"), "--warmup", str(args.warmup),
            "--iters", str(args.iters), "--host-gaps", args.host_gaps, "--report", report]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -54,7 +59,7 @@ def cpu_ratio(rep: dict) -> str:
     return f"{(r['cpu_user_ms'] + r['cpu_sys_ms']) / (o['cpu_user_ms'] + o['cpu_sys_ms']):.3f}"
 
 
-def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, float]:
+def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, tuple[float, float | None]]:
     work = os.path.join(args.work, f"run{k}")
     os.makedirs(work, exist_ok=True)
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "fidelity", "zoo.py"), "--out", work,
@@ -62,16 +67,19 @@ def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, flo
     ratios = {}
     start = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(f"\n### Run {k} ({start}, 1-minute load {os.getloadavg()[0]:.2f} after the captures)\n")
-    print("| model | original ms | replay ms | ratio | CPU ratio | coverage | largest per-op differences (ms) |"
-          " original system | replay system |")
-    print("|---|---:|---:|---:|---:|---|---|---|---|")
+    base_col = " baseline ratio |" if args.baseline else ""
+    print(f"| model | original ms | replay ms | ratio |{base_col} CPU ratio | coverage |"
+          " largest per-op differences (ms) | original system | replay system |")
+    print("|---|---:|---:|---:|" + ("---:|" if args.baseline else "") + "---:|---|---|---|---|")
     for name in names:
         rep = replay(work, name, args)
+        base = replay(work, name, args, args.baseline, ".baseline")["ratio"] if args.baseline else None
         ratio = rep["ratio"]
-        ratios[name] = ratio
+        ratios[name] = (ratio, base)
         cov = rep["coverage"]
+        base_cell = f" {base:.3f} |" if args.baseline else ""
         print(f"| {name} | {rep['original_iteration_ms']:.2f} | {rep['iteration_ms']['median']:.2f} | "
-              f"{ratio:.3f} | {cpu_ratio(rep)} | {cov['replayed']}/{cov['total']} | {attribution(rep)} | "
+              f"{ratio:.3f} |{base_cell} {cpu_ratio(rep)} | {cov['replayed']}/{cov['total']} | {attribution(rep)} | "
               f"{system(rep['system']['original'])} | {system(rep['system']['replay'])} |", flush=True)
     return ratios
 
@@ -84,6 +92,7 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--host-gaps", default="recorded", choices=("recorded", "none"))
+    p.add_argument("--baseline", default="", help="another mimic binary to replay each capture with too")
     args = p.parse_args()
     args.work = args.work or tempfile.mkdtemp(prefix="mimic_zoo.")
     listed = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "fidelity", "zoo.py"), "--list"],
@@ -92,11 +101,16 @@ def main() -> None:
     print(f"captures and reports in {args.work}; host gaps {args.host_gaps}", file=sys.stderr)
     runs = [one_run(k + 1, args, names) for k in range(args.runs)]
     print("\n### Median over the runs\n")
-    print("| model | median ratio | within +-5% |")
-    print("|---|---:|---|")
+    print("| model | median ratio | within +-5% |" + (" baseline median ratio | within +-5% |" if args.baseline else ""))
+    print("|---|---:|---|" + ("---:|---|" if args.baseline else ""))
+    within = lambda m: "yes" if abs(m - 1) <= 0.05 else "no"
     for name in names:
-        m = statistics.median(r[name] for r in runs)
-        print(f"| {name} | {m:.3f} | {'yes' if abs(m - 1) <= 0.05 else 'no'} |")
+        m = statistics.median(r[name][0] for r in runs)
+        row = f"| {name} | {m:.3f} | {within(m)} |"
+        if args.baseline:
+            b = statistics.median(r[name][1] for r in runs)
+            row += f" {b:.3f} | {within(b)} |"
+        print(row)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <map>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "json_scan.h"
@@ -422,28 +424,125 @@ Result<proto::Workload> LoadWorkloadFromMemory(const std::string& et_name, std::
                /*allow_kineto_only=*/false);
 }
 
-SpanBoundaries::SpanBoundaries(const proto::Workload& w) {
-  for (const proto::Op& o : w.ops())
-    if (o.has_cpu_span())
-      at_us_.insert(at_us_.end(), {o.cpu_start_us(), o.cpu_start_us() + o.cpu_duration_us()});
-  std::sort(at_us_.begin(), at_us_.end());
+namespace {
+
+// The op's input tensors (lists included, undefined ones too), and the elements of those whose
+// range the capture recorded (tensor_range), apart for those broadcast by a zero stride.
+struct InputTensors {
+  int64_t count = 0;
+  int64_t ranged_elements = 0;
+  int64_t ranged_strided_elements = 0;
+};
+
+bool Broadcast(const proto::Tensor& t) {
+  for (int d = 0; d < t.strides_size() && d < t.shape_size(); ++d)
+    if (t.strides(d) == 0 && t.shape(d) > 1) return true;
+  return false;
+}
+InputTensors InputTensorsOf(const proto::Op& op, const proto::Workload& w) {
+  InputTensors in;
+  auto add = [&](const proto::Value& v, auto& self) -> void {
+    if (v.kind_case() == proto::Value::kTensor) {
+      ++in.count;
+      if (v.tensor() < 0 || v.tensor() >= w.tensors_size()) return;
+      const proto::Tensor& t = w.tensors(v.tensor());
+      if (t.has_range())
+        (Broadcast(t) ? in.ranged_strided_elements : in.ranged_elements) += t.numel();
+    } else if (v.kind_case() == proto::Value::kList) {
+      for (const proto::Value& item : v.list().items()) self(item, self);
+    }
+  };
+  for (const proto::Value& v : op.inputs()) add(v, add);
+  return in;
+}
+
+}  // namespace
+
+double CaptureCost::BeforeStart(const proto::Op& op, const proto::Workload& w,
+                                int64_t saved_bytes) const {
+  double us = saved_us_per_mb * static_cast<double>(saved_bytes) / (1024.0 * 1024.0);
+  if (input_tensor_us > 0 || range_us_per_melem > 0 || range_strided_us_per_melem > 0) {
+    const InputTensors in = InputTensorsOf(op, w);
+    us += input_tensor_us * static_cast<double>(in.count) +
+          range_us_per_melem * static_cast<double>(in.ranged_elements) / 1e6 +
+          range_strided_us_per_melem * static_cast<double>(in.ranged_strided_elements) / 1e6;
+  }
+  return us;
+}
+
+std::string CaptureCost::Describe() const {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.3f us per event boundary", boundary_us);
+  std::string out = buf;
+  const std::pair<double, const char*> extra[] = {
+      {input_tensor_us, "per input tensor"},
+      {range_us_per_melem, "per million integer elements ranged"},
+      {range_strided_us_per_melem, "per million broadcast ones"},
+      {saved_us_per_mb, "per MiB of integer inputs saved"}};
+  for (const auto& [us, what] : extra) {
+    if (us <= 0) continue;
+    std::snprintf(buf, sizeof(buf), ", %.3f us ", us);
+    out += buf + std::string(what);
+  }
+  return out;
+}
+
+bool CaptureRecordedIntegerInputs(const proto::Workload& w) {
+  int64_t ranged = 0, saved = 0;
+  for (const proto::Tensor& t : w.tensors())
+    if (t.has_range()) ranged += t.numel();
+  for (const proto::IntegerData& d : w.integer_data())
+    saved += static_cast<int64_t>(d.data().size());
+  return ranged >= 100000 || saved >= 800000;
+}
+
+SpanBoundaries::SpanBoundaries(const proto::Workload& w, const CaptureCost& cost) {
+  std::unordered_map<int64_t, int64_t> saved;  // op id -> bytes of its saved integer inputs
+  for (const proto::IntegerData& d : w.integer_data())
+    saved[d.op_id()] += static_cast<int64_t>(d.data().size());
+  std::vector<std::pair<double, double>> points;  // (time, cost there)
+  for (const proto::Op& o : w.ops()) {
+    if (!o.has_cpu_span()) continue;
+    auto it = saved.find(o.id());
+    const double start = cost.BeforeStart(o, w, it == saved.end() ? 0 : it->second);
+    points.push_back({o.cpu_start_us(), cost.boundary_us + start});
+    points.push_back({o.cpu_start_us() + o.cpu_duration_us(), cost.boundary_us});
+  }
+  std::sort(points.begin(), points.end());
+  at_us_.reserve(points.size());
+  cost_before_.reserve(points.size() + 1);
+  cost_before_.push_back(0);
+  for (const auto& [at, us] : points) {
+    at_us_.push_back(at);
+    cost_before_.push_back(cost_before_.back() + us);
+  }
+}
+
+std::pair<size_t, size_t> SpanBoundaries::Range(double from_us, double to_us) const {
+  const auto first = std::lower_bound(at_us_.begin(), at_us_.end(), from_us);
+  const auto last = std::upper_bound(first, at_us_.end(), to_us);
+  return {static_cast<size_t>(first - at_us_.begin()), static_cast<size_t>(last - at_us_.begin())};
 }
 
 int64_t SpanBoundaries::Count(double from_us, double to_us) const {
-  return std::upper_bound(at_us_.begin(), at_us_.end(), to_us) -
-         std::lower_bound(at_us_.begin(), at_us_.end(), from_us);
+  const auto [first, last] = Range(from_us, to_us);
+  return static_cast<int64_t>(last - first);
+}
+
+double SpanBoundaries::CostUs(double from_us, double to_us) const {
+  const auto [first, last] = Range(from_us, to_us);
+  return cost_before_[last] - cost_before_[first];
 }
 
 RecordedHostGaps::RecordedHostGaps(const proto::Workload& w, double step_start_us,
-                                   double capture_cost_us)
-    : boundaries_(w), latest_end_us_(step_start_us), capture_cost_us_(capture_cost_us) {}
+                                   const CaptureCost& cost)
+    : boundaries_(w, cost), latest_end_us_(step_start_us) {}
 
 double RecordedHostGaps::Before(const proto::Op& op) {
   const double start = op.cpu_start_us();
   double gap = 0;
   if (latest_end_us_ >= 0 && start > latest_end_us_)
-    gap = start - latest_end_us_ -
-          static_cast<double>(boundaries_.Count(latest_end_us_, start)) * capture_cost_us_;
+    gap = start - latest_end_us_ - boundaries_.CostUs(latest_end_us_, start);
   latest_end_us_ = std::max(latest_end_us_, start + op.cpu_duration_us());
   return std::max(gap, 0.0);
 }
@@ -469,13 +568,13 @@ Issuer IssuerOf(const proto::Workload& w, const OpTree& tree, int index) {
   return Issuer::kForward;
 }
 
-Result<GapsByIssuer> RecordedGapsByIssuer(const proto::Workload& w, double capture_cost_us) {
+Result<GapsByIssuer> RecordedGapsByIssuer(const proto::Workload& w, const CaptureCost& cost) {
   if (!w.kineto().present())
     return Status::InvalidInput("no Kineto trace is linked: it records no host gaps");
   const OpTree tree(w);
   MIMIC_ASSIGN_OR_RETURN(const proto::Segment* seg, FindSegment(w, -1, ""));
   const int segment = seg ? tree.IndexOf(seg->op_id()) : -1;
-  RecordedHostGaps gaps(w, -1, capture_cost_us);  // no gap before the first op
+  RecordedHostGaps gaps(w, -1, cost);  // no gap before the first op
   GapsByIssuer out;
   int64_t spans = 0;
   for (int index : ReplayableOps(w, tree, segment, /*include_compiled=*/true)) {

@@ -22,6 +22,16 @@ double IssuerT1(const proto::CpuOverheads& c, eg::Issuer issuer) {
   return t1 > 0 ? t1 : c.t1_us();
 }
 
+eg::CaptureCost CaptureCostOf(const proto::CpuOverheads& c) {
+  eg::CaptureCost cost;
+  cost.boundary_us = c.capture_cost_us();
+  cost.input_tensor_us = c.capture_input_tensor_us();
+  cost.range_us_per_melem = c.capture_range_us_per_melem();
+  cost.range_strided_us_per_melem = c.capture_range_strided_us_per_melem();
+  cost.saved_us_per_mb = c.capture_saved_us_per_mb();
+  return cost;
+}
+
 bool HasIssuerT1(const proto::CpuOverheads& c) {
   return c.t1_forward_us() > 0 || c.t1_backward_us() > 0 || c.t1_optimizer_us() > 0;
 }
@@ -37,8 +47,8 @@ void SetIssuerT1(proto::CpuOverheads& c, eg::Issuer issuer, double us) {
 }  // namespace
 
 Result<std::string> MeasureIssuerT1(const std::vector<GapCapture>& captures, proto::Platform& p) {
-  const double capture_cost = p.cpu_overheads().capture_cost_us();
-  if (capture_cost <= 0)
+  const eg::CaptureCost capture_cost = CaptureCostOf(p.cpu_overheads());
+  if (capture_cost.boundary_us <= 0)
     return Status::InvalidInput(p.name() +
                                 ": no cpu_overheads.capture_cost_us to take off the recorded "
                                 "gaps (calibrate it first, or calibrate in full)");
@@ -68,13 +78,10 @@ Result<std::string> MeasureIssuerT1(const std::vector<GapCapture>& captures, pro
                   eg::IssuerName(issuer), us, pooled[i].size());
     figures += buf;
   }
-  char cost[64];
-  std::snprintf(cost, sizeof(cost), "%.3f", capture_cost);
   std::string how =
       "t1_forward_us, t1_backward_us, t1_optimizer_us = the median recorded host gap before a "
       "top-level op of the first step by issuer (replay --host-gaps recorded's rule, " +
-      std::string(cost) +
-      " us per event boundary taken off), pooled over the Kineto-linked captures " + on + ": " +
+      capture_cost.Describe() + " taken off), pooled over the Kineto-linked captures " + on + ": " +
       figures;
   if (!skipped.empty()) how += "; not measured on " + skipped;
   (*p.mutable_sources())[kIssuerT1Source] = how;

@@ -289,7 +289,7 @@ bool IsSyncOp(const proto::Workload& w, const proto::Op& op) {
 struct Overheads {
   double t1 = 0, t2 = 0, t3 = 0, t4 = 0, t5 = 0, dispatch = 0;
   double framework = 0;  // CPU: the replay's own cost per op it issues, beyond dispatch
-  double capture = 0;    // the capture's cost per event boundary, taken off T1 read from a trace
+  eg::CaptureCost capture;  // the capture's cost, taken off T1 read from a trace
   bool t1_from_trace = false;
 };
 
@@ -297,8 +297,8 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
                          const proto::Platform& p, const eg::OpTree& tree, bool from_trace,
                          std::vector<std::string>& notes) {
   const proto::CpuOverheads& c = p.cpu_overheads();
-  Overheads o{c.t1_us(),       c.t2_us(),        c.t3_us(),           c.t4_us(), c.t5_us(),
-              c.dispatch_us(), c.framework_us(), c.capture_cost_us(), false};
+  Overheads o{c.t1_us(),       c.t2_us(),        c.t3_us(),        c.t4_us(), c.t5_us(),
+              c.dispatch_us(), c.framework_us(), CaptureCostOf(c), false};
   if (!from_trace || !w.kineto().present()) return o;
   std::vector<double> t2, t3, t5;
   for (int i : top) {
@@ -324,14 +324,9 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
                       ? "T1 (the original's host time between ops, as replay --host-gaps recorded "
                         "waits it) from the Kineto trace; dispatch cost from the platform"
                       : "T1, T2, T3, T5 from the Kineto trace (medians); T4 from the platform");
-  if (o.capture > 0) {
-    char buf[160];
-    std::snprintf(buf, sizeof(buf),
-                  "T1 less the platform's capture cost, %.2f us per event boundary in the gap "
-                  "(cpu_overheads.capture_cost_us)",
-                  o.capture);
-    notes.push_back(buf);
-  }
+  if (o.capture.boundary_us > 0)
+    notes.push_back("T1 less the platform's capture cost in the gap (cpu_overheads.capture_*: " +
+                    o.capture.Describe() + ")");
   return o;
 }
 

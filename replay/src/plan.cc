@@ -118,8 +118,9 @@ class Planner {
 
   // --host-gaps recorded: the host time the original spent before this op with no op of any
   // thread running (the replay runs them in start order), less what the capture's
-  // instrumentation added to the gap: its cost per event boundary (an op or record_function
-  // starting or ending) for each boundary in the gap. Returns whether a delay step was added.
+  // instrumentation added to the gap (eg::CaptureCost): its cost per event boundary (an op or
+  // record_function starting or ending) in the gap, and at each op starting there its input
+  // tensors, ranged and saved integer inputs. Returns whether a delay step was added.
   // --host-gaps modelled: the platform's host time for what issued the op (forward, backward,
   // optimizer: eg::IssuerOf), as the model's T1 without a trace.
   bool AddHostGap(int top, int index) {
@@ -129,7 +130,7 @@ class Planner {
       gap = in_.options.modelled_t1_us[static_cast<int>(eg::IssuerOf(w_, in_.tree, index))];
     } else {
       if (in_.options.host_gaps != HostGaps::kRecorded || !op.has_cpu_span()) return false;
-      if (!host_gaps_) host_gaps_.emplace(w_, in_.step_start_us, in_.options.capture_cost_us);
+      if (!host_gaps_) host_gaps_.emplace(w_, in_.step_start_us, in_.options.capture_cost);
       gap = host_gaps_->Before(op);
     }
     if (gap <= 0) return false;

@@ -6,18 +6,24 @@
 
 #include <c10/core/Device.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "mimic/base/status.h"
 #include "mimic/replay/overheads.h"
+#include "proto/workload.pb.h"
 
 namespace at {
 class RecordFunction;
 }
 
 namespace mimic::replay {
+
+struct CapturedLoop;
 
 class ProfileSession {
  public:
@@ -33,10 +39,26 @@ class ProfileSession {
   Status Stop(const std::string& path);
 
  private:
-  friend Result<double> MeasureCaptureCostUs(c10::Device device);
+  friend Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op,
+                                              bool save_integer_inputs,
+                                              const std::function<void()>& body);
   ProfileSession() = default;
   std::unique_ptr<at::RecordFunction> step_;
   bool running_ = false;
 };
+
+// A loop run once as the capture scripts record (LibTorch's Kineto profiler with shapes and
+// the execution-trace observer, integer ranges on): the recorded spans of the calls of `op` (not
+// of an `op` nested in one) in start order, and the observer's trace read back.
+struct CapturedLoop {
+  std::vector<std::pair<int64_t, int64_t>> spans_ns;  // start, end
+  proto::Workload trace;
+  std::vector<int> ops;  // indexes of the trace's calls of `op`, in id (call) order
+};
+// `save_integer_inputs`: the observer also saves the integer inputs of `op` beside the trace,
+// as the capture scripts do for index ops. Errors: Internal when the profiler or observer
+// cannot run or read back.
+Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op, bool save_integer_inputs,
+                                     const std::function<void()>& body);
 
 }  // namespace mimic::replay

@@ -113,7 +113,7 @@ class Runner {
     MIMIC_ASSIGN_OR_RETURN(plan_, BuildPlan({w_, tree_, selected, options_, executor_->device(),
                                              comm_ != nullptr, step_start_us},
                                             store_));
-    result_.host_gaps = {options_.host_gaps,           options_.capture_cost_us,
+    result_.host_gaps = {options_.host_gaps,           options_.capture_cost,
                          options_.capture_cost_source, options_.modelled_t1_us,
                          options_.modelled_t1_source,  plan_.host_gaps,
                          plan_.host_gap_us / 1000};
@@ -585,7 +585,7 @@ void Merge(const ReplayResult& p, bool several, bool comm, ReplayResult& result,
   result.timeline.insert(result.timeline.end(), p.timeline.begin(), p.timeline.end());
   result.cross_lane_waits += p.cross_lane_waits;
   result.host_gaps.mode = p.host_gaps.mode;
-  result.host_gaps.capture_cost_us = p.host_gaps.capture_cost_us;
+  result.host_gaps.capture_cost = p.host_gaps.capture_cost;
   result.host_gaps.capture_cost_from = p.host_gaps.capture_cost_from;
   result.host_gaps.modelled_t1_us = p.host_gaps.modelled_t1_us;
   result.host_gaps.modelled_from = p.host_gaps.modelled_from;
@@ -720,11 +720,12 @@ class Session {
           "cpu_overheads.t1_forward_us, t1_backward_us or t1_optimizer_us (`mimic calibrate "
           "--workload` on Kineto-linked captures measures them)");
     if (options_.host_gaps != HostGaps::kRecorded) return Status::Ok();
-    if (options_.capture_cost_us >= 0) {
+    if (options_.capture_cost.boundary_us >= 0) {
       if (options_.capture_cost_source.empty()) options_.capture_cost_source = "given";
       return Status::Ok();
     }
-    MIMIC_ASSIGN_OR_RETURN(options_.capture_cost_us, MeasureCaptureCostUs(device));
+    MIMIC_ASSIGN_OR_RETURN(options_.capture_cost,
+                           MeasureCaptureCost(device, eg::CaptureRecordedIntegerInputs(w_)));
     options_.capture_cost_source = "measured at setup";
     return Status::Ok();
   }
@@ -884,7 +885,7 @@ class Session {
   const std::string device_;
   std::optional<proto::Workload> portable_;
   const proto::Workload& w_;
-  ReplayOptions options_;  // host_gaps and capture_cost_us resolved at setup
+  ReplayOptions options_;  // host_gaps and capture_cost resolved at setup
   const eg::OpTree tree_;
   double step_start_us_ = -1;  // the selected step's, on the Kineto clock
   ReplayResult result_;

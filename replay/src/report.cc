@@ -341,7 +341,12 @@ class JsonReporter final : public Reporter {
     j.EndObject();
     j.Key("host_gaps").BeginObject();
     j.Key("mode").String(HostGapsName(r.host_gaps.mode));
-    j.Key("capture_cost_us").Double(r.host_gaps.capture_cost_us);
+    j.Key("capture_cost_us").Double(r.host_gaps.capture_cost.boundary_us);
+    j.Key("capture_input_tensor_us").Double(r.host_gaps.capture_cost.input_tensor_us);
+    j.Key("capture_range_us_per_melem").Double(r.host_gaps.capture_cost.range_us_per_melem);
+    j.Key("capture_range_strided_us_per_melem")
+        .Double(r.host_gaps.capture_cost.range_strided_us_per_melem);
+    j.Key("capture_saved_us_per_mb").Double(r.host_gaps.capture_cost.saved_us_per_mb);
     j.Key("capture_cost_from").String(r.host_gaps.capture_cost_from);
     j.Key("modelled_t1_us").BeginObject();
     if (r.host_gaps.mode == HostGaps::kModelled)
@@ -443,8 +448,8 @@ class ConsoleReporter final : public Reporter {
     if (r.host_gaps.mode == HostGaps::kRecorded)
       line("  host gaps as recorded: " + std::to_string(r.host_gaps.gaps) + " totalling " +
            Format("%.3f", r.host_gaps.ms) + " ms per iteration (the capture's " +
-           Format("%.2f", r.host_gaps.capture_cost_us) + " us per event boundary taken off, " +
-           r.host_gaps.capture_cost_from + ")");
+           r.host_gaps.capture_cost.Describe() + " taken off, " + r.host_gaps.capture_cost_from +
+           ")");
     if (GapsExceedOriginalStep(r, w))
       line(
           "  warning: the recorded host gaps alone take longer than the original's whole "

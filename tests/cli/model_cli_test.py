@@ -176,7 +176,8 @@ class CalibrateTest(unittest.TestCase):
             self.assertGreater(p["cpu_overheads"]["capture_cost_us"], 0)
             self.assertGreaterEqual(p["cpu_overheads"].get("framework_us", 0), 0)  # JSON omits a 0
             self.assertIn("framework_us = the replay's time per op", p["sources"]["cpu_overheads"])
-            self.assertIn("capture_cost_us = half the median gap", p["sources"]["cpu_overheads"])
+            self.assertIn("capture_cost_us, capture_input_tensor_us = half the intercept", p["sources"]["cpu_overheads"])
+            self.assertGreater(p["cpu_overheads"]["capture_input_tensor_us"], 0)
             self.assertTrue(p["gemm_efficiency"] and p["conv_efficiency"] and p["bandwidth"])
             for e in p["gemm_efficiency"]:
                 self.assertTrue(0 < e["efficiency"] <= 1)
@@ -241,14 +242,47 @@ class CalibrateTest(unittest.TestCase):
             self.assertTrue(gaps["capture_cost_from"].startswith(prefix), gaps)
             used = {p["calibrated_at"]: p for p in (builtin, cached)}[gaps["capture_cost_from"][len(prefix):]]
             self.assertAlmostEqual(gaps["capture_cost_us"], used["cpu_overheads"]["capture_cost_us"], places=9)
-            self.assertIn(f"{gaps['capture_cost_us']:.2f} us per event boundary taken off, {gaps['capture_cost_from']}",
-                          r.stdout)
+            console = next(line for line in r.stdout.splitlines() if "host gaps as recorded" in line)
+            self.assertIn(f"the capture's {gaps['capture_cost_us']:.3f} us per event boundary", console)
+            self.assertIn(f"taken off, {gaps['capture_cost_from']})", console)
+            for key in ("capture_input_tensor_us", "capture_range_us_per_melem", "capture_range_strided_us_per_melem",
+                        "capture_saved_us_per_mb"):
+                self.assertAlmostEqual(gaps[key], used["cpu_overheads"].get(key, 0),
+                                       delta=1e-9 * max(1, used["cpu_overheads"].get(key, 0)))
             r = run("replay", *sample("mlp"), "--device", "cpu", "--warmup", "0", "--iters", "1",
                     "--capture-cost-us", "0.25", "--report", report)
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(report) as f:
                 gaps = json.load(f)["host_gaps"]
             self.assertEqual((gaps["capture_cost_us"], gaps["capture_cost_from"]), (0.25, "given"))
+
+    def test_only_capture_measures_the_capture_cost_and_keeps_the_rest(self):
+        """`calibrate --only capture`: the capture's cost per boundary, input tensor, integer
+        element ranged and byte saved, where it was measured, every other figure of the base as
+        it was."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "p.json")
+            r = mimic("calibrate", "--only", "capture", "--base", "cpu_host", "--trials", "1", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                p = json.load(f)
+            with open(os.path.join(ROOT, "platforms", "cpu_host.json")) as f:
+                base = json.load(f)
+            c = p["cpu_overheads"]
+            for key in ("capture_cost_us", "capture_input_tensor_us", "capture_range_us_per_melem",
+                        "capture_range_strided_us_per_melem", "capture_saved_us_per_mb"):
+                self.assertGreater(c[key], 0, key)
+            self.assertIn("capture: %.3f us per event boundary" % c["capture_cost_us"], r.stderr)
+            self.assertIn("measured by `mimic calibrate --only capture`", p["sources"]["cpu_overheads.capture"])
+            self.assertIn("Capture cost (cpu_overheads.capture_*): measured by `mimic calibrate --only capture`",
+                          p["description"])
+            for key in ("gemm_efficiency", "bandwidth", "peak_flops", "calibrated_at", "calibrated_on"):
+                self.assertEqual(p[key], base[key], key)
+            for key in ("dispatch_us", "framework_us", "t1_forward_us"):
+                self.assertAlmostEqual(c[key], base["cpu_overheads"][key], places=9)
+            r = mimic("calibrate", "--only", "capture", "-o", out)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--only capture: give --base P", r.stderr)
 
     def test_only_host_gaps_measures_the_per_issuer_t1_and_keeps_the_rest(self):
         """`calibrate --only host_gaps` on Kineto-linked captures: the three per-issuer T1s,

@@ -36,7 +36,7 @@ TEST(Issuer, RecordedGapsByIssuerSplitTheStepsRecordedGaps) {
       LoadWorkload(testing::SourceDir() + "/fleet_samples/mlp.et.json.gz",
                    {.kineto_path = testing::SourceDir() + "/fleet_samples/mlp.kineto.json.gz"});
   ASSERT_THAT(w, IsOk());
-  auto g = RecordedGapsByIssuer(*w, 1.5);
+  auto g = RecordedGapsByIssuer(*w, {1.5});
   ASSERT_THAT(g, IsOk());
   EXPECT_EQ(g->us[0].size() + 1, 9u);  // no gap before the step's first op, a forward one
   EXPECT_EQ(g->us[1].size(), 43u);
@@ -44,7 +44,7 @@ TEST(Issuer, RecordedGapsByIssuerSplitTheStepsRecordedGaps) {
   const OpTree tree(*w);
   auto seg = FindSegment(*w, -1, "");
   ASSERT_THAT(seg, IsOk());
-  RecordedHostGaps gaps(*w, -1, 1.5);
+  RecordedHostGaps gaps(*w, -1, {1.5});
   double total = 0, by_issuer = 0;
   for (int i : ReplayableOps(*w, tree, tree.IndexOf((*seg)->op_id()), true))
     total += gaps.Before(w->ops(i));
@@ -59,7 +59,7 @@ TEST(Issuer, RecordedGapsByIssuerSplitTheStepsRecordedGaps) {
   // Without a Kineto trace there is nothing recorded.
   auto bare = LoadWorkload(testing::SourceDir() + "/fleet_samples/mlp.et.json.gz");
   ASSERT_THAT(bare, IsOk());
-  EXPECT_THAT(RecordedGapsByIssuer(*bare, 1.5), StatusIs(StatusCode::kInvalidInput));
+  EXPECT_THAT(RecordedGapsByIssuer(*bare, {1.5}), StatusIs(StatusCode::kInvalidInput));
 }
 
 }  // namespace

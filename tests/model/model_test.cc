@@ -1189,7 +1189,7 @@ TEST(IssuerT1, IsTheMedianOfTheCapturesRecordedGapsByIssuer) {
   p.mutable_cpu_overheads()->set_capture_cost_us(1.5);
   auto how = MeasureIssuerT1({{"mlp", &mlp}, {"cnn_bn", &cnn}, {"embbag_rec", &bare}}, p);
   ASSERT_THAT(how, IsOk());
-  auto a = eg::RecordedGapsByIssuer(mlp, 1.5), b = eg::RecordedGapsByIssuer(cnn, 1.5);
+  auto a = eg::RecordedGapsByIssuer(mlp, {1.5}), b = eg::RecordedGapsByIssuer(cnn, {1.5});
   ASSERT_THAT(a, IsOk());
   ASSERT_THAT(b, IsOk());
   for (int i = 0; i < eg::kIssuers; ++i) {
@@ -1236,7 +1236,7 @@ TEST(IssuerT1, ThePredictionWaitsItBeforeEachOpWithoutATrace) {
 }
 
 TEST(SpanBoundaries, CountsTheStartsAndEndsInAClosedRange) {
-  const eg::SpanBoundaries b(GapWithAnnotation());  // 0, 10, 14, 16, 30, 40
+  const eg::SpanBoundaries b(GapWithAnnotation(), {});  // 0, 10, 14, 16, 30, 40
   EXPECT_EQ(b.Count(10, 30), 4);
   EXPECT_EQ(b.Count(10.5, 29), 2);
   EXPECT_EQ(b.Count(0, 40), 6);

@@ -152,7 +152,7 @@ TEST(Executor, RecordedHostGapsWaitAsTheOriginalsHostDid) {
   options.warmup = 0;
   options.iters = 1;
   options.host_gaps = HostGaps::kRecorded;
-  options.capture_cost_us = 250;
+  options.capture_cost = {250};
   auto r = Replay(b.workload(), options);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->host_gaps.mode, HostGaps::kRecorded);
@@ -240,7 +240,62 @@ TEST(Executor, CaptureCostIsMeasuredAtSetupWhenNoneIsGiven) {
   auto r = Replay(b.workload(), options);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->host_gaps.capture_cost_from, "measured at setup");
-  EXPECT_GT(r->host_gaps.capture_cost_us, 0);
+  EXPECT_GT(r->host_gaps.capture_cost.boundary_us, 0);
+  // Its input tensors are priced too; it recorded no integer inputs, so their figures are not.
+  EXPECT_GT(r->host_gaps.capture_cost.input_tensor_us, 0);
+  EXPECT_EQ(r->host_gaps.capture_cost.range_us_per_melem, 0);
+  EXPECT_EQ(r->host_gaps.capture_cost.saved_us_per_mb, 0);
+}
+
+// The known loops: the observer's cost grows with the input tensors (aten::cat of up to 256
+// tensors), and with the integer inputs it ranges and saves (aten::sum of up to 10^6 indices):
+// each slope is far above a quiet machine's noise, so each comes out positive. Beside other
+// tests on two cores a burst of other work can still flatten one slope to 0 in one
+// measurement, so each figure must come out positive in one of three.
+TEST(Executor, CaptureCostGrowsWithTheInputTensorsAndTheIntegerInputs) {
+  eg::CaptureCost most;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto cost = MeasureCaptureCost(c10::Device(c10::kCPU), /*integer_inputs=*/true);
+    ASSERT_THAT(cost, IsOk());
+    most.boundary_us = std::max(most.boundary_us, cost->boundary_us);
+    most.input_tensor_us = std::max(most.input_tensor_us, cost->input_tensor_us);
+    most.range_us_per_melem = std::max(most.range_us_per_melem, cost->range_us_per_melem);
+    most.range_strided_us_per_melem =
+        std::max(most.range_strided_us_per_melem, cost->range_strided_us_per_melem);
+    most.saved_us_per_mb = std::max(most.saved_us_per_mb, cost->saved_us_per_mb);
+    if (most.boundary_us > 0 && most.input_tensor_us > 0 && most.range_us_per_melem > 0 &&
+        most.range_strided_us_per_melem > 0 && most.saved_us_per_mb > 0)
+      break;
+  }
+  EXPECT_GT(most.boundary_us, 0);
+  EXPECT_GT(most.input_tensor_us, 0);
+  EXPECT_GT(most.range_us_per_melem, 0);
+  EXPECT_GT(most.range_strided_us_per_melem, 0);
+  EXPECT_GT(most.saved_us_per_mb, 0);
+}
+
+// The input tensors of the op after a gap are taken off with the gap: 2 at 100 us each.
+TEST(Executor, RecordedHostGapsTakeOffTheNextOpsInputTensors) {
+  WorkloadBuilder b;
+  b.Step(1);
+  const int x = b.Tensor({4}), y = b.Tensor({4}), z = b.Tensor({4});
+  proto::Op& first = b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(y)});
+  proto::Op& second = b.Op(kAdd, {b.T(y), b.T(x), b.I(1)}, {b.T(z)});
+  for (auto [op, start] : {std::pair{&first, 1000.0}, std::pair{&second, 3010.0}}) {
+    op->set_has_cpu_span(true);
+    op->set_cpu_start_us(start);
+    op->set_cpu_duration_us(10);
+  }
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 0;
+  options.iters = 1;
+  options.host_gaps = HostGaps::kRecorded;
+  options.capture_cost = {250, 100};
+  auto r = Replay(b.workload(), options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->host_gaps.gaps, 1);
+  EXPECT_DOUBLE_EQ(r->host_gaps.ms, (3010 - 1010 - 2 * 250 - 2 * 100) / 1000.0);
 }
 
 // The known loop of the replay's own cost per op: the whole chain replays, and both sides of

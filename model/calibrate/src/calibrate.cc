@@ -60,6 +60,7 @@
 #include "mimic/base/clock.h"
 #include "mimic/base/host.h"
 #include "mimic/base/stats.h"
+#include "mimic/model/host_gaps.h"
 #include "mimic/model/platform.h"
 #include "mimic/replay/executor.h"
 #include "mimic/replay/overheads.h"
@@ -156,9 +157,48 @@ double CpuMhz() {
   return 0;
 }
 
-// The replay's own cost per op it issues (CPU devices) and the capture's cost per event
-// boundary, each measured `trials` times and combined by the statistic, into `c`. Returns how,
-// for the platform's sources.
+// The capture's cost (replay::MeasureCaptureCost, integer inputs too) into c's capture_*,
+// measured min(trials, 5) times (each run is a few seconds) and combined figure by figure by the
+// statistic. Returns how, for the platform's sources.
+std::string CalibrateCaptureCost(const CalibrateOptions& o, c10::Device device,
+                                 proto::CpuOverheads& c,
+                                 const std::function<void(const std::string&)>& log) {
+  std::vector<double> boundary, tensor, range, strided, saved;
+  std::string error;
+  const int runs = std::min(o.trials, 5);
+  for (int t = 0; t < runs; ++t) {
+    Result<eg::CaptureCost> cost = replay::MeasureCaptureCost(device, /*integer_inputs=*/true);
+    if (!cost.ok()) {
+      error = cost.status().message();
+      break;
+    }
+    boundary.push_back(cost->boundary_us), tensor.push_back(cost->input_tensor_us);
+    range.push_back(cost->range_us_per_melem), saved.push_back(cost->saved_us_per_mb);
+    strided.push_back(cost->range_strided_us_per_melem);
+  }
+  if (boundary.empty()) return "capture_cost_us not measured (" + error + ")";
+  auto combine = [&](const std::vector<double>& v) {
+    return o.statistic == "min" ? *std::min_element(v.begin(), v.end()) : Median(v);
+  };
+  c.set_capture_cost_us(combine(boundary));
+  c.set_capture_input_tensor_us(combine(tensor));
+  c.set_capture_range_us_per_melem(combine(range));
+  c.set_capture_range_strided_us_per_melem(combine(strided));
+  c.set_capture_saved_us_per_mb(combine(saved));
+  const std::string figures = model::CaptureCostOf(c).Describe();
+  log("capture: " + figures);
+  return "capture_cost_us, capture_input_tensor_us = half the intercept and the slope of the "
+         "gap before aten::cat of 1-256 one-element tensors against its input tensors; "
+         "capture_range_us_per_melem, capture_saved_us_per_mb = the slopes of the gap before "
+         "aten::sum of 1e5-1e6 int64 indices (new ones every call), ranged and then saved, "
+         "against their elements and bytes; capture_range_strided_us_per_melem = the same for "
+         "as many indices broadcast along rows; from C++ loops under Kineto (shapes) and the "
+         "execution-trace observer (replay::MeasureCaptureCost), " +
+         o.statistic + " of " + std::to_string(boundary.size()) + " runs: " + figures;
+}
+
+// The replay's own cost per op it issues (CPU devices) and the capture's cost
+// (CalibrateCaptureCost), into `c`. Returns how, for the platform's sources.
 std::string MeasureReplayOverheads(const CalibrateOptions& o, c10::Device device,
                                    proto::CpuOverheads& c,
                                    const std::function<void(const std::string&)>& log) {
@@ -179,25 +219,7 @@ std::string MeasureReplayOverheads(const CalibrateOptions& o, c10::Device device
       how = "framework_us not measured (" + cost.status().message() + "); ";
     }
   }
-  std::vector<double> capture;
-  std::string error;
-  for (int t = 0; t < o.trials; ++t) {
-    Result<double> us = replay::MeasureCaptureCostUs(device);
-    if (!us.ok()) {
-      error = us.status().message();
-      break;
-    }
-    capture.push_back(*us);
-  }
-  if (capture.empty()) return how + "capture_cost_us not measured (" + error + ")";
-  c.set_capture_cost_us(use_min ? *std::min_element(capture.begin(), capture.end())
-                                : Median(capture));
-  log("capture: " + std::to_string(c.capture_cost_us()) + " us per event boundary");
-  return how +
-         "capture_cost_us = half the median gap between 2000 back-to-back one-element aten::add "
-         "calls under Kineto (shapes) and the "
-         "execution-trace observer, " +
-         o.statistic + " of " + std::to_string(capture.size()) + " runs";
+  return how + CalibrateCaptureCost(o, device, c, log);
 }
 
 // The dispatcher's fixed cost per op, boxed as replay calls it: probes of a view (aten::t), an
@@ -446,6 +468,31 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
 
 // The per-issuer T1s on the given captures, with the capture cost just measured; a failure
 // (no capture with a Kineto trace) leaves them out and says why.
+// --only capture: the capture's cost alone into a copy of --base (a CPU platform of this host,
+// as the replay takes it from; docs/model.md).
+Result<proto::Platform> CalibrateCaptureOnly(const CalibrateOptions& o,
+                                             const std::function<void(const std::string&)>& log) {
+  if (o.base.empty())
+    return Status::InvalidInput("--only capture: give --base P, the platform the figures go into");
+  MIMIC_ASSIGN_OR_RETURN(proto::Platform p, model::FindPlatform(o.base));
+  Result<std::unique_ptr<replay::Executor>> executor = replay::CreateExecutor(o.device);
+  if (!executor.ok()) return executor.status();
+  if (o.threads > 0) at::set_num_threads(o.threads);
+  const std::string how =
+      CalibrateCaptureCost(o, (*executor)->device(), *p.mutable_cpu_overheads(), log);
+  const std::string measured = "measured by `mimic calibrate --only capture` on " + HostName() +
+                               " (" + CpuModel() + ") at " + UtcNowIso8601();
+  (*p.mutable_sources())["cpu_overheads.capture"] = measured + ": " + how;
+  // The description says which figures came later, and from where (another host, maybe).
+  constexpr std::string_view kSentence = " Capture cost (cpu_overheads.capture_*): ";
+  std::string d = p.description();
+  if (const size_t at = d.find(kSentence); at != std::string::npos) d.resize(at);
+  if (!d.empty() && d.back() != '.') d += '.';
+  p.set_description(d + std::string(kSentence) + measured + ".");
+  MIMIC_RETURN_IF_ERROR(model::CheckPlatform("calibrated platform", p));
+  return p;
+}
+
 void MeasureHostT1(const CalibrateOptions& o, proto::Platform& p,
                    const std::function<void(const std::string&)>& log) {
   if (o.captures.empty()) return;
@@ -462,8 +509,9 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   if (o.statistic != "median" && o.statistic != "min")
     return Status::InvalidInput("--statistic " + o.statistic + ": must be median or min");
   if (o.only == "index" || o.only == "conv_transpose") return CalibrateOnly(o, log);
+  if (o.only == "capture") return CalibrateCaptureOnly(o, log);
   if (!o.only.empty())
-    return Status::InvalidInput("--only " + o.only + ": must be index or conv_transpose");
+    return Status::InvalidInput("--only " + o.only + ": must be index, conv_transpose or capture");
   // The replay's executor: the same device selection, allocator and synchronization.
   Result<std::unique_ptr<replay::Executor>> executor = replay::CreateExecutor(o.device);
   if (!executor.ok()) return executor.status();

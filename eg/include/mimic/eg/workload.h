@@ -169,34 +169,65 @@ Summary Summarize(const proto::Workload& workload);
 // True for collective and point-to-point communication ops (record_param_comms, c10d::*, nccl:*).
 bool IsCollectiveOp(const proto::Op& op);
 
+// What a capture's instrumentation (Kineto with shapes and the execution-trace observer, as the
+// capture scripts record) costs the host outside the ops' spans, as `mimic calibrate` and a
+// replay's setup measure it on known loops (docs/replay.md, Host gaps): a constant per event
+// boundary, and, before an op starts, the observer's recording of each of the op's input
+// tensors, the range of its integer inputs (tensor_range) and the integer inputs it saved beside
+// the trace.
+// Constants of the host and torch, never of a workload.
+struct CaptureCost {
+  double boundary_us = 0;         // per span boundary (an op starting or ending)
+  double input_tensor_us = 0;     // per tensor among the op's inputs (lists included)
+  double range_us_per_melem = 0;  // per million elements of its inputs with a recorded range
+  double saved_us_per_mb = 0;     // per MiB of its integer inputs saved (Workload.integer_data)
+  // As range_us_per_melem, for inputs broadcast along a dimension by a zero stride.
+  double range_strided_us_per_melem = 0;
+  // The cost before `op` starts beyond the boundary itself (0 when the figures are 0).
+  double BeforeStart(const proto::Op& op, const proto::Workload& workload,
+                     int64_t saved_bytes) const;
+  // "1.560 us per event boundary, 0.410 us per input tensor, ...": the figures that
+  // are not 0, for reports and a platform's sources.
+  std::string Describe() const;
+};
+
+// True when the capture computed the ranges of at least 10^5 integer elements (distinct
+// tensors) or saved at least 800 KB of integer inputs: where CaptureCost's integer figures
+// (about 1 ns an element, 0.4 ms a MiB) come to a tenth of a millisecond or more.
+bool CaptureRecordedIntegerInputs(const proto::Workload& workload);
+
 // The event boundaries of a workload's recorded host spans (every op with a CPU span starts and
-// ends once), sorted. Each is a point where the capture's instrumentation ran.
+// ends once), sorted, each with what the capture's instrumentation cost there: `boundary_us`,
+// plus at an op's start its input tensors, ranges and saved data (CaptureCost::BeforeStart).
 class SpanBoundaries {
  public:
-  explicit SpanBoundaries(const proto::Workload& workload);
+  SpanBoundaries(const proto::Workload& workload, const CaptureCost& cost);
   // How many boundaries lie in [from_us, to_us] (the ends of a gap are boundaries themselves).
   int64_t Count(double from_us, double to_us) const;
+  // What the capture cost at the boundaries in [from_us, to_us].
+  double CostUs(double from_us, double to_us) const;
 
  private:
+  std::pair<size_t, size_t> Range(double from_us, double to_us) const;
   std::vector<double> at_us_;
+  std::vector<double> cost_before_;  // cost_before_[i]: the summed cost of boundaries 0..i-1
 };
 
 // The original's host time before each top-level op with no op of any thread running (Python,
 // the autograd engine, an optimizer's loop): the op's recorded start less the latest recorded
-// end of the ops before it (at first, the step's start; none when negative), less the capture's
-// cost for every event boundary in the gap (SpanBoundaries); never below zero. One rule for
-// replay --host-gaps recorded and the model's T1. Not thread-safe.
+// end of the ops before it (at first, the step's start; none when negative), less what the
+// capture cost at the event boundaries in the gap (SpanBoundaries); never below zero. One rule
+// for replay --host-gaps recorded and the model's T1. Not thread-safe.
 class RecordedHostGaps {
  public:
   // `step_start_us` < 0: no gap before the first op.
-  RecordedHostGaps(const proto::Workload& workload, double step_start_us, double capture_cost_us);
+  RecordedHostGaps(const proto::Workload& workload, double step_start_us, const CaptureCost& cost);
   // The gap before `op`, which has a CPU span; ops come in start order. `op` then counts as run.
   double Before(const proto::Op& op);
 
  private:
   SpanBoundaries boundaries_;
   double latest_end_us_;
-  double capture_cost_us_;
 };
 
 // What issued a top-level op in the original, from the ops above it in the ET: the autograd
@@ -209,13 +240,13 @@ inline constexpr int kIssuers = 3;
 const char* IssuerName(Issuer issuer);  // "forward", "backward", "optimizer"
 Issuer IssuerOf(const proto::Workload& workload, const OpTree& tree, int index);
 
-// The recorded host gaps (RecordedHostGaps, capture_cost_us taken off per event boundary) before
+// The recorded host gaps (RecordedHostGaps, the capture's cost taken off) before
 // the top-level ops of the workload's first step (FindSegment's default selection, as a replay
 // runs it), by issuer; none before the step's first op (what ran before the step is no gap
 // between its ops). Errors: InvalidInput when no Kineto trace is linked or no op has a host span.
 struct GapsByIssuer {
   std::vector<double> us[kIssuers];
 };
-Result<GapsByIssuer> RecordedGapsByIssuer(const proto::Workload& workload, double capture_cost_us);
+Result<GapsByIssuer> RecordedGapsByIssuer(const proto::Workload& workload, const CaptureCost& cost);
 
 }  // namespace mimic::eg

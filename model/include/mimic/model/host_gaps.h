@@ -20,6 +20,9 @@ inline constexpr const char* kIssuerT1Source = "cpu_overheads.t1_by_issuer";
 // cpu_overheads.t1_<issuer>_us where the platform has it, else the single t1_us.
 double IssuerT1(const proto::CpuOverheads& c, eg::Issuer issuer);
 
+// The capture's cost as the platform measured it (capture_cost_us and the per-record figures).
+eg::CaptureCost CaptureCostOf(const proto::CpuOverheads& c);
+
 // True when any per-issuer T1 was measured.
 bool HasIssuerT1(const proto::CpuOverheads& c);
 
@@ -30,8 +33,8 @@ struct GapCapture {
 };
 
 // Sets p.cpu_overheads().t1_<issuer>_us to the median of the captures' recorded host gaps before
-// that issuer's top-level ops, pooled over the captures, with p's capture_cost_us taken off per
-// event boundary; an issuer no capture has keeps 0. Says in sources[kIssuerT1Source] what it was
+// that issuer's top-level ops, pooled over the captures, with p's capture cost (CaptureCostOf)
+// taken off; an issuer no capture has keeps 0. Says in sources[kIssuerT1Source] what it was
 // measured on and returns that text. Captures without a Kineto trace are named there and skipped.
 // Errors: InvalidInput when none has a Kineto trace or p has no capture_cost_us.
 Result<std::string> MeasureIssuerT1(const std::vector<GapCapture>& captures, proto::Platform& p);

@@ -1,7 +1,7 @@
-// What the replay and the capture's instrumentation cost per op, measured on known loops of
-// tiny ops: `mimic calibrate` keeps both in the platform (cpu_overheads.framework_us and
-// capture_cost_us, docs/model.md), and a replay with --host-gaps recorded measures the capture's
-// at setup where no calibration of its host exists. Constants of the host and torch, never of
+// What the replay and the capture's instrumentation cost per op, measured on known
+// loops: `mimic calibrate` keeps both in the platform (cpu_overheads.framework_us and
+// capture_*, docs/model.md), and a replay with --host-gaps recorded measures the capture's at
+// setup where no calibration of its host exists. Constants of the host and torch, never of
 // a workload. Not reentrant: they run the replay and LibTorch's profiler.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "mimic/base/status.h"
+#include "mimic/eg/workload.h"
 #include "proto/workload.pb.h"
 
 namespace mimic::replay {
@@ -34,11 +35,16 @@ struct ReplayOpCost {
 Result<ReplayOpCost> MeasureReplayOpCost(const std::string& device, int rounds, bool use_min,
                                          int ops = 2000);
 
-// The host time the capture's instrumentation adds per event boundary (an op starting or
-// ending) outside the ops' spans: half the median gap between 2,000 back-to-back one-element
-// `aten::add` calls from C++ (where the true gap is a few nanoseconds of loop, and each gap
-// holds two boundaries) recorded as the capture scripts record (Kineto with shapes and the
-// execution trace observer). Errors: Internal when the profiler cannot start.
-Result<double> MeasureCaptureCostUs(c10::Device device);
+// What the capture's instrumentation (Kineto with shapes and the execution-trace observer, as
+// the capture scripts record) adds to the host outside the ops' spans (eg::CaptureCost), from
+// known loops run in C++, where the true gap between two calls is a few nanoseconds of loop:
+// aten::cat of 1 to 256 one-element tensors in turn gives the cost per event boundary (half
+// the fitted gap before an op of no input tensor) and per input tensor; with
+// `integer_inputs`, aten::sum of 10^5 to 10^6 int64 indices, each new, gives the cost per element
+// of an integer input whose range the observer computes, and per byte of one it saves, and of as
+// many indices broadcast along rows the cost per broadcast element.
+// A slope the noise turns negative counts as 0. Errors: Internal when the profiler or the
+// observer cannot run.
+Result<eg::CaptureCost> MeasureCaptureCost(c10::Device device, bool integer_inputs);
 
 }  // namespace mimic::replay

@@ -63,13 +63,14 @@ struct ReplayOptions {
   // not fit the device at once. Outputs are freed after their last use either way.
   bool lazy_alloc = false;
   // kRecorded: before each top-level op, the time the original's host spent with no op running
-  // (Python, the autograd engine, optimizer loops), from its Kineto trace, less capture_cost_us
-  // for each event boundary in the gap: what the capture's instrumentation adds per boundary
-  // (measured at setup when negative; the CLI passes this host's calibrated platform's
-  // cpu_overheads.capture_cost_us where one exists, and says so in capture_cost_source).
+  // (Python, the autograd engine, optimizer loops), from its Kineto trace, less what the
+  // capture's instrumentation cost in the gap (eg::CaptureCost: per event boundary, and per
+  // input tensor, ranged and saved integer input of the ops starting there). Measured at
+  // setup when capture_cost.boundary_us is negative; the CLI passes this host's calibrated
+  // platform's cpu_overheads.capture_* where one exists, and says so in capture_cost_source.
   HostGaps host_gaps = HostGaps::kAuto;
-  double capture_cost_us = -1;
-  std::string capture_cost_source;  // where a given capture_cost_us comes from (the report says)
+  eg::CaptureCost capture_cost{-1};
+  std::string capture_cost_source;  // where a given capture_cost comes from (the report says)
   // kModelled: before each top-level op, the host time of what issued it (eg::IssuerOf: forward,
   // backward, optimizer), by eg::Issuer; all 0: none given. The CLI takes them from the
   // platform's cpu_overheads.t1_<issuer>_us (model::IssuerT1, the model's T1 without a trace).
@@ -171,7 +172,7 @@ struct ReplayResult {
   proto::SystemMetrics system;           // this process over the measured iterations, per one
   struct {
     HostGaps mode = HostGaps::kNone;  // as resolved: recorded, modelled or none
-    double capture_cost_us = 0;       // recorded: taken off a recorded gap per event boundary in it
+    eg::CaptureCost capture_cost;     // recorded: taken off the recorded gaps
     std::string capture_cost_from;  // "measured at setup", or the given figure's source
     std::array<double, eg::kIssuers> modelled_t1_us{};  // modelled: by eg::Issuer
     std::string modelled_from;                          // modelled: where they come from

@@ -1,0 +1,274 @@
+// What the capture's instrumentation costs the host outside the ops' spans, measured on known
+// loops from C++ (where the true gap between two calls is a few nanoseconds of loop): each gap
+// the profiler records there is the capture's own cost (eg::CaptureCost, docs/replay.md).
+
+#include <ATen/ops/cat.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/randint.h>
+#include <ATen/ops/sum.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
+#include <torch/csrc/profiler/standalone/execution_trace_observer.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+
+#include "mimic/base/file.h"
+#include "mimic/base/stats.h"
+#include "mimic/eg/execution_trace.h"
+#include "profile.h"
+
+namespace mimic::replay {
+namespace {
+
+namespace profiler = torch::autograd::profiler;
+
+// Sends what LibTorch and Kineto print to stderr (observer and device-probe notices) to
+// /dev/null while it lives: the measurement is setup, not news for the user.
+class SilencedStderr {
+ public:
+  SilencedStderr() : saved_(dup(STDERR_FILENO)) {
+    std::fflush(stderr);
+    const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+      dup2(null, STDERR_FILENO);
+      close(null);
+    }
+  }
+  ~SilencedStderr() {
+    std::fflush(stderr);
+    if (saved_ >= 0) {
+      dup2(saved_, STDERR_FILENO);
+      close(saved_);
+    }
+  }
+  SilencedStderr(const SilencedStderr&) = delete;
+  SilencedStderr& operator=(const SilencedStderr&) = delete;
+
+ private:
+  int saved_;
+};
+
+// Sets an environment variable while it lives (the observer reads its integer-input switches
+// when it is added), then puts the old value back.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Removes the folder of integer inputs the observer saved (flat: its files only). Plain POSIX:
+// std::filesystem here would bind to the copy inside libtorch, built for another ABI.
+void RemoveSavedInputs(const std::string& dir) {
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d))
+      if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..")
+        unlink((dir + "/" + e->d_name).c_str());
+    closedir(d);
+  }
+  rmdir(dir.c_str());
+}
+
+// The least-squares line y = a + b x through the points; b = 0 when the xs do not differ.
+std::pair<double, double> FitLine(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    sx += x[i], sy += y[i], sxx += x[i] * x[i], sxy += x[i] * y[i];
+  const double den = n * sxx - sx * sx;
+  const double b = den > 0 ? (n * sxy - sx * sy) / den : 0;
+  return {(sy - b * sx) / n, b};
+}
+
+// One loop of `kinds` calls in turn, `rounds` times: for each kind, the median gap before its
+// calls (the first call has none) and the median of `feature` over its recorded ops.
+struct KindGaps {
+  std::vector<double> gap_us, feature;
+};
+Result<KindGaps> GapsByKind(const CapturedLoop& loop, size_t kinds,
+                            const std::function<double(const proto::Op&)>& feature) {
+  if (loop.spans_ns.size() != loop.ops.size() || loop.ops.size() < 2 * kinds)
+    return Status::Internal("the profiler recorded " + std::to_string(loop.spans_ns.size()) +
+                            " calls and the execution trace " + std::to_string(loop.ops.size()));
+  std::vector<std::vector<double>> gaps(kinds), features(kinds);
+  for (size_t i = 0; i < loop.ops.size(); ++i) {
+    features[i % kinds].push_back(feature(loop.trace.ops(loop.ops[i])));
+    if (i > 0)
+      gaps[i % kinds].push_back(
+          static_cast<double>(loop.spans_ns[i].first - loop.spans_ns[i - 1].second) / 1000.0);
+  }
+  KindGaps out;
+  for (size_t k = 0; k < kinds; ++k) {
+    out.gap_us.push_back(Median(gaps[k]));
+    out.feature.push_back(Median(features[k]));
+  }
+  return out;
+}
+
+// The op's input tensors, lists included (CaptureCost::input_tensor_us prices each).
+double InputTensors(const proto::Op& op) {
+  double n = 0;
+  auto add = [&](const proto::Value& v, auto& self) -> void {
+    if (v.kind_case() == proto::Value::kTensor) ++n;
+    if (v.kind_case() == proto::Value::kList)
+      for (const proto::Value& item : v.list().items()) self(item, self);
+  };
+  for (const proto::Value& v : op.inputs()) add(v, add);
+  return n;
+}
+
+}  // namespace
+
+Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op, bool save_integer_inputs,
+                                     const std::function<void()>& body) {
+  SilencedStderr quiet;
+  const std::string stem = "/tmp/mimic-capture-cost." + std::to_string(getpid());
+  const std::string et = stem + ".json", resources = stem + "_resources";
+  if (save_integer_inputs) mkdir(resources.c_str(), 0700);
+  bool observer = false;
+  {
+    ScopedEnv range("ENABLE_PYTORCH_EXECUTION_TRACE_SAVE_INTEGRAL_TENSOR_RANGE", "1");
+    ScopedEnv data("ENABLE_PYTORCH_EXECUTION_TRACE_SAVE_INTEGRAL_TENSOR_DATA",
+                   save_integer_inputs ? op : "");
+    observer = torch::profiler::impl::addExecutionTraceObserver(et);
+  }
+  if (!observer) return Status::Internal("the execution-trace observer did not start");
+  torch::profiler::impl::enableExecutionTraceObserver();
+  Result<std::unique_ptr<ProfileSession>> session = ProfileSession::Start(device);
+  std::unique_ptr<profiler::ProfilerResult> result;
+  if (session.ok()) {
+    body();
+    result = profiler::disableProfiler();
+    (*session)->running_ = false;
+  }
+  torch::profiler::impl::disableExecutionTraceObserver();
+  torch::profiler::impl::removeExecutionTraceObserver();
+  if (save_integer_inputs) RemoveSavedInputs(resources);
+  CapturedLoop loop;
+  Result<FileContents> file = ReadFile(et);
+  std::remove(et.c_str());
+  if (!session.ok()) return session.status();
+  if (!file.ok()) return Status::Internal("the execution-trace observer wrote no trace");
+  MIMIC_ASSIGN_OR_RETURN(loop.trace, eg::ParseExecutionTrace(et, file->bytes.view()));
+  // The calls themselves, not what they call in turn (aten::sum calls an aten::sum overload).
+  std::unordered_map<int64_t, std::string_view> names;
+  for (const proto::Op& o : loop.trace.ops()) names[o.id()] = o.name();
+  for (int i = 0; i < loop.trace.ops_size(); ++i) {
+    const proto::Op& o = loop.trace.ops(i);
+    auto parent = names.find(o.parent());
+    if (o.name() == op && (parent == names.end() || parent->second != op)) loop.ops.push_back(i);
+  }
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (const auto& e : result->events())
+    if (e.name() == op) spans.emplace_back(e.startNs(), e.endNs());
+  std::sort(spans.begin(), spans.end());
+  for (const auto& span : spans)
+    if (loop.spans_ns.empty() || span.first >= loop.spans_ns.back().second)
+      loop.spans_ns.push_back(span);
+  return loop;
+}
+
+namespace {
+
+// Per event boundary and per input tensor: aten::cat of 1, 16, 64 and 256 one-element tensors
+// in turn. The gap before a call is two boundaries and the call's input tensors.
+Status MeasureBoundaryAndTensors(c10::Device device, eg::CaptureCost& cost) {
+  const at::TensorOptions f32 = at::TensorOptions().device(device);
+  std::vector<std::vector<at::Tensor>> lists;
+  for (int n : {1, 16, 64, 256}) lists.emplace_back(n, at::ones({1}, f32));
+  auto cats = [&] {
+    for (int r = 0; r < 150; ++r)
+      for (const auto& l : lists) (void)at::cat(l);
+  };
+  cats();  // warm the dispatcher and allocator
+  MIMIC_ASSIGN_OR_RETURN(CapturedLoop loop, RunUnderCapture(device, "aten::cat", false, cats));
+  MIMIC_ASSIGN_OR_RETURN(KindGaps g, GapsByKind(loop, lists.size(), InputTensors));
+  const auto [boundaries, per_tensor] = FitLine(g.feature, g.gap_us);
+  cost.boundary_us = std::max(boundaries, 0.0) / 2;
+  cost.input_tensor_us = std::max(per_tensor, 0.0);
+  return Status::Ok();
+}
+
+// The slope of the gap before `op`'s calls in `body` (kinds of `elements` integer elements in
+// turn, several times over) against the elements, less `known_us` per element; at least 0.
+Result<double> SlopePerElement(c10::Device device, const char* op, bool save,
+                               const std::vector<double>& elements, double known_us,
+                               const std::function<void()>& body) {
+  MIMIC_ASSIGN_OR_RETURN(CapturedLoop loop, RunUnderCapture(device, op, save, body));
+  MIMIC_ASSIGN_OR_RETURN(KindGaps g, GapsByKind(loop, elements.size(), InputTensors));
+  for (size_t i = 0; i < elements.size(); ++i) g.gap_us[i] -= known_us * elements[i];
+  return std::max(FitLine(elements, g.gap_us).second, 0.0);
+}
+
+// Per integer element ranged (contiguous indices, and indices broadcast along a row by a zero
+// stride, as scatter-by-row code passes them), then per byte saved: aten::sum of 10^5, 5 x 10^5
+// and 10^6 int64 indices in turn, sizes where the ranges and writes run at the speed of large
+// inputs. Every call gets indices of its own, which no call read before: a step's index inputs
+// are new each step, and the observer reads fresh ones up to 6 times more slowly than the same
+// ones again (a Python loop measured 436 against 75 us per MiB saved). A sum's output is one
+// element, so that no large output is freed in the next gap.
+Status MeasureIntegerInputs(c10::Device device, eg::CaptureCost& cost) {
+  const at::TensorOptions i64 = at::TensorOptions().device(device).dtype(at::kLong);
+  const std::vector<double> elements = {1e5, 5e5, 1e6};
+  // `rounds` x the sizes in turn, each a tensor of its own; broadcast ones as [n / 64, 64] views
+  // of [n / 64, 1].
+  auto fresh = [&](int rounds, bool broadcast) {
+    std::vector<at::Tensor> inputs;
+    for (int r = 0; r < rounds; ++r)
+      for (double n : elements) {
+        const auto count = static_cast<int64_t>(n);
+        inputs.push_back(broadcast ? at::randint(64, {count / 64, 1}, i64).expand({count / 64, 64})
+                                   : at::randint(64, {count}, i64));
+      }
+    return inputs;
+  };
+  auto sums = [](const std::vector<at::Tensor>& inputs) {
+    return [&inputs] {
+      for (const at::Tensor& i : inputs) (void)at::sum(i);
+    };
+  };
+  const std::vector<at::Tensor> flat = fresh(6, false), broadcast = fresh(6, true);
+  MIMIC_ASSIGN_OR_RETURN(const double ranged,
+                         SlopePerElement(device, "aten::sum", false, elements, 0, sums(flat)));
+  MIMIC_ASSIGN_OR_RETURN(const double strided,
+                         SlopePerElement(device, "aten::sum", false, elements, 0, sums(broadcast)));
+  const std::vector<at::Tensor> saved_flat = fresh(6, false);
+  MIMIC_ASSIGN_OR_RETURN(const double saved, SlopePerElement(device, "aten::sum", true, elements,
+                                                             ranged, sums(saved_flat)));
+  cost.range_us_per_melem = ranged * 1e6;
+  cost.range_strided_us_per_melem = strided * 1e6;
+  cost.saved_us_per_mb = saved / 8 * 1024 * 1024;  // 8 bytes an element
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<eg::CaptureCost> MeasureCaptureCost(c10::Device device, bool integer_inputs) {
+  eg::CaptureCost cost;
+  MIMIC_RETURN_IF_ERROR(MeasureBoundaryAndTensors(device, cost));
+  if (integer_inputs) MIMIC_RETURN_IF_ERROR(MeasureIntegerInputs(device, cost));
+  return cost;
+}
+
+}  // namespace mimic::replay

@@ -1,0 +1,102 @@
+// What the capture's instrumentation cost the original's host (eg::CaptureCost): the cost at
+// each span boundary that the recorded host gaps are taken off by.
+#include <string>
+
+#include "mimic/eg/execution_trace.h"
+#include "mimic/eg/workload.h"
+#include "testing.h"
+
+namespace mimic::eg {
+namespace {
+
+// Every tensor among an op's inputs is priced, those inside lists too (a foreach op's, a cat's),
+// undefined ones as well: the observer records each; scalars are not.
+TEST(CaptureCost, PricesEveryInputTensorListsIncluded) {
+  const std::string json = R"json({"schema": "1.1.1-chakra.0.0.4", "nodes": [
+    {"id": 1, "name": "[pytorch|profiler|execution_trace|process]", "ctrl_deps": 0},
+    {"id": 2, "name": "aten::_foreach_addcdiv_", "ctrl_deps": 1,
+     "inputs": {"values": [[[3, 4, 0, 4, 4, "cpu"], [5, 6, 0, 4, 4, "cpu"]], [[7, 8, 0, 4, 4, "cpu"]],
+                           [0, 0, 0, 0, 0, ""], 0.5],
+                "shapes": [[[4], [4]], [[4]], [], []],
+                "types": ["GenericList[Tensor(float),Tensor(float)]", "GenericList[Tensor(float)]",
+                          "Tensor(nullptr (uninitialized))", "Double"]}}]})json";
+  auto w = ParseExecutionTrace("inline.json", json);
+  ASSERT_THAT(w, IsOk());
+  ASSERT_EQ(w->ops_size(), 2);
+  const CaptureCost per_tensor{0, 1};
+  EXPECT_DOUBLE_EQ(per_tensor.BeforeStart(w->ops(1), *w, 0), 4);
+  EXPECT_DOUBLE_EQ(per_tensor.BeforeStart(w->ops(0), *w, 0), 0);
+}
+
+// Two ops 20 us apart: the first one's end and the second one's start are the boundaries in
+// the gap; the second op brings two input tensors (one in a list), one of them an input whose
+// range the capture computed (10^6 elements), and 1 MiB of saved integer data.
+proto::Workload TwoSpans() {
+  proto::Workload w;
+  proto::Tensor& t = *w.add_tensors();
+  t.set_numel(1000000);
+  t.set_itemsize(8);
+  t.set_has_range(true);
+  w.add_tensors()->set_numel(7);  // an input without a range
+  for (auto [id, start] : {std::pair{1, 0.0}, std::pair{2, 30.0}}) {
+    proto::Op& op = *w.add_ops();
+    op.set_id(id);
+    op.set_has_cpu_span(true);
+    op.set_cpu_start_us(start);
+    op.set_cpu_duration_us(10);
+  }
+  proto::Op& second = *w.mutable_ops(1);
+  second.add_inputs()->set_tensor(0);
+  second.add_inputs()->mutable_list()->add_items()->set_tensor(1);
+  proto::IntegerData& d = *w.add_integer_data();
+  d.set_op_id(2);
+  d.set_data(std::string(1 << 20, '\0'));
+  return w;
+}
+
+TEST(CaptureCost, BoundariesCarryTheInputsRangesAndSavedDataOfTheOpStartingThere) {
+  const proto::Workload w = TwoSpans();
+  const CaptureCost cost{1, 0.5, 2, 3};
+  EXPECT_DOUBLE_EQ(cost.BeforeStart(w.ops(1), w, 1 << 20), 2 * 0.5 + 2 * 1 + 3 * 1);
+  EXPECT_DOUBLE_EQ(cost.BeforeStart(w.ops(0), w, 0), 0);
+  const SpanBoundaries b(w, cost);  // 0 (1), 10 (1), 30 (1 + 6), 40 (1)
+  EXPECT_EQ(b.Count(10, 30), 2);
+  EXPECT_DOUBLE_EQ(b.CostUs(10, 30), 1 + 1 + 6);
+  EXPECT_DOUBLE_EQ(b.CostUs(0, 40), 1 + 1 + 1 + 6 + 1);
+  EXPECT_DOUBLE_EQ(b.CostUs(11, 29), 0);
+  RecordedHostGaps gaps(w, -1, cost);
+  EXPECT_DOUBLE_EQ(gaps.Before(w.ops(0)), 0);
+  EXPECT_DOUBLE_EQ(gaps.Before(w.ops(1)), 20 - 8);
+  // Per boundary alone, as before the per-op figures existed.
+  RecordedHostGaps plain(w, -1, {1});
+  plain.Before(w.ops(0));
+  EXPECT_DOUBLE_EQ(plain.Before(w.ops(1)), 20 - 2);
+  EXPECT_TRUE(CaptureRecordedIntegerInputs(w));  // 10^6 elements ranged
+  EXPECT_FALSE(CaptureRecordedIntegerInputs(proto::Workload()));
+  proto::Workload small = w;
+  small.mutable_tensors(0)->set_numel(99999);
+  EXPECT_TRUE(CaptureRecordedIntegerInputs(small));  // still 1 MiB saved
+  small.clear_integer_data();
+  EXPECT_FALSE(CaptureRecordedIntegerInputs(small));
+  // The ranged input broadcast along a row (a zero stride) takes the broadcast figure instead.
+  proto::Workload broadcast = w;
+  proto::Tensor& t = *broadcast.mutable_tensors(0);
+  t.add_shape(1000), t.add_shape(1000), t.add_strides(1), t.add_strides(0);
+  const CaptureCost strided{1, 0.5, 2, 3, 7};
+  EXPECT_DOUBLE_EQ(strided.BeforeStart(broadcast.ops(1), broadcast, 0), 2 * 0.5 + 7 * 1);
+  EXPECT_DOUBLE_EQ(strided.BeforeStart(w.ops(1), w, 0), 2 * 0.5 + 2 * 1);
+  EXPECT_EQ(cost.Describe(),
+            "1.000 us per event boundary, 0.500 us per input tensor, 2.000 us per million "
+            "integer elements ranged, 3.000 us per MiB of integer inputs saved");
+}
+
+// A gap the capture's cost would more than fill is no gap.
+TEST(CaptureCost, NeverMakesAGapNegative) {
+  const proto::Workload w = TwoSpans();
+  RecordedHostGaps gaps(w, -1, {1, 100, 0, 0});  // 2 x 100 us for a 20 us gap
+  gaps.Before(w.ops(0));
+  EXPECT_DOUBLE_EQ(gaps.Before(w.ops(1)), 0);
+}
+
+}  // namespace
+}  // namespace mimic::eg
