@@ -131,11 +131,9 @@ TEST(Executor, ATraceWithoutKernelsRunsOnOneLane) {
   EXPECT_GE(r->estimated_peak_bytes, r->preallocated_bytes);
 }
 
-// Two ops the original's host ran 2 ms apart: --host-gaps recorded waits that long before the
-// second (less the capture's cost per event boundary in the gap: here the first op's end and
-// the second's start), and the wait is not the op's own time; --host-gaps none runs them back
-// to back.
-TEST(Executor, RecordedHostGapsWaitAsTheOriginalsHostDid) {
+// Two adds (two input tensors each) the original's host ran 2 ms apart: the first one's span is
+// 1000-1010 us, the second one's starts at 3010 us.
+proto::Workload TwoAddsTwoMsApart() {
   WorkloadBuilder b;
   b.Step(1);
   const int x = b.Tensor({4}), y = b.Tensor({4}), z = b.Tensor({4});
@@ -146,14 +144,27 @@ TEST(Executor, RecordedHostGapsWaitAsTheOriginalsHostDid) {
     op->set_cpu_start_us(start);
     op->set_cpu_duration_us(10);
   }
+  return b.workload();
+}
+
+ReplayOptions RecordedGapsOnce(const eg::CaptureCost& cost) {
   ReplayOptions options;
   options.device = "cpu";
   options.num_threads = 1;
   options.warmup = 0;
   options.iters = 1;
   options.host_gaps = HostGaps::kRecorded;
-  options.capture_cost = {250};
-  auto r = Replay(b.workload(), options);
+  options.capture_cost = cost;
+  return options;
+}
+
+// --host-gaps recorded waits the 2 ms before the second add (less the capture's cost per event
+// boundary in the gap: here the first op's end and the second's start), and the wait is not the
+// op's own time; --host-gaps none runs them back to back.
+TEST(Executor, RecordedHostGapsWaitAsTheOriginalsHostDid) {
+  const proto::Workload w = TwoAddsTwoMsApart();
+  ReplayOptions options = RecordedGapsOnce({250});
+  auto r = Replay(w, options);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->host_gaps.mode, HostGaps::kRecorded);
   EXPECT_EQ(r->host_gaps.gaps, 1);
@@ -167,7 +178,7 @@ TEST(Executor, RecordedHostGapsWaitAsTheOriginalsHostDid) {
   EXPECT_LT(ops_ms, r->iteration_ms[0] - 1.4) << "the gap was counted as an op's time";
 
   options.host_gaps = HostGaps::kNone;
-  r = Replay(b.workload(), options);
+  r = Replay(w, options);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->host_gaps.mode, HostGaps::kNone);
   EXPECT_EQ(r->host_gaps.gaps, 0);
@@ -276,23 +287,7 @@ TEST(Executor, CaptureCostGrowsWithTheInputTensorsAndTheIntegerInputs) {
 
 // The input tensors of the op after a gap are taken off with the gap: 2 at 100 us each.
 TEST(Executor, RecordedHostGapsTakeOffTheNextOpsInputTensors) {
-  WorkloadBuilder b;
-  b.Step(1);
-  const int x = b.Tensor({4}), y = b.Tensor({4}), z = b.Tensor({4});
-  proto::Op& first = b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(y)});
-  proto::Op& second = b.Op(kAdd, {b.T(y), b.T(x), b.I(1)}, {b.T(z)});
-  for (auto [op, start] : {std::pair{&first, 1000.0}, std::pair{&second, 3010.0}}) {
-    op->set_has_cpu_span(true);
-    op->set_cpu_start_us(start);
-    op->set_cpu_duration_us(10);
-  }
-  ReplayOptions options;
-  options.device = "cpu";
-  options.warmup = 0;
-  options.iters = 1;
-  options.host_gaps = HostGaps::kRecorded;
-  options.capture_cost = {250, 100};
-  auto r = Replay(b.workload(), options);
+  auto r = Replay(TwoAddsTwoMsApart(), RecordedGapsOnce({250, 100}));
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->host_gaps.gaps, 1);
   EXPECT_DOUBLE_EQ(r->host_gaps.ms, (3010 - 1010 - 2 * 250 - 2 * 100) / 1000.0);
