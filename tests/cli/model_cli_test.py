@@ -241,14 +241,15 @@ class CalibrateTest(unittest.TestCase):
             prefix = "platform cpu_host calibrated on this host at "
             self.assertTrue(gaps["capture_cost_from"].startswith(prefix), gaps)
             used = {p["calibrated_at"]: p for p in (builtin, cached)}[gaps["capture_cost_from"][len(prefix):]]
-            self.assertAlmostEqual(gaps["capture_cost_us"], used["cpu_overheads"]["capture_cost_us"], places=9)
+            # The report writes 10 significant digits.
+            close = lambda a, b: self.assertAlmostEqual(a, b, delta=1e-9 * max(1, abs(b)))
+            close(gaps["capture_cost_us"], used["cpu_overheads"]["capture_cost_us"])
             console = next(line for line in r.stdout.splitlines() if "host gaps as recorded" in line)
             self.assertIn(f"the capture's {gaps['capture_cost_us']:.3f} us per event boundary", console)
             self.assertIn(f"taken off, {gaps['capture_cost_from']})", console)
             for key in ("capture_input_tensor_us", "capture_range_us_per_melem", "capture_range_strided_us_per_melem",
                         "capture_saved_us_per_mb"):
-                self.assertAlmostEqual(gaps[key], used["cpu_overheads"].get(key, 0),
-                                       delta=1e-9 * max(1, used["cpu_overheads"].get(key, 0)))
+                close(gaps[key], used["cpu_overheads"].get(key, 0))
             r = run("replay", *sample("mlp"), "--device", "cpu", "--warmup", "0", "--iters", "1",
                     "--capture-cost-us", "0.25", "--report", report)
             self.assertEqual(r.returncode, 0, r.stderr)
@@ -269,9 +270,12 @@ class CalibrateTest(unittest.TestCase):
             with open(os.path.join(ROOT, "platforms", "cpu_host.json")) as f:
                 base = json.load(f)
             c = p["cpu_overheads"]
-            for key in ("capture_cost_us", "capture_input_tensor_us", "capture_range_us_per_melem",
-                        "capture_range_strided_us_per_melem", "capture_saved_us_per_mb"):
+            # The boundary and the input tensors are strong signals even under a sanitizer; the
+            # integer slopes are one timing each here, which a burst of load can flatten to 0
+            # (JSON then omits them): replay's Executor.CaptureCostGrows... checks they grow.
+            for key in ("capture_cost_us", "capture_input_tensor_us"):
                 self.assertGreater(c[key], 0, key)
+            self.assertIn("aten::sum of 1e5-1e6 int64 indices", p["sources"]["cpu_overheads.capture"])
             self.assertIn("capture: %.3f us per event boundary" % c["capture_cost_us"], r.stderr)
             self.assertIn("measured by `mimic calibrate --only capture`", p["sources"]["cpu_overheads.capture"])
             self.assertIn("Capture cost (cpu_overheads.capture_*): measured by `mimic calibrate --only capture`",
