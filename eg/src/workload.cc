@@ -439,13 +439,14 @@ bool Broadcast(const proto::Tensor& t) {
     if (t.strides(d) == 0 && t.shape(d) > 1) return true;
   return false;
 }
-InputTensors InputTensorsOf(const proto::Op& op, const proto::Workload& w) {
+// Without `w`, the count alone.
+InputTensors InputTensorsOf(const proto::Op& op, const proto::Workload* w) {
   InputTensors in;
   auto add = [&](const proto::Value& v, auto& self) -> void {
     if (v.kind_case() == proto::Value::kTensor) {
       ++in.count;
-      if (v.tensor() < 0 || v.tensor() >= w.tensors_size()) return;
-      const proto::Tensor& t = w.tensors(v.tensor());
+      if (!w || v.tensor() < 0 || v.tensor() >= w->tensors_size()) return;
+      const proto::Tensor& t = w->tensors(v.tensor());
       if (t.has_range())
         (Broadcast(t) ? in.ranged_strided_elements : in.ranged_elements) += t.numel();
     } else if (v.kind_case() == proto::Value::kList) {
@@ -458,11 +459,13 @@ InputTensors InputTensorsOf(const proto::Op& op, const proto::Workload& w) {
 
 }  // namespace
 
+int64_t InputTensorCount(const proto::Op& op) { return InputTensorsOf(op, nullptr).count; }
+
 double CaptureCost::BeforeStart(const proto::Op& op, const proto::Workload& w,
                                 int64_t saved_bytes) const {
   double us = saved_us_per_mb * static_cast<double>(saved_bytes) / (1024.0 * 1024.0);
   if (input_tensor_us > 0 || range_us_per_melem > 0 || range_strided_us_per_melem > 0) {
-    const InputTensors in = InputTensorsOf(op, w);
+    const InputTensors in = InputTensorsOf(op, &w);
     us += input_tensor_us * static_cast<double>(in.count) +
           range_us_per_melem * static_cast<double>(in.ranged_elements) / 1e6 +
           range_strided_us_per_melem * static_cast<double>(in.ranged_strided_elements) / 1e6;

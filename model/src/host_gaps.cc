@@ -32,6 +32,14 @@ eg::CaptureCost CaptureCostOf(const proto::CpuOverheads& c) {
   return cost;
 }
 
+void SetCaptureCost(const eg::CaptureCost& cost, proto::CpuOverheads& c) {
+  c.set_capture_cost_us(cost.boundary_us);
+  c.set_capture_input_tensor_us(cost.input_tensor_us);
+  c.set_capture_range_us_per_melem(cost.range_us_per_melem);
+  c.set_capture_range_strided_us_per_melem(cost.range_strided_us_per_melem);
+  c.set_capture_saved_us_per_mb(cost.saved_us_per_mb);
+}
+
 bool HasIssuerT1(const proto::CpuOverheads& c) {
   return c.t1_forward_us() > 0 || c.t1_backward_us() > 0 || c.t1_optimizer_us() > 0;
 }

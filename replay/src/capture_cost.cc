@@ -126,17 +126,7 @@ Result<KindGaps> GapsByKind(const CapturedLoop& loop, size_t kinds,
   return out;
 }
 
-// The op's input tensors, lists included (CaptureCost::input_tensor_us prices each).
-double InputTensors(const proto::Op& op) {
-  double n = 0;
-  auto add = [&](const proto::Value& v, auto& self) -> void {
-    if (v.kind_case() == proto::Value::kTensor) ++n;
-    if (v.kind_case() == proto::Value::kList)
-      for (const proto::Value& item : v.list().items()) self(item, self);
-  };
-  for (const proto::Value& v : op.inputs()) add(v, add);
-  return n;
-}
+double InputTensors(const proto::Op& op) { return static_cast<double>(eg::InputTensorCount(op)); }
 
 }  // namespace
 

@@ -163,29 +163,28 @@ double CpuMhz() {
 std::string CalibrateCaptureCost(const CalibrateOptions& o, c10::Device device,
                                  proto::CpuOverheads& c,
                                  const std::function<void(const std::string&)>& log) {
-  std::vector<double> boundary, tensor, range, strided, saved;
+  std::vector<eg::CaptureCost> runs;
   std::string error;
-  const int runs = std::min(o.trials, 5);
-  for (int t = 0; t < runs; ++t) {
+  for (int t = 0; t < std::min(o.trials, 5); ++t) {
     Result<eg::CaptureCost> cost = replay::MeasureCaptureCost(device, /*integer_inputs=*/true);
     if (!cost.ok()) {
       error = cost.status().message();
       break;
     }
-    boundary.push_back(cost->boundary_us), tensor.push_back(cost->input_tensor_us);
-    range.push_back(cost->range_us_per_melem), saved.push_back(cost->saved_us_per_mb);
-    strided.push_back(cost->range_strided_us_per_melem);
+    runs.push_back(*cost);
   }
-  if (boundary.empty()) return "capture_cost_us not measured (" + error + ")";
-  auto combine = [&](const std::vector<double>& v) {
-    return o.statistic == "min" ? *std::min_element(v.begin(), v.end()) : Median(v);
-  };
-  c.set_capture_cost_us(combine(boundary));
-  c.set_capture_input_tensor_us(combine(tensor));
-  c.set_capture_range_us_per_melem(combine(range));
-  c.set_capture_range_strided_us_per_melem(combine(strided));
-  c.set_capture_saved_us_per_mb(combine(saved));
-  const std::string figures = model::CaptureCostOf(c).Describe();
+  if (runs.empty()) return "capture_cost_us not measured (" + error + ")";
+  eg::CaptureCost combined;
+  for (double eg::CaptureCost::*figure :
+       {&eg::CaptureCost::boundary_us, &eg::CaptureCost::input_tensor_us,
+        &eg::CaptureCost::range_us_per_melem, &eg::CaptureCost::saved_us_per_mb,
+        &eg::CaptureCost::range_strided_us_per_melem}) {
+    std::vector<double> v;
+    for (const eg::CaptureCost& r : runs) v.push_back(r.*figure);
+    combined.*figure = o.statistic == "min" ? *std::min_element(v.begin(), v.end()) : Median(v);
+  }
+  model::SetCaptureCost(combined, c);
+  const std::string figures = combined.Describe();
   log("capture: " + figures);
   return "capture_cost_us, capture_input_tensor_us = half the intercept and the slope of the "
          "gap before aten::cat of 1-256 one-element tensors against its input tensors; "
@@ -194,7 +193,7 @@ std::string CalibrateCaptureCost(const CalibrateOptions& o, c10::Device device,
          "against their elements and bytes; capture_range_strided_us_per_melem = the same for "
          "as many indices broadcast along rows; from C++ loops under Kineto (shapes) and the "
          "execution-trace observer (replay::MeasureCaptureCost), " +
-         o.statistic + " of " + std::to_string(boundary.size()) + " runs: " + figures;
+         o.statistic + " of " + std::to_string(runs.size()) + " runs: " + figures;
 }
 
 // The replay's own cost per op it issues (CPU devices) and the capture's cost

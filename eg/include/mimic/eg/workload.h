@@ -191,6 +191,10 @@ struct CaptureCost {
   std::string Describe() const;
 };
 
+// The tensors among an op's inputs, those in lists and undefined ones too (what
+// CaptureCost::input_tensor_us prices).
+int64_t InputTensorCount(const proto::Op& op);
+
 // True when the capture computed the ranges of at least 10^5 integer elements (distinct
 // tensors) or saved at least 800 KB of integer inputs: where CaptureCost's integer figures
 // (about 1 ns an element, 0.4 ms a MiB) come to a tenth of a millisecond or more.

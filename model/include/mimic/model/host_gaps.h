@@ -22,6 +22,8 @@ double IssuerT1(const proto::CpuOverheads& c, eg::Issuer issuer);
 
 // The capture's cost as the platform measured it (capture_cost_us and the per-record figures).
 eg::CaptureCost CaptureCostOf(const proto::CpuOverheads& c);
+// The reverse: `cost` into c's capture_* fields.
+void SetCaptureCost(const eg::CaptureCost& cost, proto::CpuOverheads& c);
 
 // True when any per-issuer T1 was measured.
 bool HasIssuerT1(const proto::CpuOverheads& c);
