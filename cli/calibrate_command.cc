@@ -23,8 +23,10 @@ Result<std::vector<proto::CollectiveParams>> CalibrateCollectives(const replay::
   o.types = {proto::Collective::ALL_REDUCE, proto::Collective::ALL_GATHER, proto::Collective::REDUCE_SCATTER,
              proto::Collective::ALL_TO_ALL, proto::Collective::BROADCAST};
   // 4 KiB to 16 MiB (x4): latency-bound to bandwidth-bound, multiples of any rank count up to 1024.
-  for (int64_t s = 4096; s <= (quick ? int64_t{1} << 20 : int64_t{16} << 20); s *= 4) o.sizes_bytes.push_back(s);
-  o.iters = quick ? 3 : 10;
+  // --quick stops at 4 MiB, where the bandwidth term still outweighs a loaded machine's jitter.
+  for (int64_t s = 4096; s <= (quick ? int64_t{4} << 20 : int64_t{16} << 20); s *= 4)
+    o.sizes_bytes.push_back(s);
+  o.iters = quick ? 5 : 10;
   MIMIC_ASSIGN_OR_RETURN(const std::vector<replay::CollectiveSample> samples, replay::SweepCollectives(env, o));
   std::vector<proto::CollectiveParams> out;
   for (proto::Collective::Type type : o.types) {

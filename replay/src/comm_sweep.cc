@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <string>
 
 #include "comm.h"
-#include "mimic/base/stats.h"
 #include "mimic/eg/collective.h"
 #include "mimic/replay/executor.h"
 
@@ -61,7 +62,9 @@ Result<std::vector<CollectiveSample>> SweepCollectives(const DistEnv& env, const
         if (it >= options.warmup)
           times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       }
-      out.push_back({type, bytes, Median(times)});
+      // The fastest iteration: other work on a shared machine, or a peer that arrived late,
+      // only ever adds to a collective's time.
+      out.push_back({type, bytes, *std::min_element(times.begin(), times.end())});
     }
   }
   MIMIC_RETURN_IF_ERROR(comm->Barrier("the sweep's final barrier"));
@@ -85,7 +88,13 @@ Result<AlphaBeta> FitAlphaBeta(const std::vector<CollectiveSample>& samples, int
   if (sizes.size() < 2) return Status::InvalidInput("an alpha-beta fit needs at least two sizes");
   const double k = static_cast<double>(samples.size());
   const double slope = (k * sxt - sx * st) / (k * sxx - sx * sx);  // us per byte
-  if (!(slope > 0)) return Status::InvalidInput("the collective's time does not grow with its size");
+  if (!(slope > 0)) {
+    std::string seen;
+    for (const CollectiveSample& s : samples)
+      seen += (seen.empty() ? "" : ", ") + std::to_string(s.bytes) + " B in " +
+              std::to_string(std::lround(s.time_us)) + " us";
+    return Status::InvalidInput("the collective's time does not grow with its size (" + seen + ")");
+  }
   AlphaBeta ab;
   ab.alpha_us = std::max(0.0, (st - slope * sx) / k);
   ab.bus_bytes_per_s = 1e6 / slope;

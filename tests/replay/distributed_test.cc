@@ -104,7 +104,9 @@ DistEnv Launched(int rank, int world_size) {
 // The message of a refusal ("" when the check passes).
 std::string Refusal(const DistEnv& env, const proto::Workload& w) {
   const Status st = CheckLaunchMatchesTrace(env, w);
-  if (!st.ok()) EXPECT_EQ(st.code(), StatusCode::kInvalidInput);
+  if (!st.ok()) {
+    EXPECT_EQ(st.code(), StatusCode::kInvalidInput);
+  }
   return st.message();
 }
 

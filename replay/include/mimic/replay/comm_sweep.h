@@ -26,7 +26,7 @@ struct SweepOptions {
 struct CollectiveSample {
   proto::Collective::Type type = proto::Collective::TYPE_UNKNOWN;
   int64_t bytes = 0;     // S
-  double time_us = 0;    // median over iterations, on this rank
+  double time_us = 0;    // the fastest iteration on this rank
 };
 
 // Every rank of the job must call it with the same options. Errors: InvalidInput for a size
