@@ -5,12 +5,14 @@ samples, and checks its JSON against what the trace files themselves hold (read 
 Python's json module, independently of Mimic's reader).
 """
 
+import atexit
 import gzip
 import hashlib
 import json
 import os
 import random
 import signal
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -21,6 +23,7 @@ SAMPLES = os.path.join(ROOT, "fleet_samples")
 MIMIC = os.environ.get("MIMIC_BIN", os.path.join(ROOT, "build", "default", "cli", "mimic"))
 # Host calibrations that compare and `calibrate --cache` keep go to a folder of this run's own.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="mimic-test-cache.")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 
 SHARED_ETS = [
     "param-linear/linear_et.json.gz",

@@ -6,9 +6,11 @@ public traces from other people's machines (../shared/traces) and the CPU sample
 fleet_samples/.
 """
 
+import atexit
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -17,6 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TRACES = os.path.join(os.path.dirname(ROOT), "shared", "traces")
 MIMIC = os.environ.get("MIMIC_BIN", os.path.join(ROOT, "build", "default", "cli", "mimic"))
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="mimic-test-cache.")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 
 BACKWARD = os.path.join(TRACES, "hta-backward-thread", "backward_thread_kineto.json")
 EVENT_SYNC = os.path.join(TRACES, "hta-event-sync", "event_sync_kineto.json.gz")

@@ -5,6 +5,7 @@ Checks the JSON against what the trace files hold (read here with Python's json 
 the rendered page against the JSON.
 """
 
+import atexit
 import gzip
 import html.parser
 import json
@@ -19,6 +20,7 @@ SAMPLES = os.path.join(ROOT, "fleet_samples")
 MIMIC = os.environ.get("MIMIC_BIN", os.path.join(ROOT, "build", "default", "cli", "mimic"))
 # Host calibrations that compare and `calibrate --cache` keep go to a folder of this run's own.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="mimic-test-cache.")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 
 
 def mimic(*args, timeout=600):

@@ -5,6 +5,7 @@ themselves, plus the faults: a rank killed or hung mid-replay.
 Run from the repository root with MIMIC_BIN pointing at the built binary.
 """
 
+import atexit
 import gzip
 import json
 import os
@@ -20,6 +21,7 @@ import unittest
 MIMIC = os.environ.get("MIMIC_BIN", "build/default/cli/mimic")
 # Host calibrations that compare and `calibrate --cache` keep go to a folder of this run's own.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="mimic-test-cache.")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 SAMPLES = "fleet_samples"
 TIMEOUT_S = 8  # --timeout of the fault tests
 

@@ -3,6 +3,7 @@ against the CPU host (measured by replay) and the H200 (predicted); a job log wi
 cancelled jobs; bad manifests. Figures are checked against what the inputs themselves hold
 (the CSV read here) and against each other (the allocation timeline against the GPU-hours)."""
 
+import atexit
 import csv
 import html.parser
 import json
@@ -18,6 +19,7 @@ SAMPLES = os.path.join(ROOT, "fleet_samples")
 MIMIC = os.environ.get("MIMIC_BIN", os.path.join(ROOT, "build", "default", "cli", "mimic"))
 # Host calibrations that compare and `calibrate --cache` keep go to a folder of this run's own.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="mimic-test-cache.")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 FAST = ["--warmup", "0", "--iters", "2"]
 
 
