@@ -145,7 +145,9 @@ Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op, bool sa
   }
   if (!observer) return Status::Internal("the execution-trace observer did not start");
   torch::profiler::impl::enableExecutionTraceObserver();
-  Result<std::unique_ptr<ProfileSession>> session = ProfileSession::Start(device);
+  // With memory events, as the capture scripts record (profile_memory=True).
+  Result<std::unique_ptr<ProfileSession>> session =
+      ProfileSession::Start(device, /*profile_memory=*/true);
   std::unique_ptr<profiler::ProfilerResult> result;
   if (session.ok()) {
     body();

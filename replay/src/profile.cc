@@ -14,10 +14,11 @@ using torch::profiler::impl::ActivityType;
 using torch::profiler::impl::ProfilerConfig;
 using torch::profiler::impl::ProfilerState;
 
-Result<std::unique_ptr<ProfileSession>> ProfileSession::Start(c10::Device device) {
+Result<std::unique_ptr<ProfileSession>> ProfileSession::Start(c10::Device device,
+                                                              bool profile_memory) {
   std::set<ActivityType> activities{ActivityType::CPU};
   if (device.is_cuda()) activities.insert(ActivityType::CUDA);
-  const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true);
+  const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true, profile_memory);
   std::unique_ptr<ProfileSession> session(new ProfileSession());
   try {
     profiler::prepareProfiler(config, activities);

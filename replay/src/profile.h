@@ -27,9 +27,11 @@ struct CapturedLoop;
 
 class ProfileSession {
  public:
-  // Starts LibTorch's Kineto profiler (CPU activity, and CUDA on a GPU device), with shapes.
+  // Starts LibTorch's Kineto profiler (CPU activity, and CUDA on a GPU device), with shapes, and
+  // with the allocator's memory events when `profile_memory`.
   // Errors: Internal when the profiler cannot start (another one runs, say).
-  static Result<std::unique_ptr<ProfileSession>> Start(c10::Device device);
+  static Result<std::unique_ptr<ProfileSession>> Start(c10::Device device,
+                                                       bool profile_memory = false);
   ~ProfileSession();
 
   // Opens and closes the "ProfilerStep#n" span of an iteration.
