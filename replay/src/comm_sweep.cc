@@ -14,6 +14,7 @@
 namespace mimic::replay {
 
 Result<std::vector<CollectiveSample>> SweepCollectives(const DistEnv& env, const SweepOptions& options) {
+  if (options.iters < 1) return Status::InvalidInput("collective sweep: iters must be at least 1");
   proto::Workload world;  // no recorded groups: the world group only
   world.mutable_provenance()->set_world_size(env.world_size);
   MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, CreateExecutor(options.device));

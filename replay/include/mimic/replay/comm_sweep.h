@@ -29,8 +29,8 @@ struct CollectiveSample {
   double time_us = 0;    // the fastest iteration on this rank
 };
 
-// Every rank of the job must call it with the same options. Errors: InvalidInput for a size
-// that does not divide among the ranks where it must, Internal when a collective fails (a peer
+// Every rank of the job must call it with the same options. Errors: InvalidInput for iters < 1 or a
+// size that does not divide among the ranks where it must, Internal when a collective fails (a peer
 // died or the timeout passed).
 Result<std::vector<CollectiveSample>> SweepCollectives(const DistEnv& env, const SweepOptions& options);
 
