@@ -81,6 +81,26 @@ std::vector<Condition> Conditions() {
                        cat();
                      }
                    }});
+  // As the autograd engine runs a node's ops: inside the node's scope (its name, its grad input
+  // and its sequence number), inside an input-less `evaluate_function` wrapper; the gap between
+  // two calls then holds four boundaries of the scopes.
+  const at::Tensor grad = at::ones({32, 128});
+  out.push_back(
+      {"each call inside an autograd-like node (a wrapper around a scope with one tensor and a "
+       "sequence number)",
+       [cat, grad](std::vector<double>&) {
+         std::vector<c10::IValue> inputs{grad};
+         for (int r = 0; r < 1000; ++r) {
+           RECORD_FUNCTION("autograd::engine::evaluate_function: MimicBackward0",
+                           c10::ArrayRef<const c10::IValue>());
+           at::RecordFunction node(at::RecordScope::BACKWARD_FUNCTION);
+           if (node.isActive())
+             node.before("MimicBackward0",
+                         c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size()),
+                         static_cast<int64_t>(r));
+           cat();
+         }
+       }});
   out.push_back({"inside 3 nested record functions", [cat](std::vector<double>&) {
                    std::vector<std::unique_ptr<at::RecordFunction>> scopes;
                    for (int d = 0; d < 3; ++d) {
