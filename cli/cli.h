@@ -80,6 +80,10 @@ void UseHostGapFiguresOf(const proto::Platform& platform, replay::ReplayOptions&
 // The same from this host's calibration of cpu_host: the one `calibrate --cache` kept, else the
 // built-in one where it was calibrated on this host.
 void UseHostCaptureCost(replay::ReplayOptions& options);
+// The capture's cost as the capture measured it, right after its profiled steps
+// (OriginalRun.capture_cost, from its manifest), where it did and none was given: it, not a
+// host's figures, is what the recorded gaps hold. Call before the two above.
+void UseCaptureTimeCost(const proto::Workload& workload, replay::ReplayOptions& options);
 
 // Calibrates this host (a quick sweep from `base`'s datasheet figures, with progress on stderr)
 // and keeps it at HostPlatformCachePath. Needs LibTorch (mimic-torch).

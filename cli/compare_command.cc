@@ -265,6 +265,7 @@ Runner AddCompare(CLI::App& app) {
     }
 
     // The replay takes the same capture cost off the recorded gaps as the model.
+    UseCaptureTimeCost(w, ro);
     UseHostGapFiguresOf(*platform, ro);
     UseHostCaptureCost(ro);
 

@@ -163,6 +163,16 @@ void UseHostGapFiguresOf(const proto::Platform& p, replay::ReplayOptions& o) {
       "platform " + p.name() + " calibrated on this host at " + p.calibrated_at();
 }
 
+void UseCaptureTimeCost(const proto::Workload& w, replay::ReplayOptions& o) {
+  const proto::CaptureCostFigures& f = w.original().capture_cost();
+  if (o.capture_cost.boundary_us >= 0 || o.host_gaps == replay::HostGaps::kNone ||
+      !(f.boundary_us() > 0))
+    return;
+  o.capture_cost = eg::CaptureCostFromFigures(f);
+  o.capture_cost_source =
+      "measured at capture time" + (f.source().empty() ? "" : " (" + f.source() + ")");
+}
+
 void UseHostCaptureCost(replay::ReplayOptions& o) {
   Result<proto::Platform> builtin = model::FindPlatform("cpu_host");
   if (!builtin.ok()) return;

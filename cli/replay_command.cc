@@ -141,6 +141,7 @@ Result<double> MeasureByReplay(const proto::Workload& w, const replay::ReplayOpt
                                std::string* detail) {
   replay::ReplayOptions options = given;
   UseOriginalThreads(w, options);
+  UseCaptureTimeCost(w, options);
   UseHostCaptureCost(options);
   MIMIC_ASSIGN_OR_RETURN(
       const replay::ReplayResult r,
@@ -169,6 +170,7 @@ int ReplayAndReport(const proto::Workload& w, const std::string& input,
                     const replay::ReplayOptions& given, const std::string& report_path) {
   replay::ReplayOptions options = given;
   UseOriginalThreads(w, options);
+  UseCaptureTimeCost(w, options);
   UseHostCaptureCost(options);
   const bool tty = isatty(fileno(stderr));
   const std::string who = options.dist ? "rank " + std::to_string(options.dist->rank) + ": " : "";

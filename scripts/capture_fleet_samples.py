@@ -23,6 +23,7 @@ import platform
 import resource
 import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from typing import Any, Callable
@@ -351,6 +352,42 @@ def host_cpu() -> str:
     return platform.processor() or "unknown"
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CAPTURE_COST_KEYS = {"capture_cost_us": "boundary_us", "capture_input_tensor_us": "input_tensor_us",
+                     "capture_range_us_per_melem": "range_us_per_melem",
+                     "capture_range_strided_us_per_melem": "range_strided_us_per_melem",
+                     "capture_saved_us_per_mb": "saved_us_per_mb"}
+
+
+def measure_capture_cost(num_threads: int) -> dict[str, Any] | None:
+    """What the capture's instrumentation costs on this host now, measured by `mimic calibrate
+    --only capture` (known C++ loops under the same profiler and observer settings) right after
+    the profiled steps: the figures `mimic replay` takes off the recorded host gaps (docs/replay.md,
+    Host gaps). A machine whose speed moves between minutes pays the capture a different price
+    then than when it replays, so the capture records its own. None (and a note) when no mimic
+    build is at hand ($MIMIC or build/default/cli/mimic) or the measurement fails."""
+    mimic = os.environ.get("MIMIC") or os.path.join(REPO, "build", "default", "cli", "mimic")
+    if not os.access(mimic, os.X_OK):
+        print(f"  capture cost not measured: no mimic build at {mimic}")
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "capture.json")
+        r = subprocess.run([mimic, "calibrate", "--only", "capture", "--base",
+                            os.path.join(REPO, "platforms", "cpu_host.json"), "--threads",
+                            str(num_threads), "--trials", "3", "-o", out],
+                           capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            print(f"  capture cost not measured: mimic calibrate exited {r.returncode}: "
+                  f"{r.stderr.strip().splitlines()[-1:]}")
+            return None
+        with open(out) as f:
+            c = json.load(f)["cpu_overheads"]
+    cost = {key: round(float(c.get(src, 0)), 6) for src, key in CAPTURE_COST_KEYS.items()}
+    cost["source"] = ("mimic calibrate --only capture --trials 3 right after the profiled steps, "
+                      + datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    return cost
+
+
 def capture(workload: Workload, out_dir: str, warmup_steps: int,
             timed_steps: int, profiled_steps: int,
             max_et_only: int = 0) -> dict[str, Any]:
@@ -377,6 +414,7 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
         profiled_ms = profile_steps(workload.step, profiled_steps, et_path,
                                     kineto_path,
                                     integer_data_ops=workload.integer_data_ops)
+        capture_cost = measure_capture_cost(torch.get_num_threads())
         with open(et_path) as f:
             et = json.load(f)
         with open(kineto_path) as f:
@@ -395,6 +433,8 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
     entry = manifest_entry(workload, workload.name, et_name, kineto_name,
                            iteration_ms, profiled_ms, steps, faults)
     entry["system"] = system
+    if capture_cost:
+        entry["capture_cost"] = capture_cost
     return entry
 
 

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "mimic/base/file.h"
 
@@ -45,6 +46,31 @@ Status ParseSystem(const std::string& where, simdjson::dom::object o, proto::Sys
     return Status::InvalidInput(where + ".peak_rss_bytes is missing or not a non-negative integer");
   s.set_peak_rss_bytes(rss);
   s.set_present(true);
+  return Status::Ok();
+}
+
+// {"boundary_us": > 0, "input_tensor_us", "range_us_per_melem", "range_strided_us_per_melem",
+// "saved_us_per_mb": >= 0 (0 when absent), "source": text}.
+Status ParseCaptureCost(const std::string& where, simdjson::dom::object o,
+                        proto::CaptureCostFigures& out) {
+  const std::pair<const char*, void (proto::CaptureCostFigures::*)(double)> fields[] = {
+      {"boundary_us", &proto::CaptureCostFigures::set_boundary_us},
+      {"input_tensor_us", &proto::CaptureCostFigures::set_input_tensor_us},
+      {"range_us_per_melem", &proto::CaptureCostFigures::set_range_us_per_melem},
+      {"range_strided_us_per_melem", &proto::CaptureCostFigures::set_range_strided_us_per_melem},
+      {"saved_us_per_mb", &proto::CaptureCostFigures::set_saved_us_per_mb}};
+  for (const auto& [key, set] : fields) {
+    simdjson::dom::element v;
+    if (o[key].get(v) != simdjson::SUCCESS) continue;
+    double x;
+    if (v.get(x) != simdjson::SUCCESS || !std::isfinite(x) || x < 0)
+      return Status::InvalidInput(where + "." + key + " is not a number >= 0");
+    (out.*set)(x);
+  }
+  if (!(out.boundary_us() > 0))
+    return Status::InvalidInput(where + ".boundary_us is missing or not > 0");
+  std::string_view source;
+  if (o["source"].get(source) == simdjson::SUCCESS) out.set_source(std::string(source));
   return Status::Ok();
 }
 
@@ -96,6 +122,8 @@ Result<CaptureManifest> ParseCaptureManifest(const std::string& path, std::strin
     }
     if (simdjson::dom::object sys; e["system"].get(sys) == simdjson::SUCCESS)
       MIMIC_RETURN_IF_ERROR(ParseSystem(where + ".system", sys, c.system));
+    if (simdjson::dom::object cost; e["capture_cost"].get(cost) == simdjson::SUCCESS)
+      MIMIC_RETURN_IF_ERROR(ParseCaptureCost(where + ".capture_cost", cost, c.capture_cost));
     if (int64_t b; e["step_memory_peak_bytes"].get(b) == simdjson::SUCCESS) {
       if (b < 0) return Status::InvalidInput(where + ".step_memory_peak_bytes is negative");
       c.step_memory_peak_bytes = b;
@@ -123,6 +151,7 @@ void ApplyCaptureSample(const CaptureSample& sample, const std::string& manifest
   }
   o.set_source("capture manifest " + manifest_path + " (" + sample.name + ": " +
                std::to_string(sample.iteration_ms.size()) + " unprofiled steps)");
+  if (sample.capture_cost.boundary_us() > 0) *o.mutable_capture_cost() = sample.capture_cost;
   o.set_num_threads(sample.num_threads);
   o.set_host(sample.host_cpu);
   o.set_device(sample.device);

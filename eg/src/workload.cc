@@ -473,6 +473,16 @@ double CaptureCost::BeforeStart(const proto::Op& op, const proto::Workload& w,
   return us;
 }
 
+CaptureCost CaptureCostFromFigures(const proto::CaptureCostFigures& f) {
+  return {f.boundary_us(), f.input_tensor_us(), f.range_us_per_melem(), f.saved_us_per_mb(),
+          f.range_strided_us_per_melem()};
+}
+
+CaptureCost CaptureCostFor(const proto::Workload& w, const CaptureCost& fallback) {
+  const proto::CaptureCostFigures& f = w.original().capture_cost();
+  return f.boundary_us() > 0 ? CaptureCostFromFigures(f) : fallback;
+}
+
 std::string CaptureCost::Describe() const {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.3f us per event boundary", boundary_us);

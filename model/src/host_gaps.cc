@@ -63,7 +63,8 @@ Result<std::string> MeasureIssuerT1(const std::vector<GapCapture>& captures, pro
   std::vector<double> pooled[eg::kIssuers];
   std::string on, skipped;
   for (const GapCapture& c : captures) {
-    Result<eg::GapsByIssuer> g = eg::RecordedGapsByIssuer(*c.workload, capture_cost);
+    Result<eg::GapsByIssuer> g =
+        eg::RecordedGapsByIssuer(*c.workload, eg::CaptureCostFor(*c.workload, capture_cost));
     if (!g.ok()) {
       skipped += (skipped.empty() ? "" : ", ") + c.name + " (" + g.status().message() + ")";
       continue;
@@ -89,8 +90,8 @@ Result<std::string> MeasureIssuerT1(const std::vector<GapCapture>& captures, pro
   std::string how =
       "t1_forward_us, t1_backward_us, t1_optimizer_us = the median recorded host gap before a "
       "top-level op of the first step by issuer (replay --host-gaps recorded's rule, " +
-      capture_cost.Describe() + " taken off), pooled over the Kineto-linked captures " + on + ": " +
-      figures;
+      capture_cost.Describe() + " taken off, or the capture's own figures where its manifest " +
+      "recorded them), pooled over the Kineto-linked captures " + on + ": " + figures;
   if (!skipped.empty()) how += "; not measured on " + skipped;
   (*p.mutable_sources())[kIssuerT1Source] = how;
   return how;

@@ -297,8 +297,9 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
                          const proto::Platform& p, const eg::OpTree& tree, bool from_trace,
                          std::vector<std::string>& notes) {
   const proto::CpuOverheads& c = p.cpu_overheads();
-  Overheads o{c.t1_us(),       c.t2_us(),        c.t3_us(),        c.t4_us(), c.t5_us(),
-              c.dispatch_us(), c.framework_us(), CaptureCostOf(c), false};
+  Overheads o{c.t1_us(), c.t2_us(),       c.t3_us(),        c.t4_us(),
+              c.t5_us(), c.dispatch_us(), c.framework_us(), eg::CaptureCostFor(w, CaptureCostOf(c)),
+              false};
   if (!from_trace || !w.kineto().present()) return o;
   std::vector<double> t2, t3, t5;
   for (int i : top) {
@@ -325,8 +326,12 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
                         "waits it) from the Kineto trace; dispatch cost from the platform"
                       : "T1, T2, T3, T5 from the Kineto trace (medians); T4 from the platform");
   if (o.capture.boundary_us > 0)
-    notes.push_back("T1 less the platform's capture cost in the gap (cpu_overheads.capture_*: " +
-                    o.capture.Describe() + ")");
+    notes.push_back(
+        w.original().capture_cost().boundary_us() > 0
+            ? "T1 less the capture's cost in the gap as the capture measured it (" +
+                  o.capture.Describe() + ")"
+            : "T1 less the platform's capture cost in the gap (cpu_overheads.capture_*: " +
+                  o.capture.Describe() + ")");
   return o;
 }
 

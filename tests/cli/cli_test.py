@@ -227,6 +227,35 @@ class ReplayTest(unittest.TestCase):
         self.assertGreater(gaps["gaps"], 0)
         self.assertLess(gaps["ms_per_iteration"], rep["original_iteration_ms"])
 
+    def test_the_captures_own_cost_is_taken_off_its_gaps(self):
+        # A capture that measured its own cost (scripts/capture_fleet_samples.py, right after
+        # the profiled steps) has it taken off its recorded gaps, not this host's: the gaps
+        # were recorded there and then. A larger figure leaves less gap time.
+        manifest = load_json(os.path.join(SAMPLES, "manifest.json"))
+        entry = next(s for s in manifest["samples"] if s["name"] == "cnn_bn")
+        waited = {}
+        for boundary_us in (0.75, 3.0):
+            with tempfile.TemporaryDirectory() as d:
+                for f in (entry["et"], entry["kineto"]):
+                    shutil.copy(os.path.join(SAMPLES, f), d)
+                own = dict(entry, capture_cost={"boundary_us": boundary_us, "input_tensor_us": 0.25,
+                                                "source": "the test's figures"})
+                with open(os.path.join(d, "manifest.json"), "w") as f:
+                    json.dump({"samples": [own]}, f)
+                report = os.path.join(d, "r.json")
+                r = mimic("replay", os.path.join(d, entry["et"]), "--warmup", "0", "--iters", "1",
+                          "--report", report)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                gaps = load_json(report)["host_gaps"]
+                self.assertEqual(gaps["capture_cost_from"], "measured at capture time (the test's figures)")
+                self.assertEqual((gaps["capture_cost_us"], gaps["capture_input_tensor_us"]), (boundary_us, 0.25))
+                self.assertIn("measured at capture time", r.stdout)
+                waited[boundary_us] = gaps["ms_per_iteration"]
+                p = mimic("predict", os.path.join(d, entry["et"]), "--platform", "cpu_host", "--json")
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIn("as the capture measured it", p.stdout)
+        self.assertGreater(waited[0.75], waited[3.0])
+
     def test_integer_inputs_from_the_values_the_capture_saved(self):
         # tests/data/make_hot_embedding.py saved its four integer inputs beside the trace; the
         # replay fills those tensors with them and says so.

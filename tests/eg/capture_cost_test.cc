@@ -1,7 +1,9 @@
 // What the capture's instrumentation cost the original's host (eg::CaptureCost): the cost at
 // each span boundary that the recorded host gaps are taken off by.
 #include <string>
+#include <utility>
 
+#include "mimic/eg/capture_manifest.h"
 #include "mimic/eg/execution_trace.h"
 #include "mimic/eg/workload.h"
 #include "testing.h"
@@ -96,6 +98,55 @@ TEST(CaptureCost, NeverMakesAGapNegative) {
   RecordedHostGaps gaps(w, -1, {1, 100, 0, 0});  // 2 x 100 us for a 20 us gap
   gaps.Before(w.ops(0));
   EXPECT_DOUBLE_EQ(gaps.Before(w.ops(1)), 0);
+}
+
+// A manifest sample with the capture's own figures (scripts/capture_fleet_samples.py measures
+// them right after the profiled steps).
+std::string ManifestWith(const std::string& capture_cost) {
+  return R"({"samples": [{"name": "m", "et": "m.et.json.gz", "iteration_ms": [2.0],
+                           "capture_cost": )" +
+         capture_cost + "}]}";
+}
+
+// The gaps were recorded where and when the capture ran: its own figures are taken off them,
+// not the replaying host's.
+TEST(CaptureCost, TheCapturesOwnFiguresComeBeforeTheHosts) {
+  auto m = ParseCaptureManifest(
+      "manifest.json",
+      ManifestWith(R"({"boundary_us": 2.5, "input_tensor_us": 0.75, "range_us_per_melem": 2,
+                       "range_strided_us_per_melem": 4, "saved_us_per_mb": 3,
+                       "source": "right after the profiled steps"})"));
+  ASSERT_THAT(m, IsOk());
+  proto::Workload w = TwoSpans();
+  const CaptureCost host{1, 0.5};
+  EXPECT_DOUBLE_EQ(CaptureCostFor(w, host).boundary_us, 1);  // no figures of its own yet
+  ApplyCaptureSample(m->samples[0], "manifest.json", w);
+  const CaptureCost own = CaptureCostFor(w, host);
+  EXPECT_DOUBLE_EQ(own.boundary_us, 2.5);
+  EXPECT_DOUBLE_EQ(own.input_tensor_us, 0.75);
+  EXPECT_DOUBLE_EQ(own.range_us_per_melem, 2);
+  EXPECT_DOUBLE_EQ(own.range_strided_us_per_melem, 4);
+  EXPECT_DOUBLE_EQ(own.saved_us_per_mb, 3);
+  EXPECT_EQ(w.original().capture_cost().source(), "right after the profiled steps");
+  // The gap between the two ops (20 us) loses two boundaries and the second op's two tensors,
+  // its 10^6 ranged elements and 1 MiB saved, at the capture's figures.
+  RecordedHostGaps gaps(w, -1, CaptureCostFor(w, host));
+  gaps.Before(w.ops(0));
+  EXPECT_DOUBLE_EQ(gaps.Before(w.ops(1)), 20 - (2 * 2.5 + 2 * 0.75 + 2 + 3));
+}
+
+TEST(CaptureCost, AManifestsFiguresAreChecked) {
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"input_tensor_us": 1})", "samples[0].capture_cost.boundary_us"},
+      {R"({"boundary_us": 1, "saved_us_per_mb": -2})", "samples[0].capture_cost.saved_us_per_mb"},
+      {R"({"boundary_us": 1, "input_tensor_us": "fast"})",
+       "samples[0].capture_cost.input_tensor_us"}};
+  for (const auto& [figures, named] : bad) {
+    auto m = ParseCaptureManifest("manifest.json", ManifestWith(figures));
+    ASSERT_FALSE(m.ok()) << figures;
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidInput);
+    EXPECT_THAT(m.status().message(), ::testing::HasSubstr(named));
+  }
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ struct CaptureSample {
   // began (torch.cuda.max_memory_allocated on CUDA); -1 if not recorded.
   int64_t step_memory_peak_bytes = -1;
   proto::SystemMetrics system;  // per unprofiled step; present() false if not recorded
+  // What the capture's instrumentation cost there, measured right after the profiled steps;
+  // boundary_us 0 if not recorded.
+  proto::CaptureCostFigures capture_cost;
 };
 
 struct CaptureManifest {

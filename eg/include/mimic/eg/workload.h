@@ -191,6 +191,12 @@ struct CaptureCost {
   std::string Describe() const;
 };
 
+// The figures a capture recorded for its own cost (OriginalRun.capture_cost), as a CaptureCost.
+CaptureCost CaptureCostFromFigures(const proto::CaptureCostFigures& figures);
+// The capture's cost to take off `workload`'s recorded gaps: what the capture measured for itself
+// where it did (OriginalRun.capture_cost), else `fallback` (a host's calibrated figures).
+CaptureCost CaptureCostFor(const proto::Workload& workload, const CaptureCost& fallback);
+
 // The tensors among an op's inputs, those in lists and undefined ones too (what
 // CaptureCost::input_tensor_us prices).
 int64_t InputTensorCount(const proto::Op& op);
