@@ -5,9 +5,9 @@ one markdown table per run and a summary of the median ratio over the runs. The 
 attribution is the three op names whose replay time differs most from the original's profiled
 spans; the system figures are both processes' per step (getrusage). Nothing is tuned here.
 
-With --baseline BIN, each capture is also replayed by another mimic binary (an older build, say)
-right after, and the table sets its ratio beside this one's: a change measured side by side on
-the same captures in one run.
+With --baseline BIN, each capture is also replayed by another mimic binary (an older build, say),
+right before or after (the two take turns going first, run by run), and the table sets its ratio
+beside this one's: a change measured side by side on the same captures in one run.
 
 Usage: python3 bench/fidelity/run.py [--runs 5] [--only a,b] [--work DIR] [--host-gaps recorded|none]
                                      [--baseline BIN]
@@ -72,8 +72,14 @@ def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, tup
           " largest per-op differences (ms) | original system | replay system |")
     print("|---|---:|---:|---:|" + ("---:|" if args.baseline else "") + "---:|---|---|---|---|")
     for name in names:
-        rep = replay(work, name, args)
-        base = replay(work, name, args, args.baseline, ".baseline")["ratio"] if args.baseline else None
+        # The two builds take turns going first, so that neither always meets the machine as the
+        # other one left it.
+        if args.baseline and k % 2 == 0:
+            base = replay(work, name, args, args.baseline, ".baseline")["ratio"]
+            rep = replay(work, name, args)
+        else:
+            rep = replay(work, name, args)
+            base = replay(work, name, args, args.baseline, ".baseline")["ratio"] if args.baseline else None
         ratio = rep["ratio"]
         ratios[name] = (ratio, base)
         cov = rep["coverage"]
