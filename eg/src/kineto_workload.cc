@@ -123,7 +123,7 @@ bool SetScalarList(std::string_view text, proto::Value& v) {
 
 class Builder {
  public:
-  Builder(const KinetoTrace& trace, proto::Workload& w) : trace_(trace), w_(w) {
+  explicit Builder(proto::Workload& w) : w_(w) {
     types_.emplace("", 0);
     w_.add_types("");  // index 0: no type recorded
   }
@@ -136,7 +136,6 @@ class Builder {
   int32_t AddTensor(proto::DType dtype, const std::string& type, const std::vector<int64_t>& shape,
                     const std::vector<int64_t>& strides);
 
-  const KinetoTrace& trace_;
   proto::Workload& w_;
   std::unordered_map<std::string, int32_t> types_;
 };
@@ -282,7 +281,7 @@ Result<proto::Workload> BuildKinetoWorkload(const std::string& path, KinetoTrace
   auto& prov = *w.mutable_provenance();
   prov.set_schema(kKinetoOnlySchema);
   prov.set_pid(host.front()->pid);
-  Builder builder(trace, w);
+  Builder builder(w);
   for (size_t i = 0; i < host.size(); ++i) {
     builder.AddOp(*host[i], static_cast<int64_t>(i) + 1);
     // The arguments are in the op now: their memory goes to the ops that follow, so that the
