@@ -49,6 +49,18 @@ def system(s: dict | None) -> str:
     return f"{s['cpu_utilization']:.2f} cores, {s['minor_faults']:.0f} flt, {s['peak_rss_bytes'] / 2**20:.0f} MiB"
 
 
+def capture_cost(rep: dict) -> str:
+    """The capture's cost per event boundary the replay took off the recorded gaps, and where it
+    came from: this VM's figure moves by 2x between minutes (docs/benchmarks.md §2)."""
+    g = rep.get("host_gaps") or {}
+    if g.get("mode") != "recorded":
+        return "-"
+    source = g.get("capture_cost_from", "")
+    where = ("capture time" if source.startswith("measured at capture time") else
+             "replay setup" if source == "measured at setup" else source.split(" (")[0])
+    return f"{g['capture_cost_us']:.2f} us ({where})"
+
+
 def cpu_ratio(rep: dict) -> str:
     """Replay CPU time per iteration / original CPU time per step (user + sys, getrusage): on a
     machine shared with other jobs, less disturbed by time slicing than wall time is (with one
@@ -68,9 +80,9 @@ def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, tup
     start = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(f"\n### Run {k} ({start}, 1-minute load {os.getloadavg()[0]:.2f} after the captures)\n")
     base_col = " baseline ratio |" if args.baseline else ""
-    print(f"| model | original ms | replay ms | ratio |{base_col} CPU ratio | coverage |"
+    print(f"| model | original ms | replay ms | ratio |{base_col} CPU ratio | coverage | capture's cost taken off |"
           " largest per-op differences (ms) | original system | replay system |")
-    print("|---|---:|---:|---:|" + ("---:|" if args.baseline else "") + "---:|---|---|---|---|")
+    print("|---|---:|---:|---:|" + ("---:|" if args.baseline else "") + "---:|---|---|---|---|---|")
     for name in names:
         # The two builds take turns going first, so that neither always meets the machine as the
         # other one left it.
@@ -85,7 +97,8 @@ def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, tup
         cov = rep["coverage"]
         base_cell = f" {base:.3f} |" if args.baseline else ""
         print(f"| {name} | {rep['original_iteration_ms']:.2f} | {rep['iteration_ms']['median']:.2f} | "
-              f"{ratio:.3f} |{base_cell} {cpu_ratio(rep)} | {cov['replayed']}/{cov['total']} | {attribution(rep)} | "
+              f"{ratio:.3f} |{base_cell} {cpu_ratio(rep)} | {cov['replayed']}/{cov['total']} | {capture_cost(rep)} | "
+              f"{attribution(rep)} | "
               f"{system(rep['system']['original'])} | {system(rep['system']['replay'])} |", flush=True)
     return ratios
 
