@@ -7,7 +7,6 @@ time per call is the unprofiled time per call less the op's span under Kineto al
 capture's cost in the gap is the recorded gap less that (docs/benchmarks.md §2).
 
 Usage: OMP_NUM_THREADS=2 python3 bench/capture_cost_python_op.py"""
-import json
 import os
 import statistics
 import sys
@@ -15,9 +14,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
-import capture_fleet_samples  # noqa: E402,F401  (sets the observer's environment as the capture does)
+import capture_fleet_samples  # noqa: E402  (sets the observer's environment as the capture does)
 import torch  # noqa: E402
-from torch import profiler  # noqa: E402
 
 torch.set_num_threads(2)
 a, b = torch.randn(64, 64), torch.randn(64, 64)
@@ -40,14 +38,8 @@ tmp = tempfile.mkdtemp()
 
 def profiled(et: bool) -> tuple[float, float]:
     """Median recorded gap between two calls and median span of a call (us)."""
-    obs = profiler.ExecutionTraceObserver().register_callback(f"{tmp}/et.json") if et else None
-    with profiler.profile(activities=[profiler.ProfilerActivity.CPU], record_shapes=True,
-                          profile_memory=True, execution_trace_observer=obs) as p:
-        loop()
-    p.export_chrome_trace(f"{tmp}/k.json")
-    with open(f"{tmp}/k.json") as f:
-        ev = sorted((e for e in json.load(f)["traceEvents"] if e.get("name") == "aten::add_"),
-                    key=lambda e: e["ts"])
+    ev = sorted((e for e in capture_fleet_samples.host_events_under_capture(loop, tmp, observer=et)
+                 if e["name"] == "aten::add_"), key=lambda e: e["ts"])
     gaps = [b["ts"] - a["ts"] - a["dur"] for a, b in zip(ev, ev[1:])]
     return statistics.median(gaps), statistics.median(e["dur"] for e in ev)
 

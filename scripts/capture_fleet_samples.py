@@ -275,6 +275,23 @@ def profile_steps(step: Callable[[], None], active: int, et_path: str,
     return times
 
 
+def host_events_under_capture(body: Callable[[], Any], tmp: str,
+                              observer: bool = True) -> list[dict[str, Any]]:
+    """Runs `body` once with the profiler settings profile_steps records with (Kineto with shapes
+    and memory events, and the execution-trace observer unless `observer` is False), writing
+    into the folder `tmp`; returns Kineto's host spans (cpu_op and user_annotation events)."""
+    obs = (profiler.ExecutionTraceObserver().register_callback(os.path.join(tmp, "et.json"))
+           if observer else None)
+    with profiler.profile(activities=[profiler.ProfilerActivity.CPU], record_shapes=True,
+                          profile_memory=True, execution_trace_observer=obs) as prof:
+        body()
+    path = os.path.join(tmp, "kineto.json")
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        return [e for e in json.load(f)["traceEvents"]
+                if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")]
+
+
 def integer_data_dir(et_path: str) -> str:
     """The folder the observer saves integer inputs in for the ET at `et_path`
     (X.json or X.json.gz: X_resources)."""

@@ -21,4 +21,15 @@ double PercentileOfSorted(const std::vector<double>& sorted, double p) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
 }
 
+Line FitLine(const std::vector<double>& x, const std::vector<double>& y) {
+  MIMIC_CHECK(!x.empty() && x.size() == y.size());
+  const double n = static_cast<double>(x.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    sx += x[i], sy += y[i], sxx += x[i] * x[i], sxy += x[i] * y[i];
+  const double den = n * sxx - sx * sx;
+  const double slope = den > 0 ? (n * sxy - sx * sy) / den : 0;
+  return {(sy - slope * sx) / n, slope};
+}
+
 }  // namespace mimic

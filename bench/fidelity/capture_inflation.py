@@ -12,7 +12,6 @@ leaving no room for them, the gaps hold capture cost the price misses (docs/benc
 Usage: OMP_NUM_THREADS=2 python3 bench/fidelity/capture_inflation.py MODEL [--rounds 3]"""
 import argparse
 import collections
-import json
 import os
 import statistics
 import sys
@@ -25,19 +24,6 @@ sys.path.insert(0, HERE)
 import capture_fleet_samples as cfs  # noqa: E402  (sets the observer's environment first)
 import torch  # noqa: E402
 import zoo  # noqa: E402
-from torch import profiler  # noqa: E402
-
-
-def profiled_step(step, et: bool, tmp: str) -> list[dict]:
-    """The host events of one step under Kineto (and the observer when `et`)."""
-    obs = profiler.ExecutionTraceObserver().register_callback(os.path.join(tmp, "et.json")) if et else None
-    with profiler.profile(activities=[profiler.ProfilerActivity.CPU], record_shapes=True,
-                          profile_memory=True, execution_trace_observer=obs) as p:
-        step()
-    p.export_chrome_trace(os.path.join(tmp, "k.json"))
-    with open(os.path.join(tmp, "k.json")) as f:
-        return [e for e in json.load(f)["traceEvents"]
-                if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")]
 
 
 def ops_and_gaps(events: list[dict]) -> tuple[float, float]:
@@ -81,7 +67,8 @@ def main() -> None:
             start = time.perf_counter()
             step()
             times.append((time.perf_counter() - start) * 1e3)
-        kineto, capture = profiled_step(step, False, tmp), profiled_step(step, True, tmp)
+        kineto = cfs.host_events_under_capture(step, tmp, observer=False)
+        capture = cfs.host_events_under_capture(step, tmp)
         cells = [f"{a:.2f} + {b:.2f}" for a, b in (ops_and_gaps(kineto), ops_and_gaps(capture))]
         print(f"| {r} | {statistics.median(times):.2f} | {cells[0]} | {cells[1]} |", flush=True)
     before, after = spans_by_name(kineto), spans_by_name(capture)

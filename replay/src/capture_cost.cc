@@ -90,17 +90,6 @@ void RemoveSavedInputs(const std::string& dir) {
   rmdir(dir.c_str());
 }
 
-// The least-squares line y = a + b x through the points; b = 0 when the xs do not differ.
-std::pair<double, double> FitLine(const std::vector<double>& x, const std::vector<double>& y) {
-  const double n = static_cast<double>(x.size());
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t i = 0; i < x.size(); ++i)
-    sx += x[i], sy += y[i], sxx += x[i] * x[i], sxy += x[i] * y[i];
-  const double den = n * sxx - sx * sx;
-  const double b = den > 0 ? (n * sxy - sx * sy) / den : 0;
-  return {(sy - b * sx) / n, b};
-}
-
 // One loop of `kinds` calls in turn, `rounds` times: for each kind, the median gap before its
 // calls (the first call has none) and the median of `feature` over its recorded ops.
 struct KindGaps {
@@ -196,9 +185,9 @@ Status MeasureBoundaryAndTensors(c10::Device device, eg::CaptureCost& cost) {
   cats();  // warm the dispatcher and allocator
   MIMIC_ASSIGN_OR_RETURN(CapturedLoop loop, RunUnderCapture(device, "aten::cat", false, cats));
   MIMIC_ASSIGN_OR_RETURN(KindGaps g, GapsByKind(loop, lists.size(), InputTensors));
-  const auto [boundaries, per_tensor] = FitLine(g.feature, g.gap_us);
-  cost.boundary_us = std::max(boundaries, 0.0) / 2;
-  cost.input_tensor_us = std::max(per_tensor, 0.0);
+  const Line fit = FitLine(g.feature, g.gap_us);
+  cost.boundary_us = std::max(fit.intercept, 0.0) / 2;
+  cost.input_tensor_us = std::max(fit.slope, 0.0);
   return Status::Ok();
 }
 
@@ -210,16 +199,15 @@ Result<double> SlopePerElement(c10::Device device, const char* op, bool save,
   MIMIC_ASSIGN_OR_RETURN(CapturedLoop loop, RunUnderCapture(device, op, save, body));
   MIMIC_ASSIGN_OR_RETURN(KindGaps g, GapsByKind(loop, elements.size(), InputTensors));
   for (size_t i = 0; i < elements.size(); ++i) g.gap_us[i] -= known_us * elements[i];
-  return std::max(FitLine(elements, g.gap_us).second, 0.0);
+  return std::max(FitLine(elements, g.gap_us).slope, 0.0);
 }
 
 // Per integer element ranged (contiguous indices, and indices broadcast along a row by a zero
 // stride, as scatter-by-row code passes them), then per byte saved: aten::sum of 10^5, 5 x 10^5
 // and 10^6 int64 indices in turn, sizes where the ranges and writes run at the speed of large
-// inputs. Every call gets indices of its own, which no call read before: a step's index inputs
-// are new each step, and the observer reads fresh ones up to 6 times more slowly than the same
-// ones again (a Python loop measured 436 against 75 us per MiB saved). A sum's output is one
-// element, so that no large output is freed in the next gap.
+// inputs. Every call gets indices of its own, which no call read before, as a step's index
+// inputs are new each step. A sum's output is one element, so that no large output is freed in
+// the next gap.
 Status MeasureIntegerInputs(c10::Device device, eg::CaptureCost& cost) {
   const at::TensorOptions i64 = at::TensorOptions().device(device).dtype(at::kLong);
   const std::vector<double> elements = {1e5, 5e5, 1e6};

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "comm.h"
+#include "mimic/base/stats.h"
 #include "mimic/eg/collective.h"
 #include "mimic/replay/executor.h"
 
@@ -74,22 +75,18 @@ Result<std::vector<CollectiveSample>> SweepCollectives(const DistEnv& env, const
 
 Result<AlphaBeta> FitAlphaBeta(const std::vector<CollectiveSample>& samples, int64_t ranks) {
   // t = alpha + x / busbw with x = S x factor: ordinary least squares in (x, t).
-  double sx = 0, st = 0, sxx = 0, sxt = 0;
+  std::vector<double> x, t;
   std::vector<int64_t> sizes;
   for (const CollectiveSample& s : samples) {
-    const double x = static_cast<double>(s.bytes) * eg::BusBandwidthFactor(s.type, ranks);
-    sx += x;
-    st += s.time_us;
-    sxx += x * x;
-    sxt += x * s.time_us;
+    x.push_back(static_cast<double>(s.bytes) * eg::BusBandwidthFactor(s.type, ranks));
+    t.push_back(s.time_us);
     sizes.push_back(s.bytes);
   }
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   if (sizes.size() < 2) return Status::InvalidInput("an alpha-beta fit needs at least two sizes");
-  const double k = static_cast<double>(samples.size());
-  const double slope = (k * sxt - sx * st) / (k * sxx - sx * sx);  // us per byte
-  if (!(slope > 0)) {
+  const Line fit = FitLine(x, t);  // us per byte
+  if (!(fit.slope > 0)) {
     std::string seen;
     for (const CollectiveSample& s : samples)
       seen += (seen.empty() ? "" : ", ") + std::to_string(s.bytes) + " B in " +
@@ -97,8 +94,8 @@ Result<AlphaBeta> FitAlphaBeta(const std::vector<CollectiveSample>& samples, int
     return Status::InvalidInput("the collective's time does not grow with its size (" + seen + ")");
   }
   AlphaBeta ab;
-  ab.alpha_us = std::max(0.0, (st - slope * sx) / k);
-  ab.bus_bytes_per_s = 1e6 / slope;
+  ab.alpha_us = std::max(0.0, fit.intercept);
+  ab.bus_bytes_per_s = 1e6 / fit.slope;
   return ab;
 }
 

@@ -50,8 +50,9 @@ class ProfileSession {
 };
 
 // A loop run once as the capture scripts record (LibTorch's Kineto profiler with shapes and
-// the execution-trace observer, integer ranges on): the recorded spans of the calls of `op` (not
-// of an `op` nested in one) in start order, and the observer's trace read back.
+// memory events, and the execution-trace observer with integer ranges on): the recorded spans of
+// the calls of `op` (not of an `op` nested in one) in start order, and the observer's trace read
+// back.
 struct CapturedLoop {
   std::vector<std::pair<int64_t, int64_t>> spans_ns;  // start, end
   proto::Workload trace;

@@ -191,8 +191,8 @@ std::string CalibrateCaptureCost(const CalibrateOptions& o, c10::Device device,
          "capture_range_us_per_melem, capture_saved_us_per_mb = the slopes of the gap before "
          "aten::sum of 1e5-1e6 int64 indices (new ones every call), ranged and then saved, "
          "against their elements and bytes; capture_range_strided_us_per_melem = the same for "
-         "as many indices broadcast along rows; from C++ loops under Kineto (shapes) and the "
-         "execution-trace observer (replay::MeasureCaptureCost), " +
+         "as many indices broadcast along rows; from C++ loops under Kineto (shapes, memory "
+         "events) and the execution-trace observer (replay::MeasureCaptureCost), " +
          o.statistic + " of " + std::to_string(runs.size()) + " runs: " + figures;
 }
 
@@ -465,8 +465,6 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
   return p;
 }
 
-// The per-issuer T1s on the given captures, with the capture cost just measured; a failure
-// (no capture with a Kineto trace) leaves them out and says why.
 // --only capture: the capture's cost alone into a copy of --base (a CPU platform of this host,
 // as the replay takes it from; docs/model.md).
 Result<proto::Platform> CalibrateCaptureOnly(const CalibrateOptions& o,
@@ -492,6 +490,8 @@ Result<proto::Platform> CalibrateCaptureOnly(const CalibrateOptions& o,
   return p;
 }
 
+// The per-issuer T1s on the given captures, with the capture cost just measured; a failure
+// (no capture with a Kineto trace) leaves them out and says why.
 void MeasureHostT1(const CalibrateOptions& o, proto::Platform& p,
                    const std::function<void(const std::string&)>& log) {
   if (o.captures.empty()) return;
