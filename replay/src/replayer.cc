@@ -113,9 +113,15 @@ class Runner {
     MIMIC_ASSIGN_OR_RETURN(plan_, BuildPlan({w_, tree_, selected, options_, executor_->device(),
                                              comm_ != nullptr, step_start_us},
                                             store_));
-    result_.host_gaps = {options_.host_gaps,           options_.capture_cost,
-                         options_.capture_cost_source, options_.modelled_t1_us,
-                         options_.modelled_t1_source,  plan_.host_gaps,
+    // The capture's cost is taken off recorded gaps only; otherwise none was (not the options'
+    // "measure it" sentinel, -1).
+    const bool recorded = options_.host_gaps == HostGaps::kRecorded;
+    result_.host_gaps = {options_.host_gaps,
+                         recorded ? options_.capture_cost : eg::CaptureCost{},
+                         recorded ? options_.capture_cost_source : std::string(),
+                         options_.modelled_t1_us,
+                         options_.modelled_t1_source,
+                         plan_.host_gaps,
                          plan_.host_gap_us / 1000};
     disabled_.assign(plan_.tops.size(), 0);
     checks_.assign(plan_.steps.size(), {});

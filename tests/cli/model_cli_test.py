@@ -372,6 +372,9 @@ class HostGapsTest(unittest.TestCase):
             self.assertEqual(gaps["none"]["mode"], "none")
             self.assertEqual(gaps["none"]["gaps"], 0)
             self.assertEqual(gaps["none"]["modelled_t1_us"], {})
+            # Without recorded gaps no capture cost was taken off: 0, not the "measure it" -1.
+            for g in gaps.values():
+                self.assertEqual((g["capture_cost_us"], g["capture_cost_from"]), (0, ""), g)
             r = run("replay", bare, "--host-gaps", "typical")
             self.assertEqual(r.returncode, 2, r.stderr)
 
