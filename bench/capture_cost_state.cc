@@ -1,6 +1,6 @@
-// mimic_capture_cost_state_bench [--rounds N]: what the capture's instrumentation (Kineto with
-// shapes and memory events, and the execution-trace observer, as the capture scripts record)
-// costs in the gap before an op, by the state the host is in when the op comes. `mimic
+// mimic_capture_cost_state_bench [--rounds N] [--only TEXT]: what the capture's instrumentation
+// (Kineto with shapes and memory events, and the execution-trace observer, as the capture scripts
+// record) costs in the gap before an op, by the state the host is in when the op comes. `mimic
 // calibrate` prices the capture on a hot loop of back-to-back calls (replay/src/capture_cost.cc);
 // this bench asks what changes that price: record functions inside the gap, the depth of the
 // record-function stack, how many distinct tensors the observer has seen, and the memory or the
@@ -35,20 +35,21 @@ using Clock = std::chrono::steady_clock;
 
 double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-// One condition: a loop `body(work_us)` of aten::cat calls that appends the time of the
+// One condition: a loop `body(work_us)` of calls of `op` that appends the time of the
 // unrecorded work before each call to work_us.
 struct Condition {
   std::string name;
   std::function<void(std::vector<double>&)> body;
+  const char* op = "aten::cat";
 };
 
-// The median recorded gap before a cat, and the median unrecorded work before one.
+// The median recorded gap before a call, and the median unrecorded work before one.
 bool Measure(const Condition& c, double* gap_us, double* work_us) {
   std::vector<double> work;
   c.body(work);  // warm the dispatcher, the allocator and the caches
   work.clear();
-  mimic::Result<CapturedLoop> loop = mimic::replay::RunUnderCapture(
-      c10::Device(c10::kCPU), "aten::cat", false, [&] { c.body(work); });
+  mimic::Result<CapturedLoop> loop =
+      mimic::replay::RunUnderCapture(c10::Device(c10::kCPU), c.op, false, [&] { c.body(work); });
   if (!loop.ok() || loop->spans_ns.size() < 2) {
     std::fprintf(stderr, "%s: %s\n", c.name.c_str(),
                  loop.ok() ? "too few calls recorded" : loop.status().message().c_str());
@@ -147,6 +148,18 @@ std::vector<Condition> Conditions() {
                      }
                    }});
   }
+  // The same in-place add of a 0-dim tensor, one that calls nothing and one whose dtype differs
+  // from the float tensor's, so that the add first converts it (aten::to -> _to_copy ->
+  // empty_strided + copy_), as `p.add_(1)` does from Python in an optimizer's loop.
+  const at::Tensor p = at::ones({128, 128});
+  for (const auto& [what, other] :
+       {std::pair{"a float", at::ones({})}, std::pair{"a long", at::ones({}, at::kLong)}}) {
+    out.push_back({std::string("aten::add_ of ") + what + " 0-dim tensor",
+                   [p, other](std::vector<double>&) {
+                     for (int r = 0; r < 2000; ++r) (void)p.add_(other);
+                   },
+                   "aten::add_"});
+  }
   return out;
 }
 
@@ -154,15 +167,20 @@ std::vector<Condition> Conditions() {
 
 int main(int argc, char** argv) {
   int rounds = 3;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
       rounds = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: mimic_capture_cost_state_bench [--rounds N]\n");
+      std::fprintf(stderr, "usage: mimic_capture_cost_state_bench [--rounds N] [--only TEXT]\n");
       return 2;
     }
   }
-  const std::vector<Condition> conditions = Conditions();
+  std::vector<Condition> conditions;
+  for (Condition& c : Conditions())
+    if (c.name.find(only) != std::string::npos) conditions.push_back(std::move(c));
   std::vector<std::vector<double>> gap(conditions.size()), work(conditions.size());
   for (int r = 0; r < rounds; ++r)  // the conditions alternate within each round
     for (size_t c = 0; c < conditions.size(); ++c) {

@@ -371,6 +371,8 @@ def host_cpu() -> str:
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAPTURE_COST_KEYS = {"capture_cost_us": "boundary_us", "capture_input_tensor_us": "input_tensor_us",
+                     "capture_input_value_us": "input_value_us",
+                     "capture_range_tensor_us": "range_tensor_us",
                      "capture_range_us_per_melem": "range_us_per_melem",
                      "capture_range_strided_us_per_melem": "range_strided_us_per_melem",
                      "capture_saved_us_per_mb": "saved_us_per_mb"}

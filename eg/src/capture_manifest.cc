@@ -49,13 +49,16 @@ Status ParseSystem(const std::string& where, simdjson::dom::object o, proto::Sys
   return Status::Ok();
 }
 
-// {"boundary_us": > 0, "input_tensor_us", "range_us_per_melem", "range_strided_us_per_melem",
-// "saved_us_per_mb": >= 0 (0 when absent), "source": text}.
+// {"boundary_us": > 0, "input_tensor_us", "input_value_us", "range_tensor_us",
+// "range_us_per_melem", "range_strided_us_per_melem", "saved_us_per_mb": >= 0 (0 when absent),
+// "source": text}.
 Status ParseCaptureCost(const std::string& where, simdjson::dom::object o,
                         proto::CaptureCostFigures& out) {
   const std::pair<const char*, void (proto::CaptureCostFigures::*)(double)> fields[] = {
       {"boundary_us", &proto::CaptureCostFigures::set_boundary_us},
       {"input_tensor_us", &proto::CaptureCostFigures::set_input_tensor_us},
+      {"input_value_us", &proto::CaptureCostFigures::set_input_value_us},
+      {"range_tensor_us", &proto::CaptureCostFigures::set_range_tensor_us},
       {"range_us_per_melem", &proto::CaptureCostFigures::set_range_us_per_melem},
       {"range_strided_us_per_melem", &proto::CaptureCostFigures::set_range_strided_us_per_melem},
       {"saved_us_per_mb", &proto::CaptureCostFigures::set_saved_us_per_mb}};

@@ -430,6 +430,8 @@ namespace {
 // range the capture recorded (tensor_range), apart for those broadcast by a zero stride.
 struct InputTensors {
   int64_t count = 0;
+  int64_t values = 0;  // the other input values
+  int64_t ranged = 0;  // the tensors with a recorded range
   int64_t ranged_elements = 0;
   int64_t ranged_strided_elements = 0;
 };
@@ -447,10 +449,13 @@ InputTensors InputTensorsOf(const proto::Op& op, const proto::Workload* w) {
       ++in.count;
       if (!w || v.tensor() < 0 || v.tensor() >= w->tensors_size()) return;
       const proto::Tensor& t = w->tensors(v.tensor());
-      if (t.has_range())
-        (Broadcast(t) ? in.ranged_strided_elements : in.ranged_elements) += t.numel();
+      if (!t.has_range()) return;
+      ++in.ranged;
+      (Broadcast(t) ? in.ranged_strided_elements : in.ranged_elements) += t.numel();
     } else if (v.kind_case() == proto::Value::kList) {
       for (const proto::Value& item : v.list().items()) self(item, self);
+    } else {
+      ++in.values;
     }
   };
   for (const proto::Value& v : op.inputs()) add(v, add);
@@ -460,13 +465,17 @@ InputTensors InputTensorsOf(const proto::Op& op, const proto::Workload* w) {
 }  // namespace
 
 int64_t InputTensorCount(const proto::Op& op) { return InputTensorsOf(op, nullptr).count; }
+int64_t InputValueCount(const proto::Op& op) { return InputTensorsOf(op, nullptr).values; }
 
 double CaptureCost::BeforeStart(const proto::Op& op, const proto::Workload& w,
                                 int64_t saved_bytes) const {
   double us = saved_us_per_mb * static_cast<double>(saved_bytes) / (1024.0 * 1024.0);
-  if (input_tensor_us > 0 || range_us_per_melem > 0 || range_strided_us_per_melem > 0) {
+  if (input_tensor_us > 0 || input_value_us > 0 || range_tensor_us > 0 || range_us_per_melem > 0 ||
+      range_strided_us_per_melem > 0) {
     const InputTensors in = InputTensorsOf(op, &w);
     us += input_tensor_us * static_cast<double>(in.count) +
+          input_value_us * static_cast<double>(in.values) +
+          range_tensor_us * static_cast<double>(in.ranged) +
           range_us_per_melem * static_cast<double>(in.ranged_elements) / 1e6 +
           range_strided_us_per_melem * static_cast<double>(in.ranged_strided_elements) / 1e6;
   }
@@ -474,8 +483,15 @@ double CaptureCost::BeforeStart(const proto::Op& op, const proto::Workload& w,
 }
 
 CaptureCost CaptureCostFromFigures(const proto::CaptureCostFigures& f) {
-  return {f.boundary_us(), f.input_tensor_us(), f.range_us_per_melem(), f.saved_us_per_mb(),
-          f.range_strided_us_per_melem()};
+  CaptureCost c;
+  c.boundary_us = f.boundary_us();
+  c.input_tensor_us = f.input_tensor_us();
+  c.input_value_us = f.input_value_us();
+  c.range_tensor_us = f.range_tensor_us();
+  c.range_us_per_melem = f.range_us_per_melem();
+  c.saved_us_per_mb = f.saved_us_per_mb();
+  c.range_strided_us_per_melem = f.range_strided_us_per_melem();
+  return c;
 }
 
 CaptureCost CaptureCostFor(const proto::Workload& w, const CaptureCost& fallback) {
@@ -489,6 +505,8 @@ std::string CaptureCost::Describe() const {
   std::string out = buf;
   const std::pair<double, const char*> extra[] = {
       {input_tensor_us, "per input tensor"},
+      {input_value_us, "per other input value"},
+      {range_tensor_us, "per input tensor ranged"},
       {range_us_per_melem, "per million integer elements ranged"},
       {range_strided_us_per_melem, "per million broadcast ones"},
       {saved_us_per_mb, "per MiB of integer inputs saved"}};

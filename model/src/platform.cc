@@ -76,6 +76,8 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
       {"cpu_overheads.framework_us", p.cpu_overheads().framework_us()},
       {"cpu_overheads.capture_cost_us", p.cpu_overheads().capture_cost_us()},
       {"cpu_overheads.capture_input_tensor_us", p.cpu_overheads().capture_input_tensor_us()},
+      {"cpu_overheads.capture_input_value_us", p.cpu_overheads().capture_input_value_us()},
+      {"cpu_overheads.capture_range_tensor_us", p.cpu_overheads().capture_range_tensor_us()},
       {"cpu_overheads.capture_range_us_per_melem", p.cpu_overheads().capture_range_us_per_melem()},
       {"cpu_overheads.capture_saved_us_per_mb", p.cpu_overheads().capture_saved_us_per_mb()},
       {"cpu_overheads.capture_range_strided_us_per_melem",

@@ -3,6 +3,7 @@
 // the profiler records there is the capture's own cost (eg::CaptureCost, docs/replay.md).
 
 #include <ATen/ops/cat.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/randint.h>
 #include <ATen/ops/sum.h>
@@ -116,6 +117,7 @@ Result<KindGaps> GapsByKind(const CapturedLoop& loop, size_t kinds,
 }
 
 double InputTensors(const proto::Op& op) { return static_cast<double>(eg::InputTensorCount(op)); }
+double InputValues(const proto::Op& op) { return static_cast<double>(eg::InputValueCount(op)); }
 
 }  // namespace
 
@@ -172,12 +174,31 @@ Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op, bool sa
 
 namespace {
 
-// Per event boundary and per input tensor: aten::cat of 1, 16, 64 and 256 one-element tensors
-// in turn. The gap before a call is two boundaries and the call's input tensors.
-Status MeasureBoundaryAndTensors(c10::Device device, eg::CaptureCost& cost) {
+// Per input value other than a tensor: aten::empty_strided of sizes and strides of 1, 4, 16 and
+// 48 items in turn (one element each), whose other inputs (dtype, layout, device, pin_memory)
+// stay the same. The observer records every item of a list as a value of its own.
+Status MeasureInputValues(c10::Device device, eg::CaptureCost& cost) {
   const at::TensorOptions f32 = at::TensorOptions().device(device);
+  std::vector<std::vector<int64_t>> ones;
+  for (int n : {1, 4, 16, 48}) ones.emplace_back(n, 1);
+  auto empties = [&] {
+    for (int r = 0; r < 150; ++r)
+      for (const auto& l : ones) (void)at::empty_strided(l, l, f32);
+  };
+  empties();  // warm the dispatcher and allocator
+  MIMIC_ASSIGN_OR_RETURN(CapturedLoop loop,
+                         RunUnderCapture(device, "aten::empty_strided", false, empties));
+  MIMIC_ASSIGN_OR_RETURN(KindGaps g, GapsByKind(loop, ones.size(), InputValues));
+  cost.input_value_us = std::max(FitLine(g.feature, g.gap_us).slope, 0.0);
+  return Status::Ok();
+}
+
+// The line of the gap before aten::cat of 1, 16, 64 and 256 one-element tensors of `dtype` in
+// turn against its input tensors, less its other input values at cost.input_value_us each.
+Result<Line> CatGaps(c10::Device device, at::ScalarType dtype, const eg::CaptureCost& cost) {
+  const at::TensorOptions options = at::TensorOptions().device(device).dtype(dtype);
   std::vector<std::vector<at::Tensor>> lists;
-  for (int n : {1, 16, 64, 256}) lists.emplace_back(n, at::ones({1}, f32));
+  for (int n : {1, 16, 64, 256}) lists.emplace_back(n, at::ones({1}, options));
   auto cats = [&] {
     for (int r = 0; r < 150; ++r)
       for (const auto& l : lists) (void)at::cat(l);
@@ -185,9 +206,21 @@ Status MeasureBoundaryAndTensors(c10::Device device, eg::CaptureCost& cost) {
   cats();  // warm the dispatcher and allocator
   MIMIC_ASSIGN_OR_RETURN(CapturedLoop loop, RunUnderCapture(device, "aten::cat", false, cats));
   MIMIC_ASSIGN_OR_RETURN(KindGaps g, GapsByKind(loop, lists.size(), InputTensors));
-  const Line fit = FitLine(g.feature, g.gap_us);
-  cost.boundary_us = std::max(fit.intercept, 0.0) / 2;
-  cost.input_tensor_us = std::max(fit.slope, 0.0);
+  MIMIC_ASSIGN_OR_RETURN(const KindGaps values, GapsByKind(loop, lists.size(), InputValues));
+  for (size_t k = 0; k < lists.size(); ++k) g.gap_us[k] -= cost.input_value_us * values.feature[k];
+  return FitLine(g.feature, g.gap_us);
+}
+
+// Per event boundary and per input tensor: the gap before a cat of float tensors is two
+// boundaries, its input tensors and its other input values (measured first). Then per input
+// tensor ranged: int64 tensors, whose range the observer computes one by one (a fixed cost that
+// dwarfs the per-element one at one element), add that much more per tensor.
+Status MeasureBoundaryAndTensors(c10::Device device, eg::CaptureCost& cost) {
+  MIMIC_ASSIGN_OR_RETURN(const Line floats, CatGaps(device, at::kFloat, cost));
+  cost.boundary_us = std::max(floats.intercept, 0.0) / 2;
+  cost.input_tensor_us = std::max(floats.slope, 0.0);
+  MIMIC_ASSIGN_OR_RETURN(const Line ints, CatGaps(device, at::kLong, cost));
+  cost.range_tensor_us = std::max(ints.slope - cost.input_tensor_us, 0.0);
   return Status::Ok();
 }
 
@@ -246,6 +279,7 @@ Status MeasureIntegerInputs(c10::Device device, eg::CaptureCost& cost) {
 
 Result<eg::CaptureCost> MeasureCaptureCost(c10::Device device, bool integer_inputs) {
   eg::CaptureCost cost;
+  MIMIC_RETURN_IF_ERROR(MeasureInputValues(device, cost));
   MIMIC_RETURN_IF_ERROR(MeasureBoundaryAndTensors(device, cost));
   if (integer_inputs) MIMIC_RETURN_IF_ERROR(MeasureIntegerInputs(device, cost));
   return cost;

@@ -12,22 +12,34 @@ namespace mimic::eg {
 namespace {
 
 // Every tensor among an op's inputs is priced, those inside lists too (a foreach op's, a cat's),
-// undefined ones as well: the observer records each; scalars are not.
-TEST(CaptureCost, PricesEveryInputTensorListsIncluded) {
+// undefined ones as well: the observer records each. Every other value (a scalar, None, an item
+// of a list of ints) has a price of its own.
+TEST(CaptureCost, PricesEveryInputTensorAndValueListsIncluded) {
   const std::string json = R"json({"schema": "1.1.1-chakra.0.0.4", "nodes": [
     {"id": 1, "name": "[pytorch|profiler|execution_trace|process]", "ctrl_deps": 0},
     {"id": 2, "name": "aten::_foreach_addcdiv_", "ctrl_deps": 1,
      "inputs": {"values": [[[3, 4, 0, 4, 4, "cpu"], [5, 6, 0, 4, 4, "cpu"]], [[7, 8, 0, 4, 4, "cpu"]],
-                           [0, 0, 0, 0, 0, ""], 0.5],
-                "shapes": [[[4], [4]], [[4]], [], []],
+                           [0, 0, 0, 0, 0, ""], 0.5, [2, 3], "<None>"],
+                "shapes": [[[4], [4]], [[4]], [], [], [[], []], []],
                 "types": ["GenericList[Tensor(float),Tensor(float)]", "GenericList[Tensor(float)]",
-                          "Tensor(nullptr (uninitialized))", "Double"]}}]})json";
+                          "Tensor(nullptr (uninitialized))", "Double", "GenericList[Int,Int]",
+                          "None"]}}]})json";
   auto w = ParseExecutionTrace("inline.json", json);
   ASSERT_THAT(w, IsOk());
   ASSERT_EQ(w->ops_size(), 2);
   const CaptureCost per_tensor{0, 1};
   EXPECT_DOUBLE_EQ(per_tensor.BeforeStart(w->ops(1), *w, 0), 4);
   EXPECT_DOUBLE_EQ(per_tensor.BeforeStart(w->ops(0), *w, 0), 0);
+  EXPECT_EQ(InputTensorCount(w->ops(1)), 4);
+  EXPECT_EQ(InputValueCount(w->ops(1)), 4);  // 0.5, 2, 3 and None
+  CaptureCost per_value;
+  per_value.input_value_us = 0.25;
+  EXPECT_DOUBLE_EQ(per_value.BeforeStart(w->ops(1), *w, 0), 1);
+  per_value.input_tensor_us = 1;
+  EXPECT_DOUBLE_EQ(per_value.BeforeStart(w->ops(1), *w, 0), 5);
+  EXPECT_EQ(per_value.Describe(),
+            "0.000 us per event boundary, 1.000 us per input tensor, 0.250 us per other input "
+            "value");
 }
 
 // Two ops 20 us apart: the first one's end and the second one's start are the boundaries in
@@ -87,6 +99,10 @@ TEST(CaptureCost, BoundariesCarryTheInputsRangesAndSavedDataOfTheOpStartingThere
   const CaptureCost strided{1, 0.5, 2, 3, 7};
   EXPECT_DOUBLE_EQ(strided.BeforeStart(broadcast.ops(1), broadcast, 0), 2 * 0.5 + 7 * 1);
   EXPECT_DOUBLE_EQ(strided.BeforeStart(w.ops(1), w, 0), 2 * 0.5 + 2 * 1);
+  // Ranging an input costs per tensor too, however few its elements: one of the two is ranged.
+  CaptureCost per_ranged = strided;
+  per_ranged.range_tensor_us = 4;
+  EXPECT_DOUBLE_EQ(per_ranged.BeforeStart(w.ops(1), w, 0), 2 * 0.5 + 4 + 2 * 1);
   EXPECT_EQ(cost.Describe(),
             "1.000 us per event boundary, 0.500 us per input tensor, 2.000 us per million "
             "integer elements ranged, 3.000 us per MiB of integer inputs saved");
@@ -114,7 +130,8 @@ TEST(CaptureCost, TheCapturesOwnFiguresComeBeforeTheHosts) {
   auto m = ParseCaptureManifest(
       "manifest.json",
       ManifestWith(R"({"boundary_us": 2.5, "input_tensor_us": 0.75, "range_us_per_melem": 2,
-                       "range_strided_us_per_melem": 4, "saved_us_per_mb": 3,
+                       "range_strided_us_per_melem": 4, "saved_us_per_mb": 3, "input_value_us": 0.2,
+                       "range_tensor_us": 2.25,
                        "source": "right after the profiled steps"})"));
   ASSERT_THAT(m, IsOk());
   proto::Workload w = TwoSpans();
@@ -127,12 +144,14 @@ TEST(CaptureCost, TheCapturesOwnFiguresComeBeforeTheHosts) {
   EXPECT_DOUBLE_EQ(own.range_us_per_melem, 2);
   EXPECT_DOUBLE_EQ(own.range_strided_us_per_melem, 4);
   EXPECT_DOUBLE_EQ(own.saved_us_per_mb, 3);
+  EXPECT_DOUBLE_EQ(own.input_value_us, 0.2);
+  EXPECT_DOUBLE_EQ(own.range_tensor_us, 2.25);
   EXPECT_EQ(w.original().capture_cost().source(), "right after the profiled steps");
   // The gap between the two ops (20 us) loses two boundaries and the second op's two tensors,
-  // its 10^6 ranged elements and 1 MiB saved, at the capture's figures.
+  // its ranged input and that input's 10^6 elements, and 1 MiB saved, at the capture's figures.
   RecordedHostGaps gaps(w, -1, CaptureCostFor(w, host));
   gaps.Before(w.ops(0));
-  EXPECT_DOUBLE_EQ(gaps.Before(w.ops(1)), 20 - (2 * 2.5 + 2 * 0.75 + 2 + 3));
+  EXPECT_DOUBLE_EQ(gaps.Before(w.ops(1)), 20 - (2 * 2.5 + 2 * 0.75 + 2.25 + 2 + 3));
 }
 
 TEST(CaptureCost, AManifestsFiguresAreChecked) {

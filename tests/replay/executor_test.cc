@@ -259,27 +259,34 @@ TEST(Executor, CaptureCostIsMeasuredAtSetupWhenNoneIsGiven) {
 }
 
 // The known loops: the observer's cost grows with the input tensors (aten::cat of up to 256
-// tensors), and with the integer inputs it ranges and saves (aten::sum of up to 10^6 indices):
+// tensors), more for integer ones it ranges, the other input values (aten::empty_strided of
+// lists of up to 48 items each), and with the integer inputs' elements it ranges and saves
+// (aten::sum of up to 10^6 indices):
 // each slope is far above a quiet machine's noise, so each comes out positive. Beside other
 // tests on two cores a burst of other work can still flatten one slope to 0 in one
 // measurement, so each figure must come out positive in one of three.
-TEST(Executor, CaptureCostGrowsWithTheInputTensorsAndTheIntegerInputs) {
+TEST(Executor, CaptureCostGrowsWithTheInputTensorsValuesAndTheIntegerInputs) {
   eg::CaptureCost most;
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto cost = MeasureCaptureCost(c10::Device(c10::kCPU), /*integer_inputs=*/true);
     ASSERT_THAT(cost, IsOk());
     most.boundary_us = std::max(most.boundary_us, cost->boundary_us);
     most.input_tensor_us = std::max(most.input_tensor_us, cost->input_tensor_us);
+    most.input_value_us = std::max(most.input_value_us, cost->input_value_us);
+    most.range_tensor_us = std::max(most.range_tensor_us, cost->range_tensor_us);
     most.range_us_per_melem = std::max(most.range_us_per_melem, cost->range_us_per_melem);
     most.range_strided_us_per_melem =
         std::max(most.range_strided_us_per_melem, cost->range_strided_us_per_melem);
     most.saved_us_per_mb = std::max(most.saved_us_per_mb, cost->saved_us_per_mb);
-    if (most.boundary_us > 0 && most.input_tensor_us > 0 && most.range_us_per_melem > 0 &&
+    if (most.boundary_us > 0 && most.input_tensor_us > 0 && most.input_value_us > 0 &&
+        most.range_tensor_us > 0 && most.range_us_per_melem > 0 &&
         most.range_strided_us_per_melem > 0 && most.saved_us_per_mb > 0)
       break;
   }
   EXPECT_GT(most.boundary_us, 0);
   EXPECT_GT(most.input_tensor_us, 0);
+  EXPECT_GT(most.input_value_us, 0);
+  EXPECT_GT(most.range_tensor_us, 0);
   EXPECT_GT(most.range_us_per_melem, 0);
   EXPECT_GT(most.range_strided_us_per_melem, 0);
   EXPECT_GT(most.saved_us_per_mb, 0);

@@ -177,6 +177,7 @@ std::string CalibrateCaptureCost(const CalibrateOptions& o, c10::Device device,
   eg::CaptureCost combined;
   for (double eg::CaptureCost::*figure :
        {&eg::CaptureCost::boundary_us, &eg::CaptureCost::input_tensor_us,
+        &eg::CaptureCost::input_value_us, &eg::CaptureCost::range_tensor_us,
         &eg::CaptureCost::range_us_per_melem, &eg::CaptureCost::saved_us_per_mb,
         &eg::CaptureCost::range_strided_us_per_melem}) {
     std::vector<double> v;
@@ -186,8 +187,12 @@ std::string CalibrateCaptureCost(const CalibrateOptions& o, c10::Device device,
   model::SetCaptureCost(combined, c);
   const std::string figures = combined.Describe();
   log("capture: " + figures);
-  return "capture_cost_us, capture_input_tensor_us = half the intercept and the slope of the "
-         "gap before aten::cat of 1-256 one-element tensors against its input tensors; "
+  return "capture_input_value_us = the slope of the gap before aten::empty_strided of sizes and "
+         "strides of 1-48 items against its input values; capture_cost_us, "
+         "capture_input_tensor_us = half the intercept and the slope of the gap before aten::cat "
+         "of 1-256 one-element tensors against its input tensors, its input values' cost taken "
+         "off; capture_range_tensor_us = the slope of the same for int64 tensors, whose ranges "
+         "the observer computes, less capture_input_tensor_us; "
          "capture_range_us_per_melem, capture_saved_us_per_mb = the slopes of the gap before "
          "aten::sum of 1e5-1e6 int64 indices (new ones every call), ranged and then saved, "
          "against their elements and bytes; capture_range_strided_us_per_melem = the same for "

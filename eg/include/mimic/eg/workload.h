@@ -173,8 +173,8 @@ bool IsCollectiveOp(const proto::Op& op);
 // capture scripts record) costs the host outside the ops' spans, as `mimic calibrate` and a
 // replay's setup measure it on known loops (docs/replay.md, Host gaps): a constant per event
 // boundary, and, before an op starts, the observer's recording of each of the op's input
-// tensors, the range of its integer inputs (tensor_range) and the integer inputs it saved beside
-// the trace.
+// tensors and other input values, the range of its integer inputs (tensor_range: per tensor and
+// per element) and the integer inputs it saved beside the trace.
 // Constants of the host and torch, never of a workload.
 struct CaptureCost {
   double boundary_us = 0;         // per span boundary (an op starting or ending)
@@ -183,6 +183,11 @@ struct CaptureCost {
   double saved_us_per_mb = 0;     // per MiB of its integer inputs saved (Workload.integer_data)
   // As range_us_per_melem, for inputs broadcast along a dimension by a zero stride.
   double range_strided_us_per_melem = 0;
+  // Per other input value: a scalar, None, a string, each item of a list of them.
+  double input_value_us = 0;
+  // Per input tensor with a recorded range, beside range_us_per_melem: computing a range costs
+  // a few microseconds even for one element (a Python int the op wraps in a tensor).
+  double range_tensor_us = 0;
   // The cost before `op` starts beyond the boundary itself (0 when the figures are 0).
   double BeforeStart(const proto::Op& op, const proto::Workload& workload,
                      int64_t saved_bytes) const;
@@ -200,6 +205,9 @@ CaptureCost CaptureCostFor(const proto::Workload& workload, const CaptureCost& f
 // The tensors among an op's inputs, those in lists and undefined ones too (what
 // CaptureCost::input_tensor_us prices).
 int64_t InputTensorCount(const proto::Op& op);
+// The op's other input values, each item of a list counted (what CaptureCost::input_value_us
+// prices).
+int64_t InputValueCount(const proto::Op& op);
 
 // True when the capture computed the ranges of at least 10^5 integer elements (distinct
 // tensors) or saved at least 800 KB of integer inputs: where CaptureCost's integer figures
