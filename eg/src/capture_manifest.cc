@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "mimic/base/file.h"
+#include "mimic/eg/workload.h"
 
 namespace mimic::eg {
 
@@ -49,27 +50,20 @@ Status ParseSystem(const std::string& where, simdjson::dom::object o, proto::Sys
   return Status::Ok();
 }
 
-// {"boundary_us": > 0, "input_tensor_us", "input_value_us", "range_tensor_us",
-// "range_us_per_melem", "range_strided_us_per_melem", "saved_us_per_mb": >= 0 (0 when absent),
-// "source": text}.
+// {"boundary_us": > 0, the other figures of kCaptureFigures by their figures_field: >= 0 (0 when
+// absent), "source": text}.
 Status ParseCaptureCost(const std::string& where, simdjson::dom::object o,
                         proto::CaptureCostFigures& out) {
-  const std::pair<const char*, void (proto::CaptureCostFigures::*)(double)> fields[] = {
-      {"boundary_us", &proto::CaptureCostFigures::set_boundary_us},
-      {"input_tensor_us", &proto::CaptureCostFigures::set_input_tensor_us},
-      {"input_value_us", &proto::CaptureCostFigures::set_input_value_us},
-      {"range_tensor_us", &proto::CaptureCostFigures::set_range_tensor_us},
-      {"range_us_per_melem", &proto::CaptureCostFigures::set_range_us_per_melem},
-      {"range_strided_us_per_melem", &proto::CaptureCostFigures::set_range_strided_us_per_melem},
-      {"saved_us_per_mb", &proto::CaptureCostFigures::set_saved_us_per_mb}};
-  for (const auto& [key, set] : fields) {
+  CaptureCost cost;
+  for (const CaptureFigure& figure : kCaptureFigures) {
     simdjson::dom::element v;
-    if (o[key].get(v) != simdjson::SUCCESS) continue;
+    if (o[figure.figures_field].get(v) != simdjson::SUCCESS) continue;
     double x;
     if (v.get(x) != simdjson::SUCCESS || !std::isfinite(x) || x < 0)
-      return Status::InvalidInput(where + "." + key + " is not a number >= 0");
-    (out.*set)(x);
+      return Status::InvalidInput(where + "." + figure.figures_field + " is not a number >= 0");
+    cost.*figure.member = x;
   }
+  SetCaptureCostInMessage(cost, &CaptureFigure::figures_field, out);
   if (!(out.boundary_us() > 0))
     return Status::InvalidInput(where + ".boundary_us is missing or not > 0");
   std::string_view source;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -482,16 +483,52 @@ double CaptureCost::BeforeStart(const proto::Op& op, const proto::Workload& w,
   return us;
 }
 
-CaptureCost CaptureCostFromFigures(const proto::CaptureCostFigures& f) {
+const std::vector<CaptureFigure> kCaptureFigures = {
+    {&CaptureCost::boundary_us, "boundary_us", "capture_cost_us", "per event boundary"},
+    {&CaptureCost::input_tensor_us, "input_tensor_us", "capture_input_tensor_us",
+     "per input tensor"},
+    {&CaptureCost::input_value_us, "input_value_us", "capture_input_value_us",
+     "per other input value"},
+    {&CaptureCost::range_tensor_us, "range_tensor_us", "capture_range_tensor_us",
+     "per input tensor ranged"},
+    {&CaptureCost::range_us_per_melem, "range_us_per_melem", "capture_range_us_per_melem",
+     "per million integer elements ranged"},
+    {&CaptureCost::range_strided_us_per_melem, "range_strided_us_per_melem",
+     "capture_range_strided_us_per_melem", "per million broadcast ones"},
+    {&CaptureCost::saved_us_per_mb, "saved_us_per_mb", "capture_saved_us_per_mb",
+     "per MiB of integer inputs saved"},
+};
+
+namespace {
+
+// The double field of `m` named by `figure`.`field`; a missing one is a bug in the table.
+const google::protobuf::FieldDescriptor& FigureField(const google::protobuf::Message& m,
+                                                     const CaptureFigure& figure,
+                                                     const char* CaptureFigure::*field) {
+  const google::protobuf::FieldDescriptor* f = m.GetDescriptor()->FindFieldByName(figure.*field);
+  if (!f || f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE)
+    throw std::logic_error(m.GetTypeName() + " has no double field " + figure.*field);
+  return *f;
+}
+
+}  // namespace
+
+CaptureCost CaptureCostFromMessage(const google::protobuf::Message& m,
+                                   const char* CaptureFigure::*field) {
   CaptureCost c;
-  c.boundary_us = f.boundary_us();
-  c.input_tensor_us = f.input_tensor_us();
-  c.input_value_us = f.input_value_us();
-  c.range_tensor_us = f.range_tensor_us();
-  c.range_us_per_melem = f.range_us_per_melem();
-  c.saved_us_per_mb = f.saved_us_per_mb();
-  c.range_strided_us_per_melem = f.range_strided_us_per_melem();
+  for (const CaptureFigure& figure : kCaptureFigures)
+    c.*figure.member = m.GetReflection()->GetDouble(m, &FigureField(m, figure, field));
   return c;
+}
+
+void SetCaptureCostInMessage(const CaptureCost& cost, const char* CaptureFigure::*field,
+                             google::protobuf::Message& m) {
+  for (const CaptureFigure& figure : kCaptureFigures)
+    m.GetReflection()->SetDouble(&m, &FigureField(m, figure, field), cost.*figure.member);
+}
+
+CaptureCost CaptureCostFromFigures(const proto::CaptureCostFigures& f) {
+  return CaptureCostFromMessage(f, &CaptureFigure::figures_field);
 }
 
 CaptureCost CaptureCostFor(const proto::Workload& w, const CaptureCost& fallback) {
@@ -500,20 +537,13 @@ CaptureCost CaptureCostFor(const proto::Workload& w, const CaptureCost& fallback
 }
 
 std::string CaptureCost::Describe() const {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.3f us per event boundary", boundary_us);
-  std::string out = buf;
-  const std::pair<double, const char*> extra[] = {
-      {input_tensor_us, "per input tensor"},
-      {input_value_us, "per other input value"},
-      {range_tensor_us, "per input tensor ranged"},
-      {range_us_per_melem, "per million integer elements ranged"},
-      {range_strided_us_per_melem, "per million broadcast ones"},
-      {saved_us_per_mb, "per MiB of integer inputs saved"}};
-  for (const auto& [us, what] : extra) {
-    if (us <= 0) continue;
-    std::snprintf(buf, sizeof(buf), ", %.3f us ", us);
-    out += buf + std::string(what);
+  std::string out;
+  for (const CaptureFigure& figure : kCaptureFigures) {
+    const double us = this->*figure.member;
+    if (us <= 0 && figure.member != &CaptureCost::boundary_us) continue;
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%s%.3f us %s", out.empty() ? "" : ", ", us, figure.per);
+    out += buf;
   }
   return out;
 }

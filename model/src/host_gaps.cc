@@ -23,25 +23,11 @@ double IssuerT1(const proto::CpuOverheads& c, eg::Issuer issuer) {
 }
 
 eg::CaptureCost CaptureCostOf(const proto::CpuOverheads& c) {
-  eg::CaptureCost cost;
-  cost.boundary_us = c.capture_cost_us();
-  cost.input_tensor_us = c.capture_input_tensor_us();
-  cost.input_value_us = c.capture_input_value_us();
-  cost.range_tensor_us = c.capture_range_tensor_us();
-  cost.range_us_per_melem = c.capture_range_us_per_melem();
-  cost.range_strided_us_per_melem = c.capture_range_strided_us_per_melem();
-  cost.saved_us_per_mb = c.capture_saved_us_per_mb();
-  return cost;
+  return eg::CaptureCostFromMessage(c, &eg::CaptureFigure::platform_field);
 }
 
 void SetCaptureCost(const eg::CaptureCost& cost, proto::CpuOverheads& c) {
-  c.set_capture_cost_us(cost.boundary_us);
-  c.set_capture_input_tensor_us(cost.input_tensor_us);
-  c.set_capture_input_value_us(cost.input_value_us);
-  c.set_capture_range_tensor_us(cost.range_tensor_us);
-  c.set_capture_range_us_per_melem(cost.range_us_per_melem);
-  c.set_capture_range_strided_us_per_melem(cost.range_strided_us_per_melem);
-  c.set_capture_saved_us_per_mb(cost.saved_us_per_mb);
+  eg::SetCaptureCostInMessage(cost, &eg::CaptureFigure::platform_field, c);
 }
 
 bool HasIssuerT1(const proto::CpuOverheads& c) {

@@ -10,6 +10,7 @@
 
 #include "builtin_platforms.h"
 #include "mimic/base/file.h"
+#include "mimic/model/host_gaps.h"
 
 namespace mimic::model {
 namespace {
@@ -74,14 +75,6 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
       {"cpu_overheads.t5_us", p.cpu_overheads().t5_us()},
       {"cpu_overheads.dispatch_us", p.cpu_overheads().dispatch_us()},
       {"cpu_overheads.framework_us", p.cpu_overheads().framework_us()},
-      {"cpu_overheads.capture_cost_us", p.cpu_overheads().capture_cost_us()},
-      {"cpu_overheads.capture_input_tensor_us", p.cpu_overheads().capture_input_tensor_us()},
-      {"cpu_overheads.capture_input_value_us", p.cpu_overheads().capture_input_value_us()},
-      {"cpu_overheads.capture_range_tensor_us", p.cpu_overheads().capture_range_tensor_us()},
-      {"cpu_overheads.capture_range_us_per_melem", p.cpu_overheads().capture_range_us_per_melem()},
-      {"cpu_overheads.capture_saved_us_per_mb", p.cpu_overheads().capture_saved_us_per_mb()},
-      {"cpu_overheads.capture_range_strided_us_per_melem",
-       p.cpu_overheads().capture_range_strided_us_per_melem()},
       {"cpu_overheads.t1_forward_us", p.cpu_overheads().t1_forward_us()},
       {"cpu_overheads.t1_backward_us", p.cpu_overheads().t1_backward_us()},
       {"cpu_overheads.t1_optimizer_us", p.cpu_overheads().t1_optimizer_us()},
@@ -89,6 +82,10 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
       {"threads", static_cast<double>(p.threads())},
   };
   for (const auto& [field, v] : figures) MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, field, v));
+  const eg::CaptureCost capture = CaptureCostOf(p.cpu_overheads());
+  for (const eg::CaptureFigure& figure : eg::kCaptureFigures)
+    MIMIC_RETURN_IF_ERROR(CheckNonNegative(
+        path, std::string("cpu_overheads.") + figure.platform_field, capture.*figure.member));
   for (int i = 0; i < p.gemm_efficiency_size(); ++i)
     MIMIC_RETURN_IF_ERROR(
         CheckEfficiency(path, "gemm_efficiency[" + std::to_string(i) + "]", p.gemm_efficiency(i)));

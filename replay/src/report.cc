@@ -341,14 +341,8 @@ class JsonReporter final : public Reporter {
     j.EndObject();
     j.Key("host_gaps").BeginObject();
     j.Key("mode").String(HostGapsName(r.host_gaps.mode));
-    j.Key("capture_cost_us").Double(r.host_gaps.capture_cost.boundary_us);
-    j.Key("capture_input_tensor_us").Double(r.host_gaps.capture_cost.input_tensor_us);
-    j.Key("capture_input_value_us").Double(r.host_gaps.capture_cost.input_value_us);
-    j.Key("capture_range_tensor_us").Double(r.host_gaps.capture_cost.range_tensor_us);
-    j.Key("capture_range_us_per_melem").Double(r.host_gaps.capture_cost.range_us_per_melem);
-    j.Key("capture_range_strided_us_per_melem")
-        .Double(r.host_gaps.capture_cost.range_strided_us_per_melem);
-    j.Key("capture_saved_us_per_mb").Double(r.host_gaps.capture_cost.saved_us_per_mb);
+    for (const eg::CaptureFigure& figure : eg::kCaptureFigures)
+      j.Key(figure.platform_field).Double(r.host_gaps.capture_cost.*figure.member);
     j.Key("capture_cost_from").String(r.host_gaps.capture_cost_from);
     j.Key("modelled_t1_us").BeginObject();
     if (r.host_gaps.mode == HostGaps::kModelled)

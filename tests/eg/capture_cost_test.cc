@@ -6,6 +6,7 @@
 #include "mimic/eg/capture_manifest.h"
 #include "mimic/eg/execution_trace.h"
 #include "mimic/eg/workload.h"
+#include "proto/platform.pb.h"
 #include "testing.h"
 
 namespace mimic::eg {
@@ -106,6 +107,34 @@ TEST(CaptureCost, BoundariesCarryTheInputsRangesAndSavedDataOfTheOpStartingThere
   EXPECT_EQ(cost.Describe(),
             "1.000 us per event boundary, 0.500 us per input tensor, 2.000 us per million "
             "integer elements ranged, 3.000 us per MiB of integer inputs saved");
+}
+
+// Every figure has one row in kCaptureFigures, and every copy of the figures (the capture's own,
+// a platform's) has a field for each row and no figure without one: a figure added to one place
+// and not the others fails here.
+TEST(CaptureCost, OneTableNamesEveryFigureInEveryMessage) {
+  CaptureCost cost;
+  double x = 1;
+  for (const CaptureFigure& figure : kCaptureFigures) cost.*figure.member = x++;
+  proto::CaptureCostFigures figures;
+  SetCaptureCostInMessage(cost, &CaptureFigure::figures_field, figures);
+  proto::CpuOverheads platform;
+  SetCaptureCostInMessage(cost, &CaptureFigure::platform_field, platform);
+  for (const CaptureCost& back : {CaptureCostFromFigures(figures),
+                                  CaptureCostFromMessage(platform, &CaptureFigure::platform_field)})
+    for (const CaptureFigure& figure : kCaptureFigures)
+      EXPECT_EQ(back.*figure.member, cost.*figure.member) << figure.platform_field;
+  const auto* d = proto::CaptureCostFigures::descriptor();
+  int doubles = 0;
+  for (int i = 0; i < d->field_count(); ++i)
+    doubles += d->field(i)->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE;
+  EXPECT_EQ(doubles, static_cast<int>(kCaptureFigures.size()));
+  const auto* o = proto::CpuOverheads::descriptor();
+  int capture = 0;
+  for (int i = 0; i < o->field_count(); ++i)
+    capture += o->field(i)->name().rfind("capture_", 0) == 0;
+  EXPECT_EQ(capture, static_cast<int>(kCaptureFigures.size()));
+  EXPECT_EQ(cost.Describe().substr(0, 27), "1.000 us per event boundary");
 }
 
 // A gap the capture's cost would more than fill is no gap.

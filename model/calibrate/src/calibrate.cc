@@ -175,14 +175,11 @@ std::string CalibrateCaptureCost(const CalibrateOptions& o, c10::Device device,
   }
   if (runs.empty()) return "capture_cost_us not measured (" + error + ")";
   eg::CaptureCost combined;
-  for (double eg::CaptureCost::*figure :
-       {&eg::CaptureCost::boundary_us, &eg::CaptureCost::input_tensor_us,
-        &eg::CaptureCost::input_value_us, &eg::CaptureCost::range_tensor_us,
-        &eg::CaptureCost::range_us_per_melem, &eg::CaptureCost::saved_us_per_mb,
-        &eg::CaptureCost::range_strided_us_per_melem}) {
+  for (const eg::CaptureFigure& figure : eg::kCaptureFigures) {
     std::vector<double> v;
-    for (const eg::CaptureCost& r : runs) v.push_back(r.*figure);
-    combined.*figure = o.statistic == "min" ? *std::min_element(v.begin(), v.end()) : Median(v);
+    for (const eg::CaptureCost& r : runs) v.push_back(r.*figure.member);
+    combined.*figure.member =
+        o.statistic == "min" ? *std::min_element(v.begin(), v.end()) : Median(v);
   }
   model::SetCaptureCost(combined, c);
   const std::string figures = combined.Describe();

@@ -196,8 +196,26 @@ struct CaptureCost {
   std::string Describe() const;
 };
 
+// Each figure of CaptureCost, the one table its copies in protos, manifests and reports follow:
+// its member, its field in proto::CaptureCostFigures (a manifest's "capture_cost", the
+// capture's own figures), its field in a platform's proto::CpuOverheads (also its key in a replay
+// report's host_gaps), and what it is paid per (CaptureCost::Describe).
+struct CaptureFigure {
+  double CaptureCost::*member;
+  const char* figures_field;
+  const char* platform_field;
+  const char* per;
+};
+extern const std::vector<CaptureFigure> kCaptureFigures;
+
 // The figures a capture recorded for its own cost (OriginalRun.capture_cost), as a CaptureCost.
 CaptureCost CaptureCostFromFigures(const proto::CaptureCostFigures& figures);
+// The same from and into a message holding the figures under the fields of `field` (one of
+// CaptureFigure's field names): CaptureCostFigures, CpuOverheads.
+CaptureCost CaptureCostFromMessage(const google::protobuf::Message& m,
+                                   const char* CaptureFigure::*field);
+void SetCaptureCostInMessage(const CaptureCost& cost, const char* CaptureFigure::*field,
+                             google::protobuf::Message& m);
 // The capture's cost to take off `workload`'s recorded gaps: what the capture measured for itself
 // where it did (OriginalRun.capture_cost), else `fallback` (a host's calibrated figures).
 CaptureCost CaptureCostFor(const proto::Workload& workload, const CaptureCost& fallback);
