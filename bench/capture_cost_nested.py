@@ -3,11 +3,12 @@
 loops of one op each, recorded once under Kineto alone (shapes and memory events) and once under
 the whole capture (Kineto and the execution-trace observer, as scripts/capture_fleet_samples.py
 records), alternated over rounds with an unprofiled pass. For each op: how many ops the observer
-recorded per call (the op and those it calls), the median top-level span and gap under each, what
-the replay takes off that gap at this host's figures (`mimic calibrate --only capture`: two
-boundaries, the op's input tensors, other input values and ranged integer tensors; docs/replay.md,
-Host gaps), and what the gap keeps beyond that and beyond the host's own time between two calls
-(an unprofiled call less the op's span under Kineto alone): the capture's cost the figures miss.
+recorded per call (the op and those it calls), an unprofiled call, the median top-level span and
+gap under each, what the replay takes off that gap at this host's figures (`mimic calibrate
+--only capture`: two boundaries, the op's input tensors, other input values and ranged integer
+tensors; docs/replay.md, Host gaps), and what the replay then waits: the host's own time between
+two calls (a few tenths of a microsecond of Python loop, more where Python wraps a number in a
+tensor) plus whatever the figures miss.
 
 The ops differ in one thing at a time: `p.add_(t)` of a float 0-dim tensor calls nothing, of a
 long one calls aten::to -> _to_copy -> empty_strided + copy_ (what `p.add_(1)` and
@@ -135,16 +136,15 @@ def main() -> None:
             top = min(nodes, key=lambda n: n["id"])
             counts = (2, *count_inputs(top))
             priced = sum(n * figures.get(k, 0) for n, k in zip(counts, keys))
-            host = statistics.median(passes) - kineto[0]
             rows.setdefault(name, []).append((*kineto, *whole, len(nodes) / (20 * CALLS), priced,
-                                              whole[1] - priced - host))
-    print("\n| op | ops recorded per call | span, Kineto alone -> whole capture, us | gap, Kineto alone -> "
-          "whole capture, us | priced | left in the gap beyond the price and the host's own time |")
-    print("|---|---:|---|---|---:|---:|")
+                                              statistics.median(passes)))
+    print("\n| op | ops recorded per call | unprofiled call us | span, Kineto alone -> whole capture, "
+          "us | gap, Kineto alone -> whole capture, us | priced | gap less priced |")
+    print("|---|---:|---:|---|---|---:|---:|")
     for name, r in rows.items():
         med = [statistics.median(x[i] for x in r) for i in range(7)]
-        print(f"| {name} | {med[4]:.0f} | {med[0]:.1f} -> {med[2]:.1f} | {med[1]:.1f} -> {med[3]:.1f} | "
-              f"{med[5]:.1f} | {med[6]:+.1f} |")
+        print(f"| {name} | {med[4]:.0f} | {med[6]:.1f} | {med[0]:.1f} -> {med[2]:.1f} | "
+              f"{med[1]:.1f} -> {med[3]:.1f} | {med[5]:.1f} | {med[3] - med[5]:+.1f} |")
 
 
 if __name__ == "__main__":
