@@ -433,6 +433,9 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
         profiled_ms = profile_steps(workload.step, profiled_steps, et_path,
                                     kineto_path,
                                     integer_data_ops=workload.integer_data_ops)
+        # The same steps again right after: where the medians differ, the machine's speed moved
+        # during the capture (a replay reports it as the original's drift).
+        iteration_ms_after = [timed(workload.step) for _ in range(timed_steps)]
         capture_cost = measure_capture_cost(torch.get_num_threads())
         with open(et_path) as f:
             et = json.load(f)
@@ -452,6 +455,7 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
     entry = manifest_entry(workload, workload.name, et_name, kineto_name,
                            iteration_ms, profiled_ms, steps, faults)
     entry["system"] = system
+    entry["iteration_ms_after"] = [round(ms, 3) for ms in iteration_ms_after]
     if capture_cost:
         entry["capture_cost"] = capture_cost
     return entry

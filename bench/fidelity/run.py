@@ -71,6 +71,13 @@ def cpu_ratio(rep: dict) -> str:
     return f"{(r['cpu_user_ms'] + r['cpu_sys_ms']) / (o['cpu_user_ms'] + o['cpu_sys_ms']):.3f}"
 
 
+def drift(rep: dict) -> str:
+    """How far the original's unprofiled step moved from before its profiled steps to right after
+    them: this machine's own drift during the capture, against which a ratio can be read."""
+    d = rep["original"].get("drift")
+    return "-" if d is None else f"{d * 100:+.0f}%"
+
+
 def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, tuple[float, float | None]]:
     work = os.path.join(args.work, f"run{k}")
     os.makedirs(work, exist_ok=True)
@@ -80,9 +87,9 @@ def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, tup
     start = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(f"\n### Run {k} ({start}, 1-minute load {os.getloadavg()[0]:.2f} after the captures)\n")
     base_col = " baseline ratio |" if args.baseline else ""
-    print(f"| model | original ms | replay ms | ratio |{base_col} CPU ratio | coverage | capture's cost taken off |"
-          " largest per-op differences (ms) | original system | replay system |")
-    print("|---|---:|---:|---:|" + ("---:|" if args.baseline else "") + "---:|---|---|---|---|---|")
+    print(f"| model | original ms | original's drift | replay ms | ratio |{base_col} CPU ratio | coverage |"
+          " capture's cost taken off | largest per-op differences (ms) | original system | replay system |")
+    print("|---|---:|---:|---:|---:|" + ("---:|" if args.baseline else "") + "---:|---|---|---|---|---|")
     for name in names:
         # The two builds take turns going first, so that neither always meets the machine as the
         # other one left it.
@@ -96,7 +103,7 @@ def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, tup
         ratios[name] = (ratio, base)
         cov = rep["coverage"]
         base_cell = f" {base:.3f} |" if args.baseline else ""
-        print(f"| {name} | {rep['original_iteration_ms']:.2f} | {rep['iteration_ms']['median']:.2f} | "
+        print(f"| {name} | {rep['original_iteration_ms']:.2f} | {drift(rep)} | {rep['iteration_ms']['median']:.2f} | "
               f"{ratio:.3f} |{base_cell} {cpu_ratio(rep)} | {cov['replayed']}/{cov['total']} | {capture_cost(rep)} | "
               f"{attribution(rep)} | "
               f"{system(rep['system']['original'])} | {system(rep['system']['replay'])} |", flush=True)

@@ -113,6 +113,15 @@ Result<CaptureManifest> ParseCaptureManifest(const std::string& path, std::strin
         return Status::InvalidInput(where + ".iteration_ms holds a value that is not a positive number");
       c.iteration_ms.push_back(ms);
     }
+    if (simdjson::dom::array after; e["iteration_ms_after"].get(after) == simdjson::SUCCESS) {
+      for (simdjson::dom::element t : after) {
+        double ms;
+        if (t.get(ms) != simdjson::SUCCESS || ms <= 0)
+          return Status::InvalidInput(
+              where + ".iteration_ms_after holds a value that is not a positive number");
+        c.iteration_ms_after.push_back(ms);
+      }
+    }
     if (double f; e["page_faults_per_step"].get(f) == simdjson::SUCCESS) {
       if (f < 0) return Status::InvalidInput(where + ".page_faults_per_step is negative");
       c.page_faults_per_step = f;
@@ -140,6 +149,8 @@ void ApplyCaptureSample(const CaptureSample& sample, const std::string& manifest
   proto::OriginalRun& o = *w.mutable_original();
   o.clear_iteration_ms();
   for (double ms : sample.iteration_ms) o.add_iteration_ms(ms);
+  o.clear_iteration_ms_after();
+  for (double ms : sample.iteration_ms_after) o.add_iteration_ms_after(ms);
   if (sample.page_faults_per_step >= 0) o.set_page_faults_per_iteration(sample.page_faults_per_step);
   if (sample.system.present()) *o.mutable_system() = sample.system;
   if (sample.step_memory_peak_bytes >= 0) {  // an unprofiled step's, preferred to Kineto's

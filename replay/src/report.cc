@@ -1,5 +1,6 @@
 #include "mimic/replay/report.h"
 
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -252,6 +253,10 @@ class JsonReporter final : public Reporter {
     j.Key("samples").BeginArray();
     for (double v : w.original().iteration_ms()) j.Double(v);
     j.EndArray();
+    j.Key("samples_after").BeginArray();
+    for (double v : w.original().iteration_ms_after()) j.Double(v);
+    j.EndArray();
+    j.Key("drift").Optional(OriginalDrift(w));
     j.EndObject();
 
     j.Key("transformations").BeginArray();
@@ -489,6 +494,11 @@ class ConsoleReporter final : public Reporter {
                         : "-");
       line(buf);
       line("  (original: " + w.original().source() + "; ratio = replay median / original median)");
+      if (const std::optional<double> drift = OriginalDrift(w); drift && std::abs(*drift) >= 0.1)
+        line("  unsteady original: its unprofiled step's median moved " +
+             Format("%+.0f", *drift * 100) +
+             "% from before its profiled steps to right after them; this machine's speed changed "
+             "during the capture, and a ratio cannot be read closer than that");
       for (const std::string& why : not_comparable) line("  no ratio: " + why);
       if (!not_comparable.empty())
         line("  (scripts/run.sh captures a fresh original on this machine and replays it)");
@@ -553,6 +563,13 @@ std::optional<double> OriginalMedianMs(const proto::Workload& w) {
   const auto& s = w.original().iteration_ms();
   if (s.empty()) return std::nullopt;
   return Median(std::vector<double>(s.begin(), s.end()));
+}
+
+std::optional<double> OriginalDrift(const proto::Workload& w) {
+  const auto& after = w.original().iteration_ms_after();
+  const std::optional<double> before = OriginalMedianMs(w);
+  if (after.empty() || !before || *before <= 0) return std::nullopt;
+  return Median(std::vector<double>(after.begin(), after.end())) / *before - 1;
 }
 
 ReportContext MakeContext(const proto::Workload& w, const std::string& input_path, const std::string& device) {

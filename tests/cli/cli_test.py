@@ -256,6 +256,30 @@ class ReplayTest(unittest.TestCase):
                 self.assertIn("as the capture measured it", p.stdout)
         self.assertGreater(waited[0.75], waited[3.0])
 
+    def test_an_original_whose_speed_moved_during_the_capture_is_flagged(self):
+        # The capture times unprofiled steps before and right after the profiled ones; a replay
+        # reports how far the original's median moved (its drift) and, from 10 % on, says that a
+        # ratio cannot be read closer than that.
+        manifest = load_json(os.path.join(SAMPLES, "manifest.json"))
+        entry = next(s for s in manifest["samples"] if s["name"] == "mlp")
+        for factor, flagged in ((1.5, True), (1.0, False)):
+            with tempfile.TemporaryDirectory() as d:
+                for f in (entry["et"], entry["kineto"]):
+                    shutil.copy(os.path.join(SAMPLES, f), d)
+                moved = dict(entry, iteration_ms_after=[ms * factor for ms in entry["iteration_ms"]])
+                with open(os.path.join(d, "manifest.json"), "w") as f:
+                    json.dump({"samples": [moved]}, f)
+                report = os.path.join(d, "r.json")
+                r = mimic("replay", os.path.join(d, entry["et"]), "--warmup", "0", "--iters", "1",
+                          "--report", report)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                original = load_json(report)["original"]
+                self.assertAlmostEqual(original["drift"], factor - 1, places=6)
+                self.assertEqual(len(original["samples_after"]), len(entry["iteration_ms"]))
+                self.assertEqual("unsteady original" in r.stdout, flagged, r.stdout)
+                if flagged:
+                    self.assertIn("moved +50%", r.stdout)
+
     def test_integer_inputs_from_the_values_the_capture_saved(self):
         # tests/data/make_hot_embedding.py saved its four integer inputs beside the trace; the
         # replay fills those tensors with them and says so.

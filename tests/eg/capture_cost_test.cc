@@ -197,5 +197,23 @@ TEST(CaptureCost, AManifestsFiguresAreChecked) {
   }
 }
 
+// The steps timed right after the profiled ones come with the original run, and are checked
+// like those before.
+TEST(CaptureCost, TheStepsTimedAfterTheProfiledOnesComeWithTheOriginal) {
+  auto m = ParseCaptureManifest(
+      "manifest.json", R"({"samples": [{"name": "m", "et": "m.et.json.gz", "iteration_ms": [2.0],
+                                         "iteration_ms_after": [3.0, 2.5]}]})");
+  ASSERT_THAT(m, IsOk());
+  proto::Workload w;
+  ApplyCaptureSample(m->samples[0], "manifest.json", w);
+  ASSERT_EQ(w.original().iteration_ms_after_size(), 2);
+  EXPECT_DOUBLE_EQ(w.original().iteration_ms_after(1), 2.5);
+  auto bad = ParseCaptureManifest(
+      "manifest.json", R"({"samples": [{"name": "m", "et": "m.et.json.gz", "iteration_ms": [2.0],
+                                         "iteration_ms_after": [0]}]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), ::testing::HasSubstr("samples[0].iteration_ms_after"));
+}
+
 }  // namespace
 }  // namespace mimic::eg

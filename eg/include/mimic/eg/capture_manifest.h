@@ -25,6 +25,8 @@ struct CaptureSample {
   int64_t rank = -1;        // multi-rank captures (scripts/capture_ddp_samples.py)
   int64_t world_size = 0;
   std::vector<double> iteration_ms;
+  // The same number of unprofiled steps timed right after the profiled ones; empty if not timed.
+  std::vector<double> iteration_ms_after;
   double page_faults_per_step = -1;  // of the unprofiled steps; -1 if not recorded
   // The most bytes the device's allocator held during a step above what it held when the step
   // began (torch.cuda.max_memory_allocated on CUDA); -1 if not recorded.

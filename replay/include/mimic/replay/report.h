@@ -28,6 +28,10 @@ ReportContext MakeContext(const proto::Workload& workload, const std::string& in
 
 // The original run's median iteration time, when the workload knows it.
 std::optional<double> OriginalMedianMs(const proto::Workload& workload);
+// How far the original's median unprofiled step moved from before its profiled steps to right
+// after them (after / before - 1), when the capture timed both: the machine's own drift during
+// the capture, a bound on how closely a ratio to that original can be read.
+std::optional<double> OriginalDrift(const proto::Workload& workload);
 
 class Reporter {
  public:
