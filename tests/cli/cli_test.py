@@ -227,6 +227,19 @@ class ReplayTest(unittest.TestCase):
         self.assertGreater(gaps["gaps"], 0)
         self.assertLess(gaps["ms_per_iteration"], rep["original_iteration_ms"])
 
+    def replay_with_manifest_entry(self, entry, d):
+        """Replays a fleet sample's capture, copied into `d` beside a manifest of `entry` alone,
+        one iteration; returns the run and its JSON report."""
+        for f in (entry["et"], entry["kineto"]):
+            shutil.copy(os.path.join(SAMPLES, f), d)
+        with open(os.path.join(d, "manifest.json"), "w") as f:
+            json.dump({"samples": [entry]}, f)
+        report = os.path.join(d, "r.json")
+        r = mimic("replay", os.path.join(d, entry["et"]), "--warmup", "0", "--iters", "1",
+                  "--report", report)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r, load_json(report)
+
     def test_the_captures_own_cost_is_taken_off_its_gaps(self):
         # A capture that measured its own cost (scripts/capture_fleet_samples.py, right after
         # the profiled steps) has it taken off its recorded gaps, not this host's: the gaps
@@ -236,17 +249,10 @@ class ReplayTest(unittest.TestCase):
         waited = {}
         for boundary_us in (0.75, 3.0):
             with tempfile.TemporaryDirectory() as d:
-                for f in (entry["et"], entry["kineto"]):
-                    shutil.copy(os.path.join(SAMPLES, f), d)
                 own = dict(entry, capture_cost={"boundary_us": boundary_us, "input_tensor_us": 0.25,
                                                 "source": "the test's figures"})
-                with open(os.path.join(d, "manifest.json"), "w") as f:
-                    json.dump({"samples": [own]}, f)
-                report = os.path.join(d, "r.json")
-                r = mimic("replay", os.path.join(d, entry["et"]), "--warmup", "0", "--iters", "1",
-                          "--report", report)
-                self.assertEqual(r.returncode, 0, r.stderr)
-                gaps = load_json(report)["host_gaps"]
+                r, report = self.replay_with_manifest_entry(own, d)
+                gaps = report["host_gaps"]
                 self.assertEqual(gaps["capture_cost_from"], "measured at capture time (the test's figures)")
                 self.assertEqual((gaps["capture_cost_us"], gaps["capture_input_tensor_us"]), (boundary_us, 0.25))
                 self.assertIn("measured at capture time", r.stdout)
@@ -264,16 +270,9 @@ class ReplayTest(unittest.TestCase):
         entry = next(s for s in manifest["samples"] if s["name"] == "mlp")
         for factor, flagged in ((1.5, True), (1.0, False)):
             with tempfile.TemporaryDirectory() as d:
-                for f in (entry["et"], entry["kineto"]):
-                    shutil.copy(os.path.join(SAMPLES, f), d)
                 moved = dict(entry, iteration_ms_after=[ms * factor for ms in entry["iteration_ms"]])
-                with open(os.path.join(d, "manifest.json"), "w") as f:
-                    json.dump({"samples": [moved]}, f)
-                report = os.path.join(d, "r.json")
-                r = mimic("replay", os.path.join(d, entry["et"]), "--warmup", "0", "--iters", "1",
-                          "--report", report)
-                self.assertEqual(r.returncode, 0, r.stderr)
-                original = load_json(report)["original"]
+                r, report = self.replay_with_manifest_entry(moved, d)
+                original = report["original"]
                 self.assertAlmostEqual(original["drift"], factor - 1, places=6)
                 self.assertEqual(len(original["samples_after"]), len(entry["iteration_ms"]))
                 self.assertEqual("unsteady original" in r.stdout, flagged, r.stdout)
