@@ -15,12 +15,12 @@ long one calls aten::to -> _to_copy -> empty_strided + copy_ (what `p.add_(1)` a
 `p.mul_(0.9)` on a float tensor do, as optimizers' loops are full of); `aten::stack` calls
 `aten::cat`; `empty_strided` of lists of 2 and 16 items differs in its input values alone.
 
-Usage: OMP_NUM_THREADS=1 python3 bench/capture_cost_nested.py [--rounds 3] [--mimic BIN]"""
+Usage: OMP_NUM_THREADS=1 python3 bench/capture_cost_nested.py [--rounds 3]
+Environment: MIMIC (default build/default/cli/mimic), the binary that measures the figures."""
 import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,12 +53,7 @@ def bodies() -> dict:
 
 def spans_and_gaps(events: list[dict]) -> tuple[float, float]:
     """The median span of the top-level aten ops and the median gap between them (us)."""
-    events = sorted((e for e in events if e["name"].startswith("aten::")),
-                    key=lambda e: (e["ts"], -e["dur"]))
-    tops = []
-    for e in events:
-        if not tops or e["ts"] >= tops[-1]["ts"] + tops[-1]["dur"]:
-            tops.append(e)
+    tops = cfs.top_level_ops(events)
     gaps = [b["ts"] - a["ts"] - a["dur"] for a, b in zip(tops, tops[1:])]
     return statistics.median(e["dur"] for e in tops), statistics.median(gaps)
 
@@ -99,23 +94,14 @@ def split_types(s: str) -> list[str]:
     return out
 
 
-def calibrated(mimic: str) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "p.json")
-        subprocess.run([mimic, "calibrate", "--only", "capture", "--base",
-                        os.path.join(HERE, "..", "platforms", "cpu_host.json"), "--threads", "1",
-                        "--trials", "3", "-o", out], check=True, capture_output=True)
-        with open(out) as f:
-            return json.load(f)["cpu_overheads"]
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--mimic", default=os.path.join(HERE, "..", "build", "default", "cli", "mimic"))
     args = p.parse_args()
-    figures = calibrated(args.mimic)
-    keys = ("capture_cost_us", "capture_input_tensor_us", "capture_input_value_us", "capture_range_tensor_us")
+    figures = cfs.measure_capture_cost(torch.get_num_threads())  # as a capture measures them
+    if figures is None:
+        sys.exit("capture_cost_nested: no figures (build mimic first)")
+    keys = ("boundary_us", "input_tensor_us", "input_value_us", "range_tensor_us")
     print("figures: " + ", ".join(f"{k} {figures.get(k, 0):.3f}" for k in keys))
     tmp = tempfile.mkdtemp()
     rows: dict[str, list] = {}

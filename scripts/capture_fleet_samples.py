@@ -292,6 +292,18 @@ def host_events_under_capture(body: Callable[[], Any], tmp: str,
                 if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")]
 
 
+def top_level_ops(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The aten ops among host spans that no other aten op holds, in start order."""
+    tops, stack = [], []
+    for e in sorted(events, key=lambda e: (e["ts"], -e["dur"])):
+        while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
+            stack.pop()
+        if e["name"].startswith("aten::") and not any(s["name"].startswith("aten::") for s in stack):
+            tops.append(e)
+        stack.append(e)
+    return tops
+
+
 def integer_data_dir(et_path: str) -> str:
     """The folder the observer saves integer inputs in for the ET at `et_path`
     (X.json or X.json.gz: X_resources)."""

@@ -28,14 +28,7 @@ import zoo  # noqa: E402
 
 def ops_and_gaps(events: list[dict]) -> tuple[float, float]:
     """The top-level aten ops' summed spans and the rest of their extent (ms)."""
-    events = sorted(events, key=lambda e: (e["ts"], -e["dur"]))
-    tops, stack = [], []
-    for e in events:
-        while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
-            stack.pop()
-        if e["name"].startswith("aten::") and not any(s["name"].startswith("aten::") for s in stack):
-            tops.append(e)
-        stack.append(e)
+    tops = cfs.top_level_ops(events)
     ops = sum(e["dur"] for e in tops)
     extent = tops[-1]["ts"] + tops[-1]["dur"] - tops[0]["ts"]
     return ops / 1e3, (extent - ops) / 1e3
