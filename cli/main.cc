@@ -2,7 +2,9 @@
 // executables (cli/CMakeLists.txt): `mimic`, without LibTorch (MIMIC_CLI_LIGHT), which runs the
 // commands that need none and hands the others to `mimic-torch`, which runs them all.
 #include <cstring>
+#include <exception>
 #include <map>
+#include <string>
 
 #include "cli.h"
 
@@ -100,7 +102,16 @@ int main(int argc, char** argv) {
     app.exit(e);
     return kExitBadInput;
   }
-  for (const auto& [sub, run] : runners)
-    if (sub->parsed()) return run();
+  // What a command did not turn into a Status (a LibTorch error from the device, say) ends
+  // it as a runtime failure with one line, not an abort with a backtrace.
+  for (const auto& [sub, run] : runners) {
+    if (!sub->parsed()) continue;
+    try {
+      return run();
+    } catch (const std::exception& e) {  // LibTorch's errors end their first line with the place
+      const std::string what = e.what();
+      return Fail(mimic::Status::Internal(what.substr(0, what.find('\n'))));
+    }
+  }
   return kExitBadInput;
 }

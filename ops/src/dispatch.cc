@@ -2,6 +2,7 @@
 
 #include <ATen/core/List.h>
 #include <ATen/core/jit_type.h>
+#include <ATen/ops/empty.h>
 #include <c10/core/Layout.h>
 #include <c10/core/MemoryFormat.h>
 #include <c10/core/Stream.h>
@@ -78,6 +79,17 @@ bool EnumByName(c10::TypeKind kind, std::string_view name, int64_t* out) {
 
 using K = proto::Value::KindCase;
 
+// Whether the op's recorded tensor outputs are on an accelerator: a factory op given no device
+// made them on the default device, which was then not the host.
+bool OutputsOffHost(const proto::Workload& w, const proto::Op& op) {
+  for (const proto::Value& out : op.outputs())
+    if (out.kind_case() == K::kTensor && out.tensor() >= 0) {
+      const std::string& d = w.tensors(out.tensor()).device();
+      return !d.empty() && d.rfind("cpu", 0) != 0;
+    }
+  return false;
+}
+
 // Converts recorded values to IValues of a schema's types. Tensors are not looked up: their
 // position is noted in `slots` and an undefined tensor holds the place.
 struct Converter {
@@ -101,6 +113,17 @@ struct Converter {
     return c10::IValue(at::Tensor());
   }
 
+  // An optional argument given nothing. A factory op given no device made its outputs on the
+  // default device: where that was the recorded accelerator (or a host the replay remaps), the
+  // replay's device stands for it.
+  c10::IValue Absent(const c10::TypePtr& type) const {
+    const bool device_arg = type->kind() == c10::TypeKind::OptionalType &&
+                            type->castRaw<c10::OptionalType>()->getElementType()->kind() ==
+                                c10::TypeKind::DeviceObjType;
+    return device_arg && (remap_host || OutputsOffHost(w, op)) ? c10::IValue(device)
+                                                               : c10::IValue();
+  }
+
   Result<c10::IValue> Convert(const proto::Value& v, const c10::TypePtr& type,
                               const std::string& name) {
     const K kind = v.kind_case();
@@ -108,7 +131,7 @@ struct Converter {
       case c10::TypeKind::OptionalType:
         if (kind == K::kNone || kind == K::KIND_NOT_SET || kind == K::kOpaque ||
             (kind == K::kTensor && v.tensor() < 0))
-          return c10::IValue();
+          return Absent(type);
         return Convert(v, type->castRaw<c10::OptionalType>()->getElementType(), name);
       case c10::TypeKind::TensorType:
         if (kind == K::kTensor) return TensorPlaceholder(v.tensor(), false);
@@ -183,8 +206,7 @@ struct Converter {
       bytes = std::max(bytes, (t.offset() + t.numel()) * std::max<int64_t>(t.itemsize(), 1));
     }
     if (bytes == 0) return Unconvertible(v, type, name);
-    return c10::IValue(c10::Storage(c10::Storage::use_byte_size_t(), bytes,
-                                    c10::GetAllocator(device.type()), /*resizable=*/true));
+    return c10::IValue(NewStorage(bytes, device));
   }
 
   Result<c10::IValue> ConvertDevice(const proto::Value& v, const c10::TypePtr& type,
@@ -290,6 +312,10 @@ bool ToScalarType(proto::DType dtype, c10::ScalarType* out) {
   return false;
 }
 
+c10::Storage NewStorage(int64_t bytes, c10::Device device) {
+  return at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device)).storage();
+}
+
 Result<c10::OperatorHandle> ResolveOperator(const std::string& schema) {
   const size_t paren = schema.find('(');
   const std::string qualified = schema.substr(0, paren);
@@ -323,8 +349,8 @@ Result<CompiledArgs> CompileArgs(const proto::Op& op, const proto::Workload& w,
       if ((iv.isTensorList() || iv.isOptionalTensorList()) && out.tensors.size() > slots_before)
         out.list_args.push_back(conv.arg);
       out.stack.push_back(std::move(iv));
-    } else if (args[i].default_value()) {
-      out.stack.push_back(*args[i].default_value());
+    } else if (const auto& d = args[i].default_value()) {
+      out.stack.push_back(d->isNone() ? conv.Absent(args[i].real_type()) : *d);
     } else {
       return Status::Unsupported("argument '" + args[i].name() +
                                  "' was not recorded and has no default");

@@ -4,6 +4,7 @@
 // allocator and the device's figures from NVML loaded at run time. Every work item runs on the
 // driving thread with its lane's stream current: the host issues in order, the device runs the
 // lanes concurrently where the plan lets it. Compiled in CUDA builds only (MIMIC_WITH_CUDA).
+#include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
@@ -37,7 +38,11 @@ constexpr std::chrono::milliseconds kSamplePeriod{50};
 
 class CudaExecutor final : public Executor {
  public:
-  explicit CudaExecutor(c10::DeviceIndex index) : device_(c10::kCUDA, index), guard_(device_) {}
+  // LibTorch starts CUDA (its caching allocator among it) at the first CUDA tensor; the
+  // executor asks the allocator for figures before that, so it starts it itself.
+  explicit CudaExecutor(c10::DeviceIndex index) : device_(c10::kCUDA, index), guard_(device_) {
+    at::globalContext().lazyInitDevice(c10::kCUDA);
+  }
 
   const char* type() const override { return "cuda"; }
   c10::Device device() const override { return device_; }
@@ -53,11 +58,19 @@ class CudaExecutor final : public Executor {
       streams_.push_back(c10::cuda::getStreamFromPool(false, device_.index()));
     events_ = std::vector<at::cuda::CUDAEvent>(std::max(events, 0));
     per_op_ = per_op_device_time;
-    op_start_ = std::vector<at::cuda::CUDAEvent>(per_op_ ? timed : 0);
-    op_end_ = std::vector<at::cuda::CUDAEvent>(per_op_ ? timed : 0);
+    op_start_ = TimingEvents(per_op_ ? timed : 0);
+    op_end_ = TimingEvents(per_op_ ? timed : 0);
     ran_.assign(per_op_ ? timed : 0, 0);
     times_.assign(std::max(timed, 0), WorkTime{});
     return Status::Ok();
+  }
+
+  // LibTorch's events do not time unless asked (cudaEventDisableTiming is their default).
+  static std::vector<at::cuda::CUDAEvent> TimingEvents(int n) {
+    std::vector<at::cuda::CUDAEvent> events;
+    events.reserve(std::max(n, 0));
+    for (int i = 0; i < n; ++i) events.emplace_back(cudaEventDefault);
+    return events;
   }
 
   void BeginIteration() override {

@@ -45,6 +45,14 @@ bool IsCustomOperator(const std::string& name) {
   return true;
 }
 
+// Whether every device the trace saw is the host: a job run on a CPU, whose host devices the
+// replay on an accelerator takes for that accelerator (in a GPU job's trace they stay host).
+bool CapturedOnHost(const proto::Workload& w) {
+  for (const std::string& d : w.provenance().devices())
+    if (d.rfind("cpu", 0) != 0) return false;
+  return true;
+}
+
 // False for an operator with a kernel for the other device only (CPU or CUDA) and none that
 // serves `device`: a vendor op without a portable equivalent (eg::PortableOf), _cudnn_rnn say.
 bool RunsOn(const c10::OperatorHandle& h, c10::Device device) {
@@ -63,7 +71,11 @@ constexpr int kNoLane = -200;
 
 class Planner {
  public:
-  Planner(const PlanInputs& in, TensorStore& store) : in_(in), w_(in.workload), store_(store) {}
+  Planner(const PlanInputs& in, TensorStore& store)
+      : in_(in),
+        w_(in.workload),
+        remap_host_(!in.device.is_cpu() && CapturedOnHost(in.workload)),
+        store_(store) {}
 
   Result<Plan> Build() {
     for (int index : in_.selected) AddTop(index);
@@ -190,7 +202,8 @@ class Planner {
     if (!in_.options.decompose || !Decompose(index, *handle, parts)) parts = {{index, *handle}};
     std::vector<ops::CompiledArgs> compiled;
     for (const auto& [part, h] : parts) {
-      Result<ops::CompiledArgs> args = ops::CompileArgs(w_.ops(part), w_, h.schema(), in_.device);
+      Result<ops::CompiledArgs> args =
+          ops::CompileArgs(w_.ops(part), w_, h.schema(), in_.device, remap_host_);
       if (!args.ok()) {
         const std::string prefix =
             part == index ? "" : "its recorded part " + w_.ops(part).name() + ": ";
@@ -523,6 +536,7 @@ class Planner {
 
   const PlanInputs& in_;
   const proto::Workload& w_;
+  const bool remap_host_;  // the host devices the trace names are the replay's device
   TensorStore& store_;
   Plan plan_;
   std::vector<int> store_order_;  // the ops the store plans, in replay order

@@ -5,7 +5,6 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/randint.h>
-#include <c10/core/Allocator.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -319,9 +318,7 @@ InputSource TensorStore::SourceOf(int pos, int t) const {
 
 Status TensorStore::AllocateBuffer(int64_t key, int64_t bytes) {
   try {
-    buffers_[key] =
-        c10::Storage(c10::Storage::use_byte_size_t(), bytes, c10::GetAllocator(device_.type()),
-                     /*resizable=*/true);
+    buffers_[key] = ops::NewStorage(bytes, device_);
   } catch (const c10::Error& e) {
     return Status::Internal("cannot allocate " + std::to_string(bytes) + " bytes for storage " +
                             std::to_string(key) + ": " + FirstLineOf(e.what_without_backtrace()));
@@ -446,7 +443,8 @@ at::Tensor TensorStore::ViewOf(const c10::Storage& storage, int t) const {
   const proto::Tensor& tensor = w_.tensors(t);
   c10::ScalarType st = c10::kFloat;
   ToScalarType(tensor.dtype(), &st);
-  at::Tensor view = at::empty({0}, at::TensorOptions().dtype(st).device(device_));
+  // On the storage's own device: a host op's output stays on the host in a device replay.
+  at::Tensor view = at::empty({0}, at::TensorOptions().dtype(st).device(storage.device()));
   view.set_(storage, tensor.offset(), Shape(tensor), Strides(tensor));
   return view;
 }
@@ -485,8 +483,7 @@ at::Tensor TensorStore::Fallback(int t) {
   if (auto it = fresh_.find(t); it != fresh_.end()) return it->second;
   const proto::Tensor& tensor = w_.tensors(t);
   if (!HasStorage(tensor)) return at::Tensor();  // its consumer fails, and is skipped
-  c10::Storage storage(c10::Storage::use_byte_size_t(), BytesNeeded(tensor),
-                       c10::GetAllocator(device_.type()), true);
+  c10::Storage storage = ops::NewStorage(BytesNeeded(tensor), device_);
   at::Tensor view = ViewOf(storage, t);
   const int64_t extent = Extent(tensor);
   if (extent > 0) {

@@ -218,6 +218,40 @@ TEST(ConversionTable, StoragesFromTheRecordedTensorOrSizedForTheOutput) {
   ASSERT_THAT(b, IsOk());
   ASSERT_TRUE(b->stack[1].isStorage());
   EXPECT_GE(b->stack[1].toStorage().nbytes(), 32u);  // the recorded output: 8 floats
+  EXPECT_TRUE(b->stack[1].toStorage().device().is_cpu());
+
+  // Fresh memory lives on the replay's device (a CUDA tensor cannot take a host storage).
+  auto on_meta = opaque.Compile(c10::Device(c10::kMeta));
+  ASSERT_THAT(on_meta, IsOk());
+  EXPECT_TRUE(on_meta->stack[1].toStorage().device().is_meta());
+}
+
+// torch.ones(n) under torch.set_default_device("cuda") records device=None (or nothing) and
+// makes its output on the GPU: the replay's device stands for the default device there, and
+// only there.
+TEST(ConversionTable, AFactoryGivenNoDeviceMakesItsOutputWhereTheTraceDid) {
+  const std::string schema =
+      "aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? "
+      "device=None, bool? pin_memory=None) -> Tensor";
+  const c10::Device meta(c10::kMeta);
+  OneOp given_none(schema, {List({Int(8)}), None(), None(), None(), None()});
+  OneOp not_recorded(schema, {List({Int(8)})});
+  for (OneOp* op : {&given_none, &not_recorded}) {
+    op->w.mutable_tensors(2)->set_device("cpu");
+    auto host = op->Compile(meta);
+    ASSERT_THAT(host, IsOk());
+    EXPECT_TRUE(host->stack[3].isNone());
+    // A job run on the host, replayed where the host is remapped: the replay's device.
+    auto remapped = CompileArgs(op->op, op->w, op->schema, meta, /*remap_host_devices=*/true);
+    ASSERT_THAT(remapped, IsOk());
+    EXPECT_EQ(remapped->stack[3].toDevice(), meta);
+
+    op->w.mutable_tensors(2)->set_device("cuda:0");
+    auto gpu = op->Compile(meta);
+    ASSERT_THAT(gpu, IsOk());
+    EXPECT_EQ(gpu->stack[3].toDevice(), meta);
+    EXPECT_TRUE(gpu->stack[1].isNone());  // dtype: only the device follows the output
+  }
 }
 
 TEST(ConversionTable, FillStackPutsEachCallsTensorsInPlace) {

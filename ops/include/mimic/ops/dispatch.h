@@ -37,6 +37,10 @@ struct CompiledArgs {
   std::vector<int32_t> list_args;   // arguments that are tensor lists with slots in them
 };
 
+// `bytes` of fresh, resizable memory on `device`, from the device's own allocator (LibTorch's
+// caching allocator on CUDA, started first where nothing has started it yet).
+c10::Storage NewStorage(int64_t bytes, c10::Device device);
+
 // Finds the registered operator for a recorded schema string
 // ("aten::add.Tensor(Tensor self, ...) -> Tensor"). Errors: NotFound when no operator of that
 // name and overload is registered in this LibTorch (e.g. an extension library's op).
