@@ -341,7 +341,9 @@ def verify(et: dict[str, Any], kineto: dict[str, Any], max_et_only: int = 0) -> 
     if not steps:
         raise RuntimeError("ET has no ProfilerStep#N node")
     events = [e for e in kineto.get("traceEvents", []) if e.get("ph") == "X"]
-    kineto_steps = step_numbers([e["name"] for e in events])
+    # A GPU trace marks each step twice: on the host (user_annotation) and on the device's
+    # timeline (gpu_user_annotation).
+    kineto_steps = step_numbers([e["name"] for e in events if e.get("cat") != "gpu_user_annotation"])
     if kineto_steps != steps:
         raise RuntimeError(f"ET steps {steps} != Kineto steps {kineto_steps}")
 

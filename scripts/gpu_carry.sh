@@ -27,6 +27,14 @@ for p in "${packages[@]}"; do
     cp -a "$f" "$dest/prefix/$rel"
   done
 done
+# zlib's and OpenSSL's headers, for an image whose system has the libraries but not their
+# headers: gpu_check.sh uses them only then, linking the system's own libraries.
+for p in zlib1g-dev libssl-dev; do
+  dpkg -L "$p" | grep '^/usr/include/.*\.h$' | while read -r f; do
+    mkdir -p "$dest/sysdev/$(dirname "${f#/usr/}")"
+    cp -a "$f" "$dest/sysdev/${f#/usr/}"
+  done
+done
 traces=${TRACES:-../shared/traces}
 [ -d "$traces" ] && cp -r "$traces" "$dest/traces"
 du -sh "$dest" | awk '{print "gpu_carry: " $1 " in .gpu_carry (the tree travels up to 64 MiB)"}' >&2

@@ -2,16 +2,20 @@
 # The one command that checks Mimic's CUDA path on a GPU machine (docs/gpu.md). It
 #   1. records the machine (nvidia-smi, torch, nvcc, CMake),
 #   2. builds Mimic (the C++ dependencies from the system, else from .gpu_carry: scripts/gpu_carry.sh),
-#   3. runs the CUDA tests (which must run, not skip) and the whole CTest suite,
+#   3. runs the CUDA tests (which must run, not skip),
 #   4. replays every GPU trace of the public traces on the GPU (--per-op, --profile),
 #   5. captures the GPU fleet samples (scripts/capture_gpu_samples.py),
 #   6. runs the GPU fidelity benchmark on them (bench/gpu_fidelity.py),
+#   7. calibrates the GPU's platform figures (mimic calibrate --device cuda: platform.json),
+#   8. runs the whole CTest suite as CI does (the GPU hidden), last,
 # and writes everything into one folder: summary.md (what passed, how long), fidelity.md (the
-# benchmark's table), results.json (the figures), logs.tar.gz, reports.tar.gz (replay reports and
-# profiles), samples.tar.gz (the captured samples with their manifest).
+# benchmark's table), results.json (the figures), platform.json, logs.tar.gz, reports.tar.gz
+# (replay and prediction reports), profiles.tar.gz (the replays' Kineto profiles), samples.tar.gz
+# (the captured samples with their manifest).
 #
 #   scripts/gpu_check.sh [OUT_DIR]   (default: $OUT where the device tool sets it, else ./gpu_check)
-#   GPU_CHECK_STEPS="build tests traces capture fidelity"   the steps to run (default: all)
+#   GPU_CHECK_STEPS="build tests traces capture fidelity calibrate"   the steps (default: all;
+#                                                           "tests" is "cuda ctest")
 #   GPU_CHECK_SAMPLES=gpt2,dlrm                               the samples to capture (default: all)
 #
 # Exit code: 0 when every step passed, 1 otherwise (the folder is written either way).
@@ -23,7 +27,8 @@ mkdir -p "$out"
 work=$(mktemp -d)
 mkdir -p "$work/logs" "$work/reports" "$work/samples"
 summary=$out/summary.md
-steps=${GPU_CHECK_STEPS:-build tests traces capture fidelity}
+steps=${GPU_CHECK_STEPS:-build tests traces capture fidelity calibrate}
+steps=${steps//tests/cuda ctest}
 failed=0
 export PYTHONUNBUFFERED=1
 
@@ -44,12 +49,29 @@ run() {
 }
 wants() { [[ " $steps " == *" $1 "* ]]; }
 
+# The folder is written however the script ends, a time limit's signal included.
+finish() {
+  tar czf "$out/logs.tar.gz" -C "$work" logs
+  # The profiles apart: together they outgrow what a device run brings back (16 MiB a file).
+  tar czf "$out/reports.tar.gz" -C "$work" --exclude '*profile.json' reports
+  if compgen -G "$work/reports/*profile.json" >/dev/null; then
+    tar czf "$out/profiles.tar.gz" -C "$work" --wildcards 'reports/*profile.json'
+  fi
+  tar czf "$out/samples.tar.gz" -C "$work" samples
+  echo "gpu_check: wrote $out ($(ls "$out" | tr '\n' ' '))" >&2
+  rm -rf "$work"
+}
+trap finish EXIT
+trap 'echo "- stopped by a signal" >>"$summary"; exit 1' INT TERM
+
 machine() {
   nvidia-smi || true
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available(),
               torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")'
   nvcc --version | tail -n 1
   cmake --version | head -n 1
+  g++ --version | head -n 1
+  command -v python3
   nproc
 }
 run machine machine
@@ -63,10 +85,28 @@ if [ -d .gpu_carry/prefix ]; then
   export CPATH=$carry/include${CPATH:+:$CPATH}
   echo "- dependencies: carried prefix .gpu_carry/prefix" >>"$summary"
 fi
+# zlib's and OpenSSL's headers where the image has the libraries but not the headers: the carried
+# headers, and links to the system's own libraries for the linker.
+sysdev() {
+  local lib=$1 header=$2 so
+  echo "#include <$header>" | g++ -E -x c++ - >/dev/null 2>&1 && return
+  [ -d .gpu_carry/sysdev ] || return
+  so=$(ldconfig -p | awk -v l="lib$lib.so." '$1 ~ "^"l {print $NF; exit}')
+  [ -n "$so" ] || return
+  mkdir -p "$work/sysdev/lib"
+  ln -sf "$so" "$work/sysdev/lib/lib$lib.so"
+  export CMAKE_PREFIX_PATH=$work/sysdev:$root/.gpu_carry/sysdev${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  export CPATH=$root/.gpu_carry/sysdev/include:$root/.gpu_carry/sysdev/include/x86_64-linux-gnu${CPATH:+:$CPATH}
+  export LIBRARY_PATH=$work/sysdev/lib${LIBRARY_PATH:+:$LIBRARY_PATH}
+  echo "- $header: carried header, the system's $so" >>"$summary"
+}
+sysdev z zlib.h
+sysdev crypto openssl/evp.h
 traces=${TRACES:-}
 for t in .gpu_carry/traces ../shared/traces shared/traces; do
   [ -z "$traces" ] && [ -d "$t" ] && traces=$(realpath "$t")
 done
+[ -n "$traces" ] && export MIMIC_TRACES=$traces  # where the tests find them too
 
 mimic=$root/build/default/cli/mimic
 build() {
@@ -75,7 +115,7 @@ build() {
   arch=$(python3 -c 'import torch; p = torch.cuda.get_device_capability(); print(f"{p[0]}.{p[1]}")')
   cmake --preset default -DTORCH_CUDA_ARCH_LIST="$arch" &&
     cmake --build --preset default -j"$(nproc)" &&
-    grep -q "MIMIC_WITH_CUDA" build/default/CMakeCache.txt
+    [ -x build/default/tests/cuda_test ]  # built in CUDA builds only
 }
 wants build && run build build
 
@@ -90,9 +130,8 @@ print("ran", r["tests"], "CUDA tests; skipped:", skipped)
 sys.exit(1 if skipped or r["tests"] == 0 else 0)
 PY
 }
-if wants tests; then
+if wants cuda; then
   run cuda_tests cuda_tests
-  run ctest ctest --preset default -j"$(nproc)"
   run devices "$mimic" devices --json
   cp "$work/logs/devices.log" "$work/reports/devices.json"
 fi
@@ -117,9 +156,22 @@ wants capture && run capture python3 scripts/capture_gpu_samples.py --out "$work
 wants fidelity && run fidelity python3 bench/gpu_fidelity.py --samples "$work/samples" --mimic "$mimic" \
   --work "$work/reports" --json "$out/results.json" --markdown "$out/fidelity.md"
 
-tar czf "$out/logs.tar.gz" -C "$work" logs
-tar czf "$out/reports.tar.gz" -C "$work" reports
-tar czf "$out/samples.tar.gz" -C "$work" samples
-echo "gpu_check: wrote $out ($(ls "$out" | tr '\n' ' '))" >&2
-rm -rf "$work"
+# The GPU's own figures (GEMM, convolution, attention, bandwidth, overheads) on calibrate's
+# generic grid, starting from the datasheet platform of this GPU where one is shipped: what the
+# model's GPU platforms have never had. No --workload: fitting the samples' own shapes would fit
+# what the benchmarks report on.
+calibrate() {
+  local base
+  base=$(python3 -c 'import torch; n = torch.cuda.get_device_name(0).lower()
+print("h200" if "h200" in n else "h100_sxm" if "h100" in n else "")')
+  "$mimic" calibrate --device cuda ${base:+--base "$base" --name "${base}_measured"} \
+    -o "$out/platform.json"
+}
+wants calibrate && run calibrate calibrate
+
+# The whole suite as CI runs it, on this machine's image, last (it is CI's job too). The GPU is
+# hidden from it: its tests expect a CPU's op outputs (embedding_bag's offset2bag, say) and
+# sixteen test processes sharing one GPU took minutes each; the CUDA path is the steps above.
+wants ctest && run ctest env CUDA_VISIBLE_DEVICES= ctest --preset default -j"$(nproc)"
+
 exit $failed

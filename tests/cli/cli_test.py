@@ -18,7 +18,7 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHARED = os.path.join(os.path.dirname(ROOT), "shared", "traces")
+SHARED = os.environ.get("MIMIC_TRACES") or os.path.join(os.path.dirname(ROOT), "shared", "traces")
 SAMPLES = os.path.join(ROOT, "fleet_samples")
 MIMIC = os.environ.get("MIMIC_BIN", os.path.join(ROOT, "build", "default", "cli", "mimic"))
 # Host calibrations that compare and `calibrate --cache` keep go to a folder of this run's own.

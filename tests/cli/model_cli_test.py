@@ -487,7 +487,7 @@ class CompareTest(unittest.TestCase):
             self.assertEqual(c.cells[(row, "ops")], str(values["ops"]))
 
 
-TRACES = os.path.join(ROOT, "..", "shared", "traces")
+TRACES = os.environ.get("MIMIC_TRACES") or os.path.join(ROOT, "..", "shared", "traces")
 LINEAR = [os.path.join(TRACES, "param-linear", "linear_et.json.gz"),
           "--kineto", os.path.join(TRACES, "param-linear", "linear_kineto.json.gz")]
 

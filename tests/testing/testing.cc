@@ -11,7 +11,10 @@ std::string SourceDir() {
   return dir ? dir : MIMIC_SOURCE_DIR_DEFAULT;
 }
 
-std::string SharedTraces() { return SourceDir() + "/../shared/traces"; }
+std::string SharedTraces() {
+  const char* dir = std::getenv("MIMIC_TRACES");
+  return dir ? dir : SourceDir() + "/../shared/traces";
+}
 
 bool Exists(const std::string& path) {
   struct stat st {};

@@ -13,7 +13,8 @@ namespace mimic::testing {
 
 // The repository root (the tests run from it).
 std::string SourceDir();
-// ../shared/traces beside the repository, where the public sample traces live.
+// Where the public sample traces live: $MIMIC_TRACES, else ../shared/traces beside the
+// repository.
 std::string SharedTraces();
 // Skips the calling test when `path` does not exist.
 bool Exists(const std::string& path);
