@@ -836,6 +836,26 @@ int64_t ToInt(double v) { return v >= 1 && v < 9e18 ? static_cast<int64_t>(v) : 
 
 }  // namespace
 
+namespace {
+
+// The precision an op computed in: its operand's, or its first output's where that is a
+// narrower float. Autocast casts inside the op: the trace records aten::linear's and
+// aten::conv2d's fp32 operands and their bf16 result, and the kernel ran in bf16.
+std::string ComputeDtype(const proto::Workload& w, const proto::Op& op,
+                         const proto::Tensor* operand) {
+  const std::vector<const proto::Tensor*> out = Tensors(w, op.outputs());
+  const auto is_float = [](proto::DType d) {
+    return d == proto::FLOAT32 || d == proto::FLOAT16 || d == proto::BFLOAT16 ||
+           d == proto::FLOAT8_E4M3FN || d == proto::FLOAT8_E5M2;
+  };
+  if (!out.empty() && is_float(out[0]->dtype()) && is_float(operand->dtype()) &&
+      out[0]->itemsize() > 0 && out[0]->itemsize() < operand->itemsize())
+    return std::string(DtypeKey(out[0]->dtype()));
+  return std::string(DtypeKey(operand->dtype()));
+}
+
+}  // namespace
+
 bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) {
   const std::string_view name = BaseName(op.name());
   if (eg::ClassOf(op.name()) != OpClass::kGemm || name == "aten::einsum" || IsRnnLayer(name))
@@ -867,7 +887,7 @@ bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) 
     g.k = Dim(a, -1);
     g.n = b->shape_size() >= 2 ? Dim(b, -1) : 1;
   }
-  g.dtype = std::string(DtypeKey(a->dtype()));
+  g.dtype = ComputeDtype(w, op, a);
   if (g.batch <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0) return false;
   *out = g;
   return true;
@@ -924,7 +944,7 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
       c.passes = (last.list().items(0).bool_value() ? 1 : 0) + (last.list().items(1).bool_value() ? 1 : 0);
     if (c.passes == 0) return false;
   }
-  c.dtype = std::string(DtypeKey(x->dtype()));
+  c.dtype = ComputeDtype(w, op, x);
   *out = c;
   return true;
 }

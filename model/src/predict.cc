@@ -226,6 +226,27 @@ double AddRecorded(const std::vector<const proto::Kernel*>& ks, bool collective,
   return sum;
 }
 
+// Device work the host launched during the selection (`seg`, else the whole trace) that no
+// top-level op holds (`held`): kernels and copies of wrapper ops, autograd's evaluate_function
+// say, or of the engine itself. Added to `all` and, unmodelled, to `split`. Returns its time.
+double AddUnheld(const proto::Workload& w, const proto::Segment* seg,
+                 const std::set<const proto::Kernel*>& held,
+                 std::vector<std::pair<double, double>>& all, ComputeSplit& split) {
+  const bool windowed = seg && seg->has_span();
+  const double begin = windowed ? seg->start_us() : 0;
+  const double end = windowed ? begin + seg->duration_us() : 0;
+  double sum = 0;
+  for (const proto::Op& op : w.ops())
+    for (const proto::Kernel& k : op.kernels()) {
+      if (held.count(&k) || (windowed && (k.launch_us() < begin || k.launch_us() > end))) continue;
+      const std::pair<double, double> iv{k.start_us(), k.start_us() + k.duration_us()};
+      sum += k.duration_us();
+      all.push_back(iv);
+      (eg::IsCommunicationKernel(k.name()) ? split.comm : split.unmodelled).push_back(iv);
+    }
+  return sum;
+}
+
 // Length of the union of intervals.
 double UnionLength(std::vector<std::pair<double, double>> iv) {
   std::sort(iv.begin(), iv.end());
@@ -428,6 +449,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   // Per op class: predicted device intervals and the recorded kernels' intervals.
   std::map<std::string, std::vector<std::pair<double, double>>> class_iv, class_orig_iv;
   std::vector<std::pair<double, double>> orig_iv;
+  std::set<const proto::Kernel*> held;  // the recorded device work the top-level ops hold
   ComputeSplit orig_split, pred_split;  // pred_split.comm stays empty: comm_iv holds those
   // Per thread: (recorded CPU end, simulated CPU end) of its ops, in issue order.
   std::map<int64_t, std::vector<std::pair<double, double>>> issued;
@@ -467,6 +489,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
     o.compute_us = sc.compute_us;
     std::vector<const proto::Kernel*> ks;  // the device work it recorded, at or under it
     RecordedKernels(w, tree, i, ks);
+    held.insert(ks.begin(), ks.end());
     if (trace_gpu) {
       const double k = AddRecorded(ks, collective, !o.unmodelled.empty(), orig_iv,
                                    class_orig_iv[o.op_class], orig_split);
@@ -599,6 +622,14 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   pred.ranks = ranks;
   pred.comm_ms = UnionLength(comm_iv) / 1000;
   pred.exposed_comm_ms = UncoveredLength(comm_iv, compute_iv) / 1000;
+  if (const double us = trace_gpu ? AddUnheld(w, seg, held, orig_iv, orig_split) : 0; us > 0) {
+    char ms[32];
+    std::snprintf(ms, sizeof(ms), "%.3f", us / 1000);
+    pred.notes.push_back(std::string(ms) + " ms of device work the host launched in " +
+                         pred.selection +
+                         " under no replayable op (a wrapper's own kernels, the autograd "
+                         "engine's copies) counts in the original's GPU active time, unmodelled");
+  }
   if (trace_gpu) pred.original_gpu_active_ms = UnionLength(orig_iv) / 1000;
   for (auto& [name, ct] : pred.by_class) {
     if (gpu) ct.predicted_gpu_active_ms = UnionLength(class_iv[name]) / 1000;

@@ -582,6 +582,28 @@ proto::Platform KnownOverheads() {
   return p;
 }
 
+// Under autocast the trace records a GEMM's fp32 operands and its bf16 result; the kernel ran in
+// bf16, and is priced so. Without autocast (an fp32 result) it is an fp32 GEMM.
+TEST(Predict, AGemmIsPricedInThePrecisionItComputedIn) {
+  const proto::Platform p = KnownOverheads();
+  auto priced = [&](proto::DType operands, proto::DType result) {
+    proto::Workload w = TwoKernels(false);
+    for (int t = 0; t < 3; ++t) {
+      const proto::DType d = t < 2 ? operands : result;
+      w.mutable_tensors(t)->set_dtype(d);
+      w.mutable_tensors(t)->set_itemsize(d == proto::FLOAT32 ? 4 : 2);
+    }
+    auto r = Predict(w, p, Options(false));
+    EXPECT_THAT(r, IsOk());
+    return r.ok() ? r->ops[0].compute_us : -1.0;
+  };
+  const double bf16 = priced(proto::BFLOAT16, proto::BFLOAT16);
+  const double fp32 = priced(proto::FLOAT32, proto::FLOAT32);
+  const double autocast = priced(proto::FLOAT32, proto::BFLOAT16);
+  EXPECT_GT(fp32, 2 * bf16);  // no tensor cores in fp32 (TF32 is off by default)
+  EXPECT_NEAR(autocast, bf16, 0.01 * bf16);
+}
+
 TEST(Predict, KernelsStartWhenTheirLaunchIsDoneAndTheirStreamIsFree) {
   const proto::Platform p = KnownOverheads();
   auto r = Predict(TwoKernels(false), p, Options(false));
@@ -1025,7 +1047,7 @@ TEST(Predict, GpuActiveIsReportedWithAndWithoutCommunication) {
 
 // The V100 DLRM-like trace of HTA's tests (two ranks, torch.compile, fbgemm, NCCL), read alone.
 const std::string kTraceDiff =
-    mimic::testing::SourceDir() + "/../shared/traces/hta-gpu-kineto/trace_diff_test_kineto.json.gz";
+    mimic::testing::SharedTraces() + "/hta-gpu-kineto/trace_diff_test_kineto.json.gz";
 
 const proto::Workload& TraceDiff() {
   static const proto::Workload w = [] {
