@@ -222,6 +222,20 @@ const PortableEquivalent kPortable[] = {
      {0},
      false,
      true},
+    // cuDNN's fused attention backward (what SDPA runs on Hopper in bf16): (grad_out, q, k, v,
+    // out, logsumexp, philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k, max_q,
+    // max_k, dropout_p, is_causal, scale). cuDNN's logsumexp is (B, H, L, 1), contiguous: the
+    // memory of the (B, H, L) the CPU kernel reads.
+    {"aten::_scaled_dot_product_cudnn_attention_backward",
+     "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+     "aten::_scaled_dot_product_flash_attention_for_cpu_backward(Tensor grad_out, Tensor query, "
+     "Tensor key, Tensor value, Tensor out, Tensor logsumexp, float dropout_p, bool is_causal, *, "
+     "Tensor? attn_mask=None, float? scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor "
+     "grad_value)",
+     {"0", "1", "2", "3", "4", "5", "13", "14", "none", "15"},
+     {0, 1, 2},
+     false,
+     true},
     // A copy into pinned host memory: a copy into host memory where no driver pins it.
     {"aten::_pin_memory", "aten::clone", kClone, {"0", "none"}, {0}, false, true},
     {"aten::pin_memory", "aten::clone", kClone, {"0", "none"}, {0}, false, true},
@@ -551,6 +565,15 @@ const PortableEquivalent* PortableOf(std::string_view op_name) {
   for (const PortableEquivalent& e : kPortable)
     if (e.vendor == name) return &e;
   return nullptr;
+}
+
+bool OutputShapeIsTheDevices(std::string_view op_name, int output) {
+  static constexpr std::string_view kEmbeddingBags[] = {
+      "aten::embedding_bag", "aten::_embedding_bag", "aten::_embedding_bag_forward_only"};
+  const std::string_view base = op_name.substr(0, op_name.find('.'));
+  return output >= 1 && output <= 3 &&
+         std::find(std::begin(kEmbeddingBags), std::end(kEmbeddingBags), base) !=
+             std::end(kEmbeddingBags);
 }
 
 std::string_view TargetOf(std::string_view device) {

@@ -22,7 +22,7 @@ TEST(Portable, EveryRecordNamesItsSchemaAndFillsEveryArgument) {
     // Every spec is one the rewrite understands: an op with enough list inputs rewrites.
     proto::Op op;
     op.set_name(std::string(e.vendor));
-    for (int k = 0; k < 12; ++k) {
+    for (int k = 0; k < 16; ++k) {  // as many as the longest vendor schema
       proto::Value* v = op.add_inputs();
       v->mutable_list()->add_items()->set_int_value(k);
       v->mutable_list()->add_items()->set_int_value(k);
@@ -101,11 +101,46 @@ TEST(Portable, TargetsKeepTheVendorOpsTheyHaveKernelsFor) {
   EXPECT_FALSE(VendorOpRunsOn(*onednn, "cuda"));
 }
 
+// embedding_bag's auxiliary outputs are each device kernel's own; its pooled output is not.
+TEST(Portable, EmbeddingBagsAuxiliaryOutputsAreTheDevices) {
+  for (const char* op : {"aten::embedding_bag", "aten::_embedding_bag.default",
+                         "aten::_embedding_bag_forward_only"}) {
+    EXPECT_FALSE(OutputShapeIsTheDevices(op, 0)) << op;
+    for (int k : {1, 2, 3}) EXPECT_TRUE(OutputShapeIsTheDevices(op, k)) << op << " " << k;
+    EXPECT_FALSE(OutputShapeIsTheDevices(op, 4)) << op;
+  }
+  EXPECT_FALSE(OutputShapeIsTheDevices("aten::embedding", 1));
+}
+
 // Counts the ops of `w` whose name has `part`.
 int Count(const proto::Workload& w, std::string_view part) {
   int n = 0;
   for (const proto::Op& op : w.ops()) n += op.name().find(part) != std::string::npos;
   return n;
+}
+
+// The H200 GPT-2 capture: SDPA ran cuDNN's fused attention, whose backward the autograd thread
+// records at the top; for the CPU it is the CPU flash kernel's backward, on the same tensors.
+TEST(Portable, CudnnAttentionBackwardBecomesTheCpuFlashBackward) {
+  const std::string path = testing::SourceDir() + "/fleet_samples/h200/gpt2.et.json.gz";
+  Result<proto::Workload> w = LoadWorkload(path);
+  ASSERT_THAT(w, IsOk());
+  const std::string vendor = "aten::_scaled_dot_product_cudnn_attention_backward";
+  const std::string portable = "aten::_scaled_dot_product_flash_attention_for_cpu_backward";
+  const int before = Count(*w, vendor);
+  ASSERT_GT(before, 0);
+  PortableRewrites done = MakePortable(&*w, "cpu");
+  EXPECT_EQ(done[vendor], before);
+  EXPECT_EQ(Count(*w, vendor), 0);
+  EXPECT_EQ(Count(*w, portable), before);
+  for (const proto::Op& op : w->ops()) {
+    if (op.name() != portable) continue;
+    ASSERT_EQ(op.inputs_size(), 10);
+    EXPECT_EQ(w->tensors(op.inputs(5).tensor()).shape_size(), 4);  // cuDNN's (B, H, L, 1)
+    EXPECT_TRUE(op.inputs(8).has_none());                          // no attention mask
+  }
+  const Status checked = CheckWorkload(path, *w);
+  EXPECT_TRUE(checked.ok()) << checked.ToString();
 }
 
 TEST(Portable, GpuResnetTraceBecomesPortableForTheCpu) {

@@ -130,6 +130,10 @@ std::span<const PortableEquivalent> PortableEquivalents();
 // The record of a vendor op (overload and all: "aten::cudnn_convolution.default"); nullptr for
 // any other op.
 const PortableEquivalent* PortableOf(std::string_view op_name);
+// Whether output `output` of `op_name` has a shape each device's kernel chooses for itself:
+// embedding_bag's offset2bag, bag_size and max_indices are empty from one device's kernel and
+// full from another's, for the same inputs. A replay on another device does not compare them.
+bool OutputShapeIsTheDevices(std::string_view op_name, int output);
 // The target a device string names: "cuda" for "cuda" and "cuda:N", "cpu" for anything else.
 std::string_view TargetOf(std::string_view device);
 // Whether the vendor op has a kernel on `target` ("cpu", "cuda").
