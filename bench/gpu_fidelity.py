@@ -2,14 +2,21 @@
 """GPU fidelity benchmark: each captured sample replayed at once on the same GPU, side by side.
 
 For every sample of a capture manifest (scripts/capture_gpu_samples.py) it replays the execution
-trace with its Kineto trace on the device (`mimic replay --per-op --profile`) and sets the
-original beside the replay:
+trace with its Kineto trace on the device, as the capture ran it: once plain, timed like the
+original's unprofiled steps, and once under the profiler (`mimic replay --per-op --profile`),
+read like the original's profiled steps. It sets the original beside the replay:
 
   iteration time  the original's unprofiled, GPU-synchronized step times (manifest) against the
-                  replay's CUDA-event iteration times; ratio = replay median / original median
-  GPU active time per iteration: the union of the kernel, memcpy and memset intervals inside each
-                  ProfilerStep#N span, from the original's Kineto trace and from the replay's
-                  profile (the same code reads both); median over steps
+                  plain replay's CUDA-event iteration times; ratio = replay median / original median;
+                  and against a third replay with `--host-gaps none` (ops back to back: how much of
+                  the replay's time is the recorded host gaps it waits)
+  GPU active time per iteration: the union of the kernel, memcpy and memset intervals of each
+                  ProfilerStep#N, from the original's Kineto trace and from the replay's profile
+                  (the same code reads both); a device event belongs to the step during which the
+                  host launched it (its runtime call, by correlation id), since the device runs
+                  behind the host; median over steps
+  predicted       the model's GPU active time for the GPU the Kineto trace names, against the
+                  original's (`mimic compare --no-replay`)
   kernel time per op class: each kernel's time attributed to the top-level op that launched it
                   (the outermost cpu_op around its launching op, on the launching thread), classed
                   by Mimic's own op table (`mimic predict --json` on the trace: op name -> class)
@@ -33,6 +40,7 @@ import sys
 from collections import defaultdict
 
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 
 
 def load(path):
@@ -52,8 +60,10 @@ def union_ms(intervals):
     return total / 1000.0
 
 
-def top_level_ops(events):
-    """{External id: name of the outermost cpu_op around that op on its thread}."""
+def top_level_ops(events, known=()):
+    """{External id: name of the outermost cpu_op around that op on its thread}: the outermost
+    whose name is in `known` where one is (Mimic's top-level ops: a replay's profile has no
+    wrappers such as autograd's `evaluate_function: AddmmBackward0`, the original's has)."""
     by_tid = defaultdict(list)
     for e in events:
         if e.get("cat") == "cpu_op" and e.get("ph") == "X":
@@ -65,7 +75,9 @@ def top_level_ops(events):
         for e in ops:
             while stack and stack[-1][0] <= e["ts"]:
                 stack.pop()
-            top = stack[0][1] if stack else e["name"]
+            top = stack[-1][1] if stack else e["name"]  # the enclosing op's top
+            if top not in known and e["name"] in known:
+                top = e["name"]
             stack.append((e["ts"] + e.get("dur", 0), top))
             ext = e.get("args", {}).get("External id")
             if ext is not None:
@@ -77,25 +89,31 @@ def analyse(trace_path, classes):
     """GPU active time and kernel time per class, per ProfilerStep (medians over the steps)."""
     events = load(trace_path)["traceEvents"]
     steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
-                   if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
-    outer = top_level_ops(events)
+                   if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+                   and e.get("cat") != "gpu_user_annotation")  # the host's span, not the device's
+    outer = top_level_ops(events, classes)
+    launched = {e["args"]["correlation"]: e["ts"] for e in events
+                if e.get("cat") in LAUNCH_CATEGORIES and "correlation" in e.get("args", {})}
     active = defaultdict(list)
     per_class = defaultdict(lambda: defaultdict(float))
     starts = [s for s, _ in steps]
     for e in events:
         if e.get("cat") not in DEVICE_CATEGORIES or e.get("ph") != "X":
             continue
-        k = bisect.bisect_right(starts, e["ts"]) - 1
-        if k < 0 or e["ts"] > steps[k][1]:
+        at = launched.get(e.get("args", {}).get("correlation"), e["ts"])
+        k = bisect.bisect_right(starts, at) - 1
+        if k < 0 or at > steps[k][1]:
             continue
         active[k].append((e["ts"], e["ts"] + e["dur"]))
         name = outer.get(e.get("args", {}).get("External id"), "")
         per_class[k][classes.get(name, "other")] += e["dur"] / 1000.0
     n = len(steps)
-    gpu_active = statistics.median([union_ms(active[k]) for k in range(n)]) if n else None
+    by_step = [union_ms(active[k]) for k in range(n)]
+    gpu_active = statistics.median(by_step) if n else None
     class_names = {c for k in per_class for c in per_class[k]}
     by_class = {c: statistics.median([per_class[k].get(c, 0.0) for k in range(n)]) for c in class_names}
-    return {"steps": n, "gpu_active_ms": gpu_active, "kernel_ms_by_class": by_class}
+    return {"steps": n, "gpu_active_ms": gpu_active, "gpu_active_ms_by_step": by_step,
+            "kernel_ms_by_class": by_class}
 
 
 def op_classes(mimic, et, kineto):
@@ -105,6 +123,21 @@ def op_classes(mimic, et, kineto):
     if r.returncode != 0:
         raise RuntimeError(f"mimic predict {et}: {r.stderr.strip()}")
     return {op["name"]: op["op_class"] for op in json.loads(r.stdout)["ops"]}
+
+
+def prediction(mimic, et, kineto, work, name):
+    """The model's GPU active time for the GPU the Kineto trace names (its deviceProperties),
+    against the kernels that trace recorded: `mimic compare --no-replay`. None where the trace
+    names no GPU (a CPU capture)."""
+    report = os.path.join(work, f"{name}.prediction.json")
+    r = subprocess.run([mimic, "compare", et, "--kineto", kineto, "--no-replay", "--report", report],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"platform": None, "note": r.stderr.strip().splitlines()[-1:]}
+    rep = load(report)
+    return {"platform": rep["platform"]["name"],
+            "original_gpu_active_ms": rep["end_to_end"].get("original_gpu_active_ms"),
+            "predicted_gpu_active_ms": rep["end_to_end"].get("predicted_gpu_active_ms")}
 
 
 def ratio(a, b):
@@ -117,24 +150,35 @@ def bench_sample(args, sample):
     kineto = os.path.join(args.samples, sample["kineto"])
     report = os.path.join(args.work, f"{name}.fidelity.json")
     profile = os.path.join(args.work, f"{name}.fidelity.profile.json")
-    cmd = [args.mimic, "replay", et, "--kineto", kineto, "--device", args.device, "--per-op", "--warmup",
-           str(args.warmup), "--iters", str(args.iters), "--profile", profile, "--report", report]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()[-500:]}")
+    profiled_report = os.path.join(args.work, f"{name}.fidelity.profiled.json")
+    gapless_report = os.path.join(args.work, f"{name}.fidelity.no_gaps.json")
+    base = [args.mimic, "replay", et, "--kineto", kineto, "--device", args.device, "--warmup",
+            str(args.warmup), "--iters", str(args.iters)]
+    for cmd in (base + ["--report", report],
+                base + ["--host-gaps", "none", "--report", gapless_report],
+                base + ["--per-op", "--profile", profile, "--report", profiled_report]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()[-500:]}")
     rep = load(report)
     classes = op_classes(args.mimic, et, kineto)
     original, replay = analyse(kineto, classes), analyse(profile, classes)
+    predicted = prediction(args.mimic, et, kineto, args.work, name)
     orig_ms = statistics.median(sample["iteration_ms"])
     replay_ms = rep["iteration_ms"]["median"]
+    gapless_ms = load(gapless_report)["iteration_ms"]["median"]
     return {
         "name": name,
         "device": sample.get("device"),
         "coverage": f'{rep["coverage"]["replayed"]}/{rep["coverage"]["total"]}',
         "skipped": rep["coverage"]["skipped_by_reason"],
         "original_ms": orig_ms, "replay_ms": replay_ms, "ratio": ratio(replay_ms, orig_ms),
+        "replay_no_host_gaps_ms": gapless_ms, "no_host_gaps_ratio": ratio(gapless_ms, orig_ms),
         "original_gpu_active_ms": original["gpu_active_ms"], "replay_gpu_active_ms": replay["gpu_active_ms"],
         "gpu_active_ratio": ratio(replay["gpu_active_ms"], original["gpu_active_ms"]),
+        "prediction": predicted,
+        "predicted_gpu_active_ratio": ratio(predicted.get("predicted_gpu_active_ms"),
+                                            predicted.get("original_gpu_active_ms")),
         "kernel_ms_by_class": {c: {"original": original["kernel_ms_by_class"].get(c, 0.0),
                                    "replay": replay["kernel_ms_by_class"].get(c, 0.0)}
                                for c in set(original["kernel_ms_by_class"]) | set(replay["kernel_ms_by_class"])},
@@ -149,15 +193,18 @@ def fmt(v, spec=".2f"):
 
 
 def markdown(rows):
-    out = ["| sample | coverage | original ms | replay ms | ratio | GPU active orig ms | replay ms | ratio |"
-           " peak MiB orig | replay | SM % orig | replay | W orig | replay |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| sample | coverage | original ms | replay ms | ratio | no host gaps: replay ms | ratio |"
+           " GPU active orig ms | replay ms | ratio | predicted / orig | peak MiB orig | replay |"
+           " SM % orig | replay | W orig | replay |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     mib = lambda b: None if b is None else b / 2**20
     for r in rows:
         o, p = r["original_nvml"] or {}, r["replay_nvml"] or {}
         out.append(f'| {r["name"]} | {r["coverage"]} | {fmt(r["original_ms"])} | {fmt(r["replay_ms"])} | '
-                   f'{fmt(r["ratio"], ".3f")} | {fmt(r["original_gpu_active_ms"])} | '
+                   f'{fmt(r["ratio"], ".3f")} | {fmt(r["replay_no_host_gaps_ms"])} | '
+                   f'{fmt(r["no_host_gaps_ratio"], ".3f")} | {fmt(r["original_gpu_active_ms"])} | '
                    f'{fmt(r["replay_gpu_active_ms"])} | {fmt(r["gpu_active_ratio"], ".3f")} | '
+                   f'{fmt(r["predicted_gpu_active_ratio"], ".3f")} | '
                    f'{fmt(mib(r["original_peak_memory_bytes"]), ".0f")} | '
                    f'{fmt(mib(r["replay_peak_memory_bytes"]), ".0f")} | '
                    f'{fmt(o.get("sm_utilization_pct_mean"), ".0f")} | {fmt(p.get("sm_utilization_pct_mean"), ".0f")} | '
@@ -188,7 +235,9 @@ def main():
         try:
             rows.append(bench_sample(args, sample))
             print(f'{sample["name"]}: ratio {fmt(rows[-1]["ratio"], ".3f")}, GPU active ratio '
-                  f'{fmt(rows[-1]["gpu_active_ratio"], ".3f")}', flush=True)
+                  f'{fmt(rows[-1]["gpu_active_ratio"], ".3f")}, predicted/original GPU active '
+                  f'{fmt(rows[-1]["predicted_gpu_active_ratio"], ".3f")} '
+                  f'({rows[-1]["prediction"]["platform"]})', flush=True)
         except Exception as e:  # pylint: disable=broad-except
             print(f'{sample["name"]}: FAILED: {e}', file=sys.stderr, flush=True)
             failed = True

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The performance model against the kernels real GPUs recorded: `mimic compare --no-replay` on
 every GPU trace in ../shared/traces (ET + Kineto pairs, and Kineto-only traces where this build
-loads them), the platform chosen from each trace's deviceProperties. Prints one markdown table
+loads them) and on the H200 captures in fleet_samples/h200, the platform chosen from each trace's deviceProperties. Prints one markdown table
 row per trace (recorded vs predicted GPU active time: all of it, without communication kernels,
 and of the ops the models see into), one per trace with the ops no model sees into, and one per
 major op class, for docs/benchmarks.md. Nothing is fitted to these traces: the platforms are
@@ -28,6 +28,10 @@ TRACES = [
     ("hta-trace-diff (V100)", None, "hta-gpu-kineto/trace_diff_test_kineto.json.gz"),
     ("hta-sampled-rank0", None, "hta-gpu-kineto/sampled_rank0_kineto.json.gz"),
 ]
+# The project's own H200 captures (fleet_samples/h200, scripts/gpu_check.sh), ET + Kineto.
+H200 = os.path.join(ROOT, "fleet_samples", "h200")
+TRACES += [(f"h200 {n}", os.path.join(H200, f"{n}.et.json.gz"), os.path.join(H200, f"{n}.kineto.json.gz"))
+           for n in ("resnet50_b64", "resnet50_b128", "gpt2", "dlrm")]
 MAJOR = 0.10  # a class is major when it holds at least this share of the recorded GPU active time
 
 
