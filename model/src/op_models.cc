@@ -428,7 +428,20 @@ bool HasKind(const proto::Platform& p, std::string_view kind) {
   return false;
 }
 
+// A sparse tensor has no storage of its own: the trace records its dense shape, no elements and
+// no bytes.
+bool IsSparse(const proto::Tensor* t) {
+  if (!t || t->numel() != 0 || t->itemsize() != 0 || t->shape_size() == 0) return false;
+  for (int64_t d : t->shape())
+    if (d <= 0) return false;
+  return true;
+}
+
 OpCost ElementwiseModel(const Ctx& c) {
+  // A sparse operand (SGD's update of an embedding table from its sparse gradient) touches only
+  // the rows it holds: its values read, and as many bytes of the dense tensor read and written.
+  if (c.e.sparse_values_bytes > 0 && std::any_of(c.in.begin(), c.in.end(), IsSparse))
+    return BandwidthModel(c, "binary", 3 * c.e.sparse_values_bytes);
   for (std::string_view r : kRandomOps)
     if (r == c.name) return BandwidthModel(c, "dropout", TouchedBytes(c.in, c.out));
   // Math the vector units spend longer on than the bytes take to move: a kind of its own where

@@ -33,6 +33,9 @@ struct OpEvidence {
   eg::DeviceCopy recorded_copy;
   // A TBE op's other pass (PairTbeOps): the backward's forward, or the forward's backward.
   const proto::Op* tbe_partner = nullptr;
+  // The bytes of the nonzero values of the sparse tensors it reads, where it reads one (the
+  // `aten::_values` its recorded children took); 0 otherwise.
+  double sparse_values_bytes = 0;
 };
 
 // The tensors among `values` (lists included), and the bytes of one (0 for null).

@@ -154,6 +154,20 @@ eg::DeviceCopy RecordedCopy(const proto::Workload& w, const eg::OpTree& tree, in
   return best;
 }
 
+// The bytes of the sparse values op `index` read: the outputs of the `aten::_values` under it
+// (an op on a sparse tensor asks for its values, and records doing so).
+double SparseValuesBytes(const proto::Workload& w, const eg::OpTree& tree, int index) {
+  double bytes = 0;
+  for (int c : tree.Children(index)) {
+    const std::string& name = w.ops(c).name();
+    if (name == "aten::_values" || name.rfind("aten::_values.", 0) == 0)
+      for (const proto::Tensor* t : Tensors(w, w.ops(c).outputs())) bytes += Bytes(t);
+    else
+      bytes += SparseValuesBytes(w, tree, c);
+  }
+  return bytes;
+}
+
 void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::Platform& p,
                 const std::map<int, int>& tbe, int index, CacheModel& cache, SubtreeCost& acc) {
   const proto::Op& op = w.ops(index);
@@ -180,6 +194,7 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
       }
     }
     OpEvidence e;
+    e.sparse_values_bytes = SparseValuesBytes(w, tree, index);
     e.cold_fraction = cache.Touch(w, op);
     e.recorded_copy = RecordedCopy(w, tree, index);
     if (auto it = tbe.find(index); it != tbe.end()) e.tbe_partner = &w.ops(it->second);

@@ -604,6 +604,39 @@ TEST(Predict, AGemmIsPricedInThePrecisionItComputedIn) {
   EXPECT_NEAR(autocast, bf16, 0.01 * bf16);
 }
 
+// The H200 DLRM capture: SGD adds each table's sparse gradient (41-43k of 2M rows) into the
+// table. The update touches the rows the gradient holds, not the 1 GB table.
+TEST(Predict, ASparseUpdateMovesTheRowsItHolds) {
+  const proto::Workload w = LoadSample("h200/dlrm");
+  auto r = Predict(w, Builtin("h200"), Options(false));
+  ASSERT_THAT(r, IsOk());
+  const eg::OpTree tree(w);
+  int sparse_updates = 0;
+  for (const OpPrediction& o : r->ops) {
+    const int i = tree.IndexOf(o.op_id);
+    const proto::Op& op = w.ops(i);
+    if (op.name().rfind("aten::add_", 0) != 0 || op.inputs_size() < 2) continue;
+    const proto::Tensor& table = w.tensors(op.inputs(0).tensor());
+    const proto::Tensor& grad = w.tensors(op.inputs(1).tensor());
+    if (grad.numel() != 0 || table.numel() != 2000000 * 128) continue;  // the sparse ones
+    ++sparse_updates;
+    double values = 0;  // what the aten::_values under it gave
+    std::vector<int> stack(tree.Children(i).begin(), tree.Children(i).end());
+    while (!stack.empty()) {
+      const int k = stack.back();
+      stack.pop_back();
+      if (w.ops(k).name() == "aten::_values")
+        for (const proto::Value& v : w.ops(k).outputs())
+          values += static_cast<double>(w.tensors(v.tensor()).numel()) * 4;
+      for (int c : tree.Children(k)) stack.push_back(c);
+    }
+    EXPECT_GT(values, 0);
+    EXPECT_DOUBLE_EQ(o.bytes, 3 * values);
+    EXPECT_LT(o.bytes, 0.1 * 2 * table.numel() * 4);  // far below a dense update's
+  }
+  EXPECT_EQ(sparse_updates, 8);  // one per table in the step
+}
+
 TEST(Predict, KernelsStartWhenTheirLaunchIsDoneAndTheirStreamIsFree) {
   const proto::Platform p = KnownOverheads();
   auto r = Predict(TwoKernels(false), p, Options(false));
