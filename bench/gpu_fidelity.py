@@ -116,28 +116,26 @@ def analyse(trace_path, classes):
             "kernel_ms_by_class": by_class}
 
 
-def op_classes(mimic, et, kineto):
-    """Mimic's op class of every top-level op name of the trace (its one op table)."""
-    r = subprocess.run([mimic, "predict", et, "--kineto", kineto, "--platform", "h100_sxm", "--json"],
-                       capture_output=True, text=True)
+def model_view(mimic, et, kineto):
+    """One `mimic predict --json` of the trace: Mimic's op class of every top-level op name (its
+    one op table), and the model's GPU active time for the GPU the Kineto trace names (its
+    deviceProperties) beside the kernels that trace recorded. A trace that names no GPU (a CPU
+    capture) is classed under a GPU platform and has no prediction."""
+    def predict(*platform):
+        return subprocess.run([mimic, "predict", et, "--kineto", kineto, *platform, "--json"],
+                              capture_output=True, text=True)
+    r = predict()
+    named = r.returncode == 0
+    if not named:
+        r = predict("--platform", "h100_sxm")
     if r.returncode != 0:
         raise RuntimeError(f"mimic predict {et}: {r.stderr.strip()}")
-    return {op["name"]: op["op_class"] for op in json.loads(r.stdout)["ops"]}
-
-
-def prediction(mimic, et, kineto, work, name):
-    """The model's GPU active time for the GPU the Kineto trace names (its deviceProperties),
-    against the kernels that trace recorded: `mimic compare --no-replay`. None where the trace
-    names no GPU (a CPU capture)."""
-    report = os.path.join(work, f"{name}.prediction.json")
-    r = subprocess.run([mimic, "compare", et, "--kineto", kineto, "--no-replay", "--report", report],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        return {"platform": None, "note": r.stderr.strip().splitlines()[-1:]}
-    rep = load(report)
-    return {"platform": rep["platform"]["name"],
-            "original_gpu_active_ms": rep["end_to_end"].get("original_gpu_active_ms"),
-            "predicted_gpu_active_ms": rep["end_to_end"].get("predicted_gpu_active_ms")}
+    out = json.loads(r.stdout)
+    classes = {op["name"]: op["op_class"] for op in out["ops"]}
+    predicted = {"platform": out["platform"] if named else None,
+                 "original_gpu_active_ms": out.get("original_gpu_active_ms") if named else None,
+                 "predicted_gpu_active_ms": out.get("gpu_active_ms") if named else None}
+    return classes, predicted
 
 
 def ratio(a, b):
@@ -161,9 +159,8 @@ def bench_sample(args, sample):
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()[-500:]}")
     rep = load(report)
-    classes = op_classes(args.mimic, et, kineto)
+    classes, predicted = model_view(args.mimic, et, kineto)
     original, replay = analyse(kineto, classes), analyse(profile, classes)
-    predicted = prediction(args.mimic, et, kineto, args.work, name)
     orig_ms = statistics.median(sample["iteration_ms"])
     replay_ms = rep["iteration_ms"]["median"]
     gapless_ms = load(gapless_report)["iteration_ms"]["median"]
@@ -218,17 +215,37 @@ def markdown(rows):
     return "\n".join(out) + "\n"
 
 
+def original_markdown(args):
+    """The originals' side of the benchmark alone: GPU active time and kernel time per op class
+    per step (medians), from each sample's stored Kineto trace."""
+    out = ["| sample | class | original ms |", "|---|---|---:|"]
+    for sample in load(os.path.join(args.samples, "manifest.json"))["samples"]:
+        et = os.path.join(args.samples, sample["et"])
+        kineto = os.path.join(args.samples, sample["kineto"])
+        a = analyse(kineto, model_view(args.mimic, et, kineto)[0])
+        out.append(f'| {sample["name"]} | GPU active | {fmt(a["gpu_active_ms"], ".3f")} |')
+        for c, ms in sorted(a["kernel_ms_by_class"].items(), key=lambda kv: -kv[1]):
+            out.append(f'| {sample["name"]} | {c} | {fmt(ms, ".3f")} |')
+    return "\n".join(out)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--samples", required=True, help="folder with the samples and manifest.json")
     p.add_argument("--mimic", required=True)
-    p.add_argument("--work", required=True, help="folder for the replays' reports and profiles")
+    p.add_argument("--work", help="folder for the replays' reports and profiles")
     p.add_argument("--device", default="cuda")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--json")
     p.add_argument("--markdown")
+    p.add_argument("--original-only", action="store_true",
+                   help="read the originals' device time from the stored traces, replay nothing "
+                        "(no GPU needed; --work is then unused)")
     args = p.parse_args()
+    if args.original_only:
+        print(original_markdown(args))
+        return
     os.makedirs(args.work, exist_ok=True)
     rows, failed = [], False
     for sample in load(os.path.join(args.samples, "manifest.json"))["samples"]:

@@ -50,6 +50,21 @@ Status ParseSystem(const std::string& where, simdjson::dom::object o, proto::Sys
   return Status::Ok();
 }
 
+// The step times under `key` of `entry` (ms, each > 0) into `out`; none where the key is absent.
+Status ParseStepTimes(const std::string& where, simdjson::dom::element entry, const char* key,
+                      std::vector<double>& out) {
+  simdjson::dom::array times;
+  if (entry[key].get(times) != simdjson::SUCCESS) return Status::Ok();
+  for (simdjson::dom::element t : times) {
+    double ms;
+    if (t.get(ms) != simdjson::SUCCESS || ms <= 0)
+      return Status::InvalidInput(where + "." + key +
+                                  " holds a value that is not a positive number");
+    out.push_back(ms);
+  }
+  return Status::Ok();
+}
+
 // {"boundary_us": > 0, the other figures of kCaptureFigures by their figures_field: >= 0 (0 when
 // absent), "source": text}.
 Status ParseCaptureCost(const std::string& where, simdjson::dom::object o,
@@ -104,24 +119,10 @@ Result<CaptureManifest> ParseCaptureManifest(const std::string& path, std::strin
     if (e["world_size"].get(n) == simdjson::SUCCESS) c.world_size = n;
     if (c.world_size < 0 || c.rank >= std::max<int64_t>(c.world_size, 1) || (c.rank >= 0) != (c.world_size > 0))
       return Status::InvalidInput(where + ": rank and world_size must come together, with 0 <= rank < world_size");
-    simdjson::dom::array times;
-    if (e["iteration_ms"].get(times) != simdjson::SUCCESS)
+    if (simdjson::dom::array a; e["iteration_ms"].get(a) != simdjson::SUCCESS)
       return Status::InvalidInput(where + ".iteration_ms is missing");
-    for (simdjson::dom::element t : times) {
-      double ms;
-      if (t.get(ms) != simdjson::SUCCESS || ms <= 0)
-        return Status::InvalidInput(where + ".iteration_ms holds a value that is not a positive number");
-      c.iteration_ms.push_back(ms);
-    }
-    if (simdjson::dom::array after; e["iteration_ms_after"].get(after) == simdjson::SUCCESS) {
-      for (simdjson::dom::element t : after) {
-        double ms;
-        if (t.get(ms) != simdjson::SUCCESS || ms <= 0)
-          return Status::InvalidInput(
-              where + ".iteration_ms_after holds a value that is not a positive number");
-        c.iteration_ms_after.push_back(ms);
-      }
-    }
+    MIMIC_RETURN_IF_ERROR(ParseStepTimes(where, e, "iteration_ms", c.iteration_ms));
+    MIMIC_RETURN_IF_ERROR(ParseStepTimes(where, e, "iteration_ms_after", c.iteration_ms_after));
     if (double f; e["page_faults_per_step"].get(f) == simdjson::SUCCESS) {
       if (f < 0) return Status::InvalidInput(where + ".page_faults_per_step is negative");
       c.page_faults_per_step = f;

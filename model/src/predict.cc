@@ -194,7 +194,8 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
       }
     }
     OpEvidence e;
-    e.sparse_values_bytes = SparseValuesBytes(w, tree, index);
+    if (eg::ClassOf(op.name()) == eg::OpClass::kElementwise)  // the one model that reads it
+      e.sparse_values_bytes = SparseValuesBytes(w, tree, index);
     e.cold_fraction = cache.Touch(w, op);
     e.recorded_copy = RecordedCopy(w, tree, index);
     if (auto it = tbe.find(index); it != tbe.end()) e.tbe_partner = &w.ops(it->second);

@@ -358,13 +358,13 @@ class Runner {
   void CheckOutputs(int32_t i) {
     Check& c = checks_[i];
     const proto::Op& top = w_.ops(plan_.tops[plan_.steps[i].top].op_index);
-    const std::string_view target = executor_->device().is_cuda() ? "cuda" : "cpu";
+    const std::string device = executor_->device().str();
     for (int k = 0; k < top.outputs_size(); ++k)
       ForEachTensor(top.outputs(k), [&](int entry) {
         const at::Tensor t = store_.Get(entry);
         const proto::Tensor& rec = w_.tensors(entry);
-        if (!t.defined() ||
-            (eg::OutputShapeIsTheDevices(top.name(), k) && eg::TargetOf(rec.device()) != target))
+        if (!t.defined() || (eg::OutputShapeIsTheDevices(top.name(), k) &&
+                             eg::TargetOf(rec.device()) != eg::TargetOf(device)))
           return;
         ++c.checked;
         c10::ScalarType expected;
