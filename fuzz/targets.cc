@@ -28,8 +28,12 @@ void ExecutionTrace(std::string_view bytes) {
   if (w.ok()) (void)eg::Summarize(*w);
 }
 
+// Linked to an execution trace, and alone (the arguments kept, then the workload built).
 void Kineto(std::string_view bytes) {
   (void)eg::LoadWorkloadFromMemory("fuzz_et.json", kEt, "fuzz_kineto.json", bytes);
+  auto in = InputStream::FromMemory("fuzz_kineto.json", bytes);
+  auto trace = eg::ParseKinetoTrace("fuzz_kineto.json", *in, {.inputs = true});
+  if (trace.ok()) (void)eg::BuildKinetoWorkload("fuzz_kineto.json", std::move(*trace));
 }
 
 // Inputs are tried as they are and framed with a valid header, so that the fuzzer reaches the

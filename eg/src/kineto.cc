@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <type_traits>
 #include <unordered_map>
 
 #include "json_scan.h"
@@ -93,16 +94,33 @@ class Members {
   uint32_t found_ = 0;
 };
 
-bool KindOfCategory(std::string_view cat, KinetoEvent::Kind* kind) {
-  if (cat == "cpu_op" || cat == "operator") *kind = KinetoEvent::Kind::kHostOp;
-  else if (cat == "user_annotation" || cat == "gpu_user_annotation") *kind = KinetoEvent::Kind::kAnnotation;
-  else if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime") *kind = KinetoEvent::Kind::kRuntime;
-  else if (cat == "cuda_sync")
-    *kind = KinetoEvent::Kind::kSync;
-  else if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Kernel" || cat == "Memcpy" || cat == "Memset")
-    *kind = KinetoEvent::Kind::kDevice;
-  else return false;
-  return true;
+// The categories the reader keeps, with the kind of event each names.
+struct Category {
+  std::string_view name;
+  KinetoEvent::Kind kind;
+};
+constexpr Category kCategories[] = {
+    {"cpu_op", KinetoEvent::Kind::kHostOp},
+    {"operator", KinetoEvent::Kind::kHostOp},
+    {"user_annotation", KinetoEvent::Kind::kAnnotation},
+    {"gpu_user_annotation", KinetoEvent::Kind::kAnnotation},
+    {"cuda_runtime", KinetoEvent::Kind::kRuntime},
+    {"cuda_driver", KinetoEvent::Kind::kRuntime},
+    {"runtime", KinetoEvent::Kind::kRuntime},
+    {"cuda_sync", KinetoEvent::Kind::kSync},
+    {"kernel", KinetoEvent::Kind::kDevice},
+    {"gpu_memcpy", KinetoEvent::Kind::kDevice},
+    {"gpu_memset", KinetoEvent::Kind::kDevice},
+    {"Kernel", KinetoEvent::Kind::kDevice},
+    {"Memcpy", KinetoEvent::Kind::kDevice},
+    {"Memset", KinetoEvent::Kind::kDevice},
+};
+
+// The entry of kCategories named `cat`, or null.
+const Category* CategoryOf(std::string_view cat) {
+  for (const Category& c : kCategories)
+    if (c.name == cat) return &c;
+  return nullptr;
 }
 
 bool IsThreadRoot(const proto::Op& op) {
@@ -197,22 +215,49 @@ Links LinkByNameThreadOrder(const proto::Workload& w, const std::vector<const Ki
   return links;
 }
 
-// args["Input type"], ["Input Dims"], ["Input Strides"] and ["Concrete Inputs"], position by
-// position (record_shapes=True). A TensorList's dims hold one shape per tensor.
-void ReadInputs(element args, std::vector<KinetoInput>& out) {
+// KinetoEvent::inputs_json of a host op's args: its "Input type", "Input Dims", "Input Strides"
+// and "Concrete Inputs" as one minified array, null for each one absent; "" without types and
+// dims (record_shapes was off).
+std::string InputsJson(element args) {
+  static constexpr std::string_view kKeys[] = {"Input type", "Input Dims", "Input Strides",
+                                               "Concrete Inputs"};
+  element v[4];
+  bool has[4];
+  for (int i = 0; i < 4; ++i) has[i] = args[kKeys[i]].get(v[i]) == simdjson::SUCCESS;
+  if (!has[0] && !has[1]) return "";
+  std::string json = "[";
+  for (int i = 0; i < 4; ++i) {
+    if (i > 0) json += ',';
+    json += has[i] ? simdjson::minify(v[i]) : "null";
+  }
+  return json + "]";
+}
+
+}  // namespace
+
+// Position by position; a TensorList's dims hold one shape per tensor.
+void kineto::ReadInputs(std::string_view inputs_json, simdjson::dom::parser& parser,
+                        std::vector<Input>* out) {
+  out->clear();
+  simdjson::dom::array fields;
+  if (inputs_json.empty() ||
+      parser.parse(inputs_json.data(), inputs_json.size()).get_array().get(fields) !=
+          simdjson::SUCCESS ||
+      fields.size() != 4)
+    return;
   simdjson::dom::array types, dims, strides, concrete;
-  const bool has_types = args["Input type"].get_array().get(types) == simdjson::SUCCESS;
-  const bool has_dims = args["Input Dims"].get_array().get(dims) == simdjson::SUCCESS;
+  const bool has_types = fields.at(0).get_array().get(types) == simdjson::SUCCESS;
+  const bool has_dims = fields.at(1).get_array().get(dims) == simdjson::SUCCESS;
   if (!has_types && !has_dims) return;
   if (has_types)
     for (element t : types) {
       std::string_view name;
-      out.emplace_back();
-      if (t.get(name) == simdjson::SUCCESS) out.back().type = std::string(name);
+      out->emplace_back();
+      if (t.get(name) == simdjson::SUCCESS) out->back().type = std::string(name);
     }
-  auto at = [&out](size_t i) -> KinetoInput& {
-    if (i >= out.size()) out.resize(i + 1);
-    return out[i];
+  auto at = [out](size_t i) -> Input& {
+    if (i >= out->size()) out->resize(i + 1);
+    return (*out)[i];
   };
   auto ints = [](element v, std::vector<int64_t>& dst) {
     simdjson::dom::array a;
@@ -227,7 +272,7 @@ void ReadInputs(element args, std::vector<KinetoInput>& out) {
   size_t i = 0;
   if (has_dims)
     for (element d : dims) {
-      KinetoInput& in = at(i++);
+      Input& in = at(i++);
       in.has_dims = true;
       if (in.type == "TensorList") {
         simdjson::dom::array shapes;
@@ -242,19 +287,21 @@ void ReadInputs(element args, std::vector<KinetoInput>& out) {
       }
     }
   i = 0;
-  if (args["Input Strides"].get_array().get(strides) == simdjson::SUCCESS)
+  if (fields.at(2).get_array().get(strides) == simdjson::SUCCESS)
     for (element st : strides) {
-      KinetoInput& in = at(i++);
+      Input& in = at(i++);
       if (in.type != "TensorList" && !ints(st, in.strides)) in.strides.clear();
     }
   i = 0;
-  if (args["Concrete Inputs"].get_array().get(concrete) == simdjson::SUCCESS)
+  if (fields.at(3).get_array().get(concrete) == simdjson::SUCCESS)
     for (element c : concrete) {
       std::string_view text;
       if (c.get(text) == simdjson::SUCCESS) at(i).concrete = std::string(text);
       ++i;
     }
 }
+
+namespace {
 
 // The members of an event, and of its args, that the reader uses.
 enum EventKey { kCat, kName, kPh, kPid, kTid, kTs, kDur, kArgs };
@@ -299,14 +346,14 @@ void ReadEvent(element e, const KinetoParseOptions& options, KinetoTrace& trace)
         {m.Double(kTs, 0), args.Int(kTotalAllocated, 0), args.Int(kDeviceType, 0)});
     return;
   }
-  KinetoEvent::Kind kind;
-  if (!KindOfCategory(cat, &kind)) return;
+  const Category* category = CategoryOf(cat);
+  if (!category) return;
   std::string_view ph;
   if (m.String(kPh, &ph) && ph != "X") return;
   KinetoEvent& ev = trace.events.emplace_back();
-  ev.kind = kind;
+  ev.kind = category->kind;
   if (has_name) ev.name = std::string(name);
-  ev.category = std::string(cat);
+  ev.category = category->name;
   ev.pid = m.Int(kPid, -1);
   ev.tid = m.Int(kTid, -1);
   ev.ts = m.Double(kTs, 0);
@@ -318,13 +365,13 @@ void ReadEvent(element e, const KinetoParseOptions& options, KinetoTrace& trace)
   ev.correlation = args.Int(kCorrelation, -1);
   ev.stream = args.Int(kStream, -1);
   ev.device = args.Int(kDevice, -1);
-  if (kind == KinetoEvent::Kind::kSync) {
+  if (ev.kind == KinetoEvent::Kind::kSync) {
     std::string_view sk;
     if (args.String(kSyncKind, &sk)) ev.sync_kind = std::string(sk);
     ev.wait_on_stream = args.Int(kWaitOnStream, -1);
     ev.wait_event_correlation = args.Int(kWaitEventCorrelation, -1);
   }
-  if (options.inputs && kineto::IsHost(ev)) ReadInputs(m[kArgs], ev.inputs);
+  if (options.inputs && kineto::IsHost(ev)) ev.inputs_json = InputsJson(m[kArgs]);
 }
 
 }  // namespace
@@ -337,6 +384,14 @@ bool IsHost(const KinetoEvent& e) {
 
 bool IsHostSpan(const KinetoEvent& e) { return IsHost(e) && e.category != "gpu_user_annotation"; }
 
+KernelSink KernelsOf(proto::Workload& w) {
+  return [&w](int op) { return w.mutable_ops(op)->add_kernels(); };
+}
+
+SyncSink SyncsOf(proto::Workload& w) {
+  return [&w](int op) { return w.mutable_ops(op)->add_syncs(); };
+}
+
 std::unordered_map<int64_t, const KinetoEvent*> LaunchesByCorrelation(const KinetoTrace& trace) {
   std::unordered_map<int64_t, const KinetoEvent*> launch_of;
   for (const KinetoEvent& e : trace.events)
@@ -345,12 +400,13 @@ std::unordered_map<int64_t, const KinetoEvent*> LaunchesByCorrelation(const Kine
   return launch_of;
 }
 
-KernelCounts AttachKernels(const KinetoTrace& trace,
+template <typename Trace>
+KernelCounts AttachKernels(Trace& trace,
                            const std::unordered_map<int64_t, const KinetoEvent*>& launch_of,
                            const std::unordered_map<const KinetoEvent*, int>& launcher,
-                           double window_lo, double window_hi, proto::Workload& w) {
+                           double window_lo, double window_hi, const KernelSink& add) {
   KernelCounts n;
-  for (const KinetoEvent& e : trace.events) {
+  for (auto& e : trace.events) {
     if (e.kind != KinetoEvent::Kind::kDevice) continue;
     ++n.total;
     auto launch = launch_of.find(e.correlation);
@@ -361,9 +417,12 @@ KernelCounts AttachKernels(const KinetoTrace& trace,
     auto op_it = l ? launcher.find(l) : launcher.end();
     if (op_it == launcher.end()) continue;
     ++n.linked;
-    proto::Kernel& k = *w.mutable_ops(op_it->second)->add_kernels();
-    k.set_name(e.name);
-    k.set_category(e.category);
+    proto::Kernel& k = *add(op_it->second);
+    if constexpr (std::is_const_v<Trace>)
+      k.set_name(e.name);
+    else
+      k.set_name(std::move(e.name));
+    k.set_category(std::string(e.category));
     k.set_device(e.device);
     k.set_stream(e.stream);
     k.set_start_us(e.ts);
@@ -373,6 +432,14 @@ KernelCounts AttachKernels(const KinetoTrace& trace,
   }
   return n;
 }
+template KernelCounts AttachKernels(const KinetoTrace&,
+                                    const std::unordered_map<int64_t, const KinetoEvent*>&,
+                                    const std::unordered_map<const KinetoEvent*, int>&, double,
+                                    double, const KernelSink&);
+template KernelCounts AttachKernels(KinetoTrace&,
+                                    const std::unordered_map<int64_t, const KinetoEvent*>&,
+                                    const std::unordered_map<const KinetoEvent*, int>&, double,
+                                    double, const KernelSink&);
 
 // A sweep per thread over host spans and launches in time order keeps the stack of open host
 // spans; the innermost one that is an op is the launcher.
@@ -412,11 +479,12 @@ std::unordered_map<const KinetoEvent*, int> AttributeLaunches(
 // Each recorded CUDA synchronization goes on the op whose span holds its runtime call (the
 // launcher of that call), else on the next linked op its thread started; with the start of the
 // cudaEventRecord it waits for, where the trace names one.
-void AttachSyncs(const KinetoTrace& trace, const Links& links,
+void AttachSyncs(const KinetoTrace& trace, const std::vector<const KinetoEvent*>& event_of_op,
                  const std::unordered_map<int64_t, const KinetoEvent*>& runtime_of,
-                 const std::unordered_map<const KinetoEvent*, int>& launcher, proto::Workload& w) {
+                 const std::unordered_map<const KinetoEvent*, int>& launcher, const SyncSink& add) {
   std::map<int64_t, std::vector<std::pair<double, int>>> starts;  // per thread: linked op starts
-  for (const auto& [index, e] : links) starts[e->tid].emplace_back(e->ts, index);
+  for (int i = 0; i < static_cast<int>(event_of_op.size()); ++i)
+    if (const KinetoEvent* e = event_of_op[i]) starts[e->tid].emplace_back(e->ts, i);
   for (auto& [tid, v] : starts) std::sort(v.begin(), v.end());
   for (const KinetoEvent& e : trace.events) {
     if (e.kind != KinetoEvent::Kind::kSync) continue;
@@ -431,7 +499,7 @@ void AttachSyncs(const KinetoTrace& trace, const Links& links,
       if (next != t->second.end()) op = next->second;
     }
     if (op < 0) continue;
-    proto::CudaSync& s = *w.mutable_ops(op)->add_syncs();
+    proto::CudaSync& s = *add(op);
     s.set_kind(e.sync_kind);
     s.set_stream(e.stream);
     s.set_wait_on_stream(e.wait_on_stream);
@@ -595,8 +663,10 @@ Status LinkKineto(const std::string& path, const KinetoTrace& trace, proto::Work
   const auto launch_of = kineto::LaunchesByCorrelation(trace);
   const std::unordered_map<const KinetoEvent*, int> launcher = AttributeLaunches(trace, host, op_of_event);
   const kineto::KernelCounts kernels =
-      kineto::AttachKernels(trace, launch_of, launcher, window_lo, window_hi, w);
-  kineto::AttachSyncs(trace, links, launch_of, launcher, w);
+      kineto::AttachKernels(trace, launch_of, launcher, window_lo, window_hi, kineto::KernelsOf(w));
+  std::vector<const KinetoEvent*> event_of_op(w.ops_size(), nullptr);
+  for (const auto& [index, e] : links) event_of_op[index] = e;
+  kineto::AttachSyncs(trace, event_of_op, launch_of, launcher, kineto::SyncsOf(w));
   kineto::SetSegmentSpans(w);
   kineto::RecordStepMemory(trace, w);
   kineto::AddTraceProvenance(trace, w);

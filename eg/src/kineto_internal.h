@@ -2,7 +2,12 @@
 // BuildKinetoWorkload (a Kineto trace alone) share. Internal to eg/.
 #pragma once
 
+#include <simdjson.h>
+
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -10,6 +15,22 @@
 #include "proto/workload.pb.h"
 
 namespace mimic::eg::kineto {
+
+// One recorded argument of a host op (record_shapes=True): args "Input type", "Input Dims",
+// "Input Strides" and "Concrete Inputs" at one position, as the profiler wrote them.
+struct Input {
+  std::string type;  // "float", "c10::Half", "long int", ... (a tensor), "Scalar", "ScalarList",
+                     // "TensorList", "" (anything else: None, a device, a string)
+  std::vector<std::vector<int64_t>> dims;  // a tensor: its shape; a TensorList: one per tensor
+  std::vector<int64_t> strides;            // a tensor's, where recorded
+  std::string concrete;                    // a scalar's or scalar list's value, where recorded
+  bool has_dims = false;                   // "Input Dims" had an entry at this position
+};
+
+// The arguments of KinetoEvent::inputs_json, position by position, into *out (cleared first);
+// `parser` is the caller's, reused from event to event.
+void ReadInputs(std::string_view inputs_json, simdjson::dom::parser& parser,
+                std::vector<Input>* out);
 
 // Host spans: cpu_op and user_annotation events (gpu_user_annotation is on the device timeline).
 bool IsHost(const KinetoEvent& e);
@@ -32,16 +53,27 @@ struct KernelCounts {
   int64_t in_window = 0;  // launched inside [window_lo, window_hi]
   int64_t linked = 0;     // attached to an op
 };
+// Where the kernels and syncs of op i go: the op itself (OnOps), or a list the caller attaches
+// later (the workload of a Kineto trace alone, built once the trace is freed).
+using KernelSink = std::function<proto::Kernel*(int op)>;
+using SyncSink = std::function<proto::CudaSync*(int op)>;
+KernelSink KernelsOf(proto::Workload& w);
+SyncSink SyncsOf(proto::Workload& w);
+
 // Attaches each device event launched inside [window_lo, window_hi] to the op that launched it.
-KernelCounts AttachKernels(const KinetoTrace& trace,
+// Given a trace it may change (Trace = KinetoTrace, one the caller is done with), the kernels'
+// names are moved out of it rather than copied, so that they are never held twice.
+template <typename Trace>
+KernelCounts AttachKernels(Trace& trace,
                            const std::unordered_map<int64_t, const KinetoEvent*>& launch_of,
                            const std::unordered_map<const KinetoEvent*, int>& launcher,
-                           double window_lo, double window_hi, proto::Workload& w);
+                           double window_lo, double window_hi, const KernelSink& add);
 
 // Each recorded CUDA synchronization onto the op that made it (docs/workload.md, CudaSync).
-void AttachSyncs(const KinetoTrace& trace, const Links& links,
+// `event_of_op[i]`: the host event op i is linked to, or null.
+void AttachSyncs(const KinetoTrace& trace, const std::vector<const KinetoEvent*>& event_of_op,
                  const std::unordered_map<int64_t, const KinetoEvent*>& runtime_of,
-                 const std::unordered_map<const KinetoEvent*, int>& launcher, proto::Workload& w);
+                 const std::unordered_map<const KinetoEvent*, int>& launcher, const SyncSink& add);
 
 // Segment spans from their ops' CPU spans, and the profiled step times they imply.
 void SetSegmentSpans(proto::Workload& w);

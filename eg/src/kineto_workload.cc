@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 
@@ -51,9 +52,9 @@ int64_t ItemSize(proto::DType d) {
 
 // Host spans in start order across threads: a longer span before a shorter one that starts
 // with it (its parent), then by thread.
-std::vector<const KinetoEvent*> HostSpansInStartOrder(const KinetoTrace& trace) {
-  std::vector<const KinetoEvent*> host;
-  for (const KinetoEvent& e : trace.events)
+std::vector<KinetoEvent*> HostSpansInStartOrder(KinetoTrace& trace) {
+  std::vector<KinetoEvent*> host;
+  for (KinetoEvent& e : trace.events)
     if (IsHostSpan(e)) host.push_back(&e);
   std::stable_sort(host.begin(), host.end(), [](const KinetoEvent* a, const KinetoEvent* b) {
     if (a->ts != b->ts) return a->ts < b->ts;
@@ -65,16 +66,17 @@ std::vector<const KinetoEvent*> HostSpansInStartOrder(const KinetoTrace& trace) 
 
 // Whether `outer` (which starts no later) holds the start of `inner`. A span that starts inside
 // another and ends after it (clock rounding) still counts as inside.
-bool Holds(const KinetoEvent& outer, const KinetoEvent& inner) {
-  return inner.ts < outer.ts + outer.dur || inner.ts == outer.ts;
+bool Holds(const proto::Op& outer, const proto::Op& inner) {
+  return inner.cpu_start_us() < outer.cpu_start_us() + outer.cpu_duration_us() ||
+         inner.cpu_start_us() == outer.cpu_start_us();
 }
 
-// Each op's parent: the innermost op of its thread still open at its start.
-void SetParents(const std::vector<const KinetoEvent*>& host, proto::Workload& w) {
+// Each op's parent: the innermost op of its thread still open at its start (ops in start order).
+void SetParents(proto::Workload& w) {
   std::unordered_map<int64_t, std::vector<int>> open;  // per thread: the stack of open ops
-  for (int i = 0; i < static_cast<int>(host.size()); ++i) {
-    std::vector<int>& stack = open[host[i]->tid];
-    while (!stack.empty() && !Holds(*host[stack.back()], *host[i])) stack.pop_back();
+  for (int i = 0; i < w.ops_size(); ++i) {
+    std::vector<int>& stack = open[w.ops(i).thread()];
+    while (!stack.empty() && !Holds(w.ops(stack.back()), w.ops(i))) stack.pop_back();
     w.mutable_ops(i)->set_parent(stack.empty() ? 0 : w.ops(stack.back()).id());
     stack.push_back(i);
   }
@@ -121,6 +123,14 @@ bool SetScalarList(std::string_view text, proto::Value& v) {
   return true;
 }
 
+// What an op takes from its host event: the events are freed before the ops are built.
+struct OpSeed {
+  std::string name;
+  std::string inputs_json;  // KinetoEvent::inputs_json
+  int64_t tid = -1, rf_id = -1;
+  double ts = 0, dur = 0;
+};
+
 class Builder {
  public:
   explicit Builder(proto::Workload& w) : w_(w) {
@@ -128,29 +138,35 @@ class Builder {
     w_.add_types("");  // index 0: no type recorded
   }
 
-  void AddOp(const KinetoEvent& e, int64_t id);
+  // Adds op `id` for the host event that `seed` was taken from, with its arguments.
+  void AddOp(OpSeed& seed, int64_t id);
 
  private:
   int32_t InternType(const std::string& type);
-  void AddInput(const KinetoInput& in, proto::Value& v);
+  void AddInput(const kineto::Input& in, proto::Value& v);
   int32_t AddTensor(proto::DType dtype, const std::string& type, const std::vector<int64_t>& shape,
                     const std::vector<int64_t>& strides);
 
   proto::Workload& w_;
   std::unordered_map<std::string, int32_t> types_;
+  simdjson::dom::parser parser_;       // of the events' inputs_json
+  std::vector<kineto::Input> inputs_;  // scratch: the arguments of the op being added
 };
 
-void Builder::AddOp(const KinetoEvent& e, int64_t id) {
+void Builder::AddOp(OpSeed& seed, int64_t id) {
   proto::Op& op = *w_.add_ops();
   op.set_id(id);
-  op.set_name(e.name);
+  op.set_name(std::move(seed.name));
   op.set_schema(-1);
-  op.set_thread(e.tid);
-  op.set_rf_id(e.rf_id);
+  op.set_thread(seed.tid);
+  op.set_rf_id(seed.rf_id);
   op.set_has_cpu_span(true);
-  op.set_cpu_start_us(e.ts);
-  op.set_cpu_duration_us(e.dur);
-  for (const KinetoInput& in : e.inputs) AddInput(in, *op.add_inputs());
+  op.set_cpu_start_us(seed.ts);
+  op.set_cpu_duration_us(seed.dur);
+  kineto::ReadInputs(seed.inputs_json, parser_, &inputs_);
+  std::string().swap(seed.inputs_json);
+  op.mutable_inputs()->Reserve(static_cast<int>(inputs_.size()));
+  for (const kineto::Input& in : inputs_) AddInput(in, *op.add_inputs());
 }
 
 int32_t Builder::InternType(const std::string& type) {
@@ -161,7 +177,7 @@ int32_t Builder::InternType(const std::string& type) {
 
 // One recorded argument: a tensor (its type is a C++ scalar type name), a tensor list, a
 // scalar or scalar list (their values where Concrete Inputs recorded them), else opaque.
-void Builder::AddInput(const KinetoInput& in, proto::Value& v) {
+void Builder::AddInput(const kineto::Input& in, proto::Value& v) {
   v.set_type(InternType(in.type));
   if (in.type == "TensorList") {
     if (in.dims.empty()) {
@@ -215,24 +231,23 @@ int32_t Builder::AddTensor(proto::DType dtype, const std::string& type,
 }
 
 // The device an op's arguments lived on, where the trace tells: the device of the kernels it
-// (or an op under it) launched; "cpu" everywhere when the trace recorded no device at all.
-void SetTensorDevices(const KinetoTrace& trace, proto::Workload& w) {
-  const bool any_device =
-      !trace.devices.empty() ||
-      std::any_of(trace.events.begin(), trace.events.end(),
-                  [](const KinetoEvent& e) { return e.kind == KinetoEvent::Kind::kDevice; });
-  const OpTree tree(w);
-  std::vector<int64_t> device(w.ops_size(), -1);  // the device of the first kernel below
-  for (int i = w.ops_size() - 1; i >= 0; --i) {   // children have larger ids than parents
+// (or an op under it) launched; "cpu" everywhere when the trace recorded no device at all
+// (!any_device).
+void SetTensorDevices(bool any_device, proto::Workload& w) {
+  // The device of an op's first kernel, else of its first child that has one. Ops come in id
+  // order, op i has id i + 1 (BuildKinetoWorkload), and children follow their parent: walking
+  // back, each op has heard from all its children, the first one last, before its own turn.
+  std::vector<int64_t> device(w.ops_size(), -1);
+  for (int i = w.ops_size() - 1; i >= 0; --i) {
     const proto::Op& op = w.ops(i);
-    if (op.kernels_size() > 0) device[i] = op.kernels(0).device();
-    for (int c : tree.Children(i))
-      if (device[i] < 0) device[i] = device[c];
+    if (op.kernels_size() > 0 && op.kernels(0).device() >= 0) device[i] = op.kernels(0).device();
+    if (device[i] >= 0 && op.parent() > 0) device[op.parent() - 1] = device[i];
   }
+  std::vector<int32_t> tensors;
   for (int i = 0; i < w.ops_size(); ++i) {
     if (any_device && device[i] < 0) continue;
     const std::string name = any_device ? "cuda:" + std::to_string(device[i]) : "cpu";
-    std::vector<int32_t> tensors;
+    tensors.clear();
     for (const proto::Value& v : w.ops(i).inputs()) {
       if (v.kind_case() == proto::Value::kTensor) tensors.push_back(v.tensor());
       if (v.kind_case() == proto::Value::kList)
@@ -244,53 +259,79 @@ void SetTensorDevices(const KinetoTrace& trace, proto::Workload& w) {
   }
 }
 
-// Segments, spans, kernels, syncs and the summary: the parts LinkKineto shares.
-void AttachDeviceWork(const KinetoTrace& trace, const std::vector<const KinetoEvent*>& host,
-                      proto::Workload& w) {
-  kineto::Links links;
-  std::unordered_map<const KinetoEvent*, int> op_of_event;
-  for (int i = 0; i < static_cast<int>(host.size()); ++i) {
-    links.emplace(i, host[i]);
-    op_of_event.emplace(host[i], i);
-  }
+// The device work of the ops, found while the trace is whole and attached once the ops exist:
+// kernels (their names moved out of the trace) and syncs, each beside the index of its op.
+struct DeviceWork {
+  std::vector<std::pair<int, std::unique_ptr<proto::Kernel>>> kernels;
+  std::vector<std::pair<int, std::unique_ptr<proto::CudaSync>>> syncs;
+  kineto::KernelCounts counts;
+  bool any_device = false;  // whether the trace recorded a device at all
+};
+
+// `host`: the host spans in start order, op i's at i.
+DeviceWork FindDeviceWork(KinetoTrace& trace, const std::vector<const KinetoEvent*>& host) {
+  DeviceWork d;
   const auto launch_of = kineto::LaunchesByCorrelation(trace);
+  std::unordered_map<const KinetoEvent*, int> op_of_event;
+  for (int i = 0; i < static_cast<int>(host.size()); ++i) op_of_event.emplace(host[i], i);
   const auto launcher = kineto::AttributeLaunches(trace, host, op_of_event);
-  const kineto::KernelCounts kernels =
-      kineto::AttachKernels(trace, launch_of, launcher, -1e300, 1e300, w);
-  kineto::AttachSyncs(trace, links, launch_of, launcher, w);
+  kineto::AttachSyncs(trace, host, launch_of, launcher, [&d](int op) {
+    return d.syncs.emplace_back(op, std::make_unique<proto::CudaSync>()).second.get();
+  });
+  d.counts = kineto::AttachKernels(trace, launch_of, launcher, -1e300, 1e300, [&d](int op) {
+    return d.kernels.emplace_back(op, std::make_unique<proto::Kernel>()).second.get();
+  });
+  d.any_device = !trace.devices.empty() || d.counts.total > 0;
+  return d;
+}
+
+// Hands each kernel and sync to its op, and fills the summary.
+void AttachDeviceWork(DeviceWork& d, int64_t pid, proto::Workload& w) {
+  for (auto& [op, k] : d.kernels) w.mutable_ops(op)->mutable_kernels()->AddAllocated(k.release());
+  for (auto& [op, s] : d.syncs) w.mutable_ops(op)->mutable_syncs()->AddAllocated(s.release());
   proto::KinetoSummary& s = *w.mutable_kineto();
   s.set_present(true);
   s.set_link_method("kineto_only");
-  s.set_host_ops(static_cast<int64_t>(host.size()));
-  s.set_host_ops_linked(static_cast<int64_t>(host.size()));
-  s.set_kernels(kernels.in_window);
-  s.set_kernels_linked(kernels.linked);
-  s.set_kernels_total(kernels.total);
-  s.set_kineto_pid(host.front()->pid);
+  s.set_host_ops(w.ops_size());
+  s.set_host_ops_linked(w.ops_size());
+  s.set_kernels(d.counts.in_window);
+  s.set_kernels_linked(d.counts.linked);
+  s.set_kernels_total(d.counts.total);
+  s.set_kineto_pid(pid);
 }
 
 }  // namespace
 
 Result<proto::Workload> BuildKinetoWorkload(const std::string& path, KinetoTrace trace) {
-  const std::vector<const KinetoEvent*> host = HostSpansInStartOrder(trace);
-  if (host.empty())
-    return Status::InvalidInput(path +
-                                ":byte 0: Kineto trace without host ops (no cpu_op or "
-                                "user_annotation events): nothing to read");
+  std::vector<OpSeed> seeds;
+  DeviceWork device;
+  int64_t pid = -1;
+  {
+    const std::vector<KinetoEvent*> spans = HostSpansInStartOrder(trace);
+    if (spans.empty())
+      return Status::InvalidInput(path +
+                                  ":byte 0: Kineto trace without host ops (no cpu_op or "
+                                  "user_annotation events): nothing to read");
+    pid = spans.front()->pid;
+    device = FindDeviceWork(trace, {spans.begin(), spans.end()});
+    seeds.reserve(spans.size());
+    for (KinetoEvent* e : spans)
+      seeds.push_back(
+          {std::move(e->name), std::move(e->inputs_json), e->tid, e->rf_id, e->ts, e->dur});
+  }
+  // The events are freed before the ops are built, so that the trace and the workload are never
+  // both whole: the peak stays near the larger of the two.
+  trace.events.clear();
   proto::Workload w;
   auto& prov = *w.mutable_provenance();
   prov.set_schema(kKinetoOnlySchema);
-  prov.set_pid(host.front()->pid);
+  prov.set_pid(pid);
   Builder builder(w);
-  for (size_t i = 0; i < host.size(); ++i) {
-    builder.AddOp(*host[i], static_cast<int64_t>(i) + 1);
-    // The arguments are in the op now: their memory goes to the ops that follow, so that the
-    // trace and the workload are never both whole (the peak stays near the larger of the two).
-    std::vector<KinetoInput>().swap(trace.events[host[i] - trace.events.data()].inputs);
-  }
-  SetParents(host, w);
-  AttachDeviceWork(trace, host, w);
-  SetTensorDevices(trace, w);
+  for (size_t i = 0; i < seeds.size(); ++i) builder.AddOp(seeds[i], static_cast<int64_t>(i) + 1);
+  std::vector<OpSeed>().swap(seeds);
+  SetParents(w);
+  AttachDeviceWork(device, pid, w);
+  SetTensorDevices(device.any_device, w);
   AddTraceSegments(w);
   kineto::SetSegmentSpans(w);
   kineto::RecordStepMemory(trace, w);

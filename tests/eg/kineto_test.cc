@@ -141,5 +141,30 @@ TEST(Kineto, EventMembersInAnyOrder) {
   EXPECT_EQ(t->memory[0].device_type, 1);
 }
 
+// With inputs, a host op keeps its recorded arguments as one minified array [types, dims,
+// strides, concrete], null for the ones it lacks; without shapes recorded, or without the
+// option, nothing is kept. Other events never keep any.
+TEST(Kineto, HostOpArgumentsAreKeptAsText) {
+  const std::string json = R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 1, "dur": 1,
+     "args": {"Input Dims": [[2, 3], [], []], "Call stack": "x.py(1)",
+              "Input type": ["float", "Scalar", ""], "Concrete Inputs": ["", "1", ""]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "ts": 2, "dur": 1,
+     "args": {"External id": 3}},
+    {"ph": "X", "cat": "kernel", "name": "k", "ts": 3, "dur": 1,
+     "args": {"Input Dims": [[1]], "Input type": ["float"]}}
+  ]})json";
+  auto in = InputStream::FromMemory("args.json", json);
+  auto t = ParseKinetoTrace("args.json", *in, {.inputs = true});
+  ASSERT_THAT(t, IsOk());
+  ASSERT_EQ(t->events.size(), 3u);
+  EXPECT_EQ(t->events[0].inputs_json, R"([["float","Scalar",""],[[2,3],[],[]],null,["","1",""]])");
+  EXPECT_EQ(t->events[1].inputs_json, "");
+  EXPECT_EQ(t->events[2].inputs_json, "");
+  auto plain = ParseKinetoTrace("args.json", json);
+  ASSERT_THAT(plain, IsOk());
+  EXPECT_EQ(plain->events[0].inputs_json, "");
+}
+
 }  // namespace
 }  // namespace mimic::eg

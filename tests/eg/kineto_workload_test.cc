@@ -205,6 +205,43 @@ TEST(KinetoWorkload, CpuTraceWithConcreteInputs) {
   for (const proto::Segment& seg : w->segments()) EXPECT_TRUE(seg.has_span()) << seg.name();
 }
 
+// An op that launched nothing itself has its arguments on the device of its first child that
+// did (its own kernels first); an op that neither launched nor holds a launcher stays unplaced.
+TEST(KinetoWorkload, ArgumentsLiveWhereTheFirstKernelBelowRan) {
+  const std::string json = R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 0, "dur": 100,
+     "args": {"Input Dims": [[4, 8]], "Input type": ["float"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::t", "pid": 1, "tid": 1, "ts": 1, "dur": 5,
+     "args": {"Input Dims": [[8, 8]], "Input type": ["float"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 10, "dur": 20,
+     "args": {"Input Dims": [[4, 8]], "Input type": ["float"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 40, "dur": 20,
+     "args": {"Input Dims": [[4, 8]], "Input type": ["float"]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12,
+     "dur": 2, "args": {"correlation": 7}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 42,
+     "dur": 2, "args": {"correlation": 8}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 5,
+     "args": {"correlation": 7, "device": 1, "stream": 7}},
+    {"ph": "X", "cat": "kernel", "name": "relu", "pid": 0, "tid": 7, "ts": 50, "dur": 5,
+     "args": {"correlation": 8, "device": 2, "stream": 7}}
+  ]})";
+  auto in = InputStream::FromMemory("devices.json", json);
+  auto t = ParseKinetoTrace("devices.json", *in, {.inputs = true});
+  ASSERT_THAT(t, IsOk());
+  auto w = BuildKinetoWorkload("devices.json", std::move(*t));
+  ASSERT_THAT(w, IsOk());
+  auto device_of = [&](const char* name) {
+    const proto::Op* op = FindOp(*w, name);
+    return op ? w->tensors(op->inputs(0).tensor()).device() : "no op";
+  };
+  EXPECT_EQ(device_of("aten::addmm"), "cuda:1");
+  EXPECT_EQ(device_of("aten::relu"), "cuda:2");
+  EXPECT_EQ(device_of("aten::linear"), "cuda:1");  // its first child with a kernel, not the last
+  EXPECT_EQ(device_of("aten::t"), "");
+  EXPECT_EQ(FindOp(*w, "aten::addmm")->kernels(0).name(), "gemm");
+}
+
 TEST(KinetoWorkload, RefusedUnlessAllowed) {
   const std::string path = testing::SourceDir() + "/fleet_samples/mlp.kineto.json.gz";
   auto w = LoadWorkload(path);

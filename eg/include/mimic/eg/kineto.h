@@ -8,28 +8,18 @@
 #include <string_view>
 #include <vector>
 
+#include "mimic/base/chunked_vector.h"
 #include "mimic/base/file.h"
 #include "mimic/base/status.h"
 #include "proto/workload.pb.h"
 
 namespace mimic::eg {
 
-// One recorded argument of a host op (record_shapes=True): args "Input type", "Input Dims",
-// "Input Strides" and "Concrete Inputs" at one position, as the profiler wrote them.
-struct KinetoInput {
-  std::string type;  // "float", "c10::Half", "long int", ... (a tensor), "Scalar", "ScalarList",
-                     // "TensorList", "" (anything else: None, a device, a string)
-  std::vector<std::vector<int64_t>> dims;  // a tensor: its shape; a TensorList: one per tensor
-  std::vector<int64_t> strides;            // a tensor's, where recorded
-  std::string concrete;                    // a scalar's or scalar list's value, where recorded
-  bool has_dims = false;                   // "Input Dims" had an entry at this position
-};
-
 struct KinetoEvent {
   enum class Kind : uint8_t { kHostOp, kAnnotation, kRuntime, kDevice, kSync };
   Kind kind;
   std::string name;
-  std::string category;
+  std::string_view category;  // the trace's "cat", one of the reader's (static storage)
   int64_t pid = -1;
   int64_t tid = -1;
   double ts = 0;             // µs
@@ -43,12 +33,15 @@ struct KinetoEvent {
   std::string sync_kind;
   int64_t wait_on_stream = -1;
   int64_t wait_event_correlation = -1;
-  // Host ops, when parsed with KinetoParseOptions::inputs: the recorded arguments.
-  std::vector<KinetoInput> inputs;
+  // Host ops, when parsed with KinetoParseOptions::inputs: the recorded arguments (record_shapes),
+  // args "Input type", "Input Dims", "Input Strides" and "Concrete Inputs" as the minified JSON
+  // array [types, dims, strides, concrete] (null for one not recorded), "" when none was. Kept
+  // as text, read when the workload is built: a fifth of the memory of the shapes as vectors.
+  std::string inputs_json;
 };
 
 struct KinetoParseOptions {
-  // Keep host ops' recorded arguments (KinetoEvent::inputs): a workload built from the Kineto
+  // Keep host ops' recorded arguments (KinetoEvent::inputs_json): a workload built from the Kineto
   // trace alone needs them, linking to an execution trace does not.
   bool inputs = false;
 };
@@ -62,7 +55,9 @@ struct KinetoMemorySample {
 };
 
 struct KinetoTrace {
-  std::vector<KinetoEvent> events;  // only the categories Mimic uses
+  // Only the categories Mimic uses. Chunked: the list grows without moving what it holds, so
+  // that a large trace never has two copies of its events resident, as a doubling vector had.
+  ChunkedVector<KinetoEvent> events;
   std::vector<KinetoMemorySample> memory;
   std::vector<std::string> device_names;
   // deviceProperties, one per device: name, totalGlobalMem, numSms (0 where not recorded).
@@ -97,9 +92,9 @@ Status LinkKineto(const std::string& path, const KinetoTrace& trace, proto::Work
 // Kineto records no tensor identity, no outputs), kernels, syncs, ProfilerStep and "## label ##"
 // segments with their spans, provenance with schema kKinetoOnlySchema (workload.h;
 // docs/workload.md).
-// `path` names the file in provenance and messages. The trace is taken by value so that each
-// event's arguments are freed once they are in the workload: move it in. Errors: InvalidInput
-// when the trace holds no host op.
+// `path` names the file in provenance and messages. The trace is taken by value so that its
+// events are freed before the workload is built (the peak stays near the larger of the two, not
+// their sum): move it in. Errors: InvalidInput when the trace holds no host op.
 Result<proto::Workload> BuildKinetoWorkload(const std::string& path, KinetoTrace trace);
 
 }  // namespace mimic::eg
