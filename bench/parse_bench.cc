@@ -66,13 +66,12 @@ const char* KindName(Kind k) {
 }
 
 // The workload of a Kineto trace alone (what inspect and predict read): the parse with the host
-// ops' arguments, then the build. Returns the number of ops.
-mimic::Result<int64_t> ParseKinetoAlone(const std::string& path, mimic::InputStream& in) {
+// ops' arguments, then the build.
+mimic::Result<mimic::proto::Workload> ParseKinetoAlone(const std::string& path,
+                                                       mimic::InputStream& in) {
   MIMIC_ASSIGN_OR_RETURN(mimic::eg::KinetoTrace t,
                          mimic::eg::ParseKinetoTrace(path, in, {.inputs = true}));
-  MIMIC_ASSIGN_OR_RETURN(const mimic::proto::Workload w,
-                         mimic::eg::BuildKinetoWorkload(path, std::move(t)));
-  return static_cast<int64_t>(w.ops_size());
+  return mimic::eg::BuildKinetoWorkload(path, std::move(t));
 }
 
 using Clock = std::chrono::steady_clock;
@@ -125,9 +124,9 @@ ParseOutcome ParseOnce(Kind kind, const std::string& path, std::string_view json
     out.items = w->ops_size();
   } else if (kind == Kind::kKinetoAlone) {
     auto in = mimic::InputStream::FromMemory(path, json);
-    auto n = ParseKinetoAlone(path, *in);
-    if (!n.ok()) return {false, n.status().ToString(), 0};
-    out.items = *n;
+    auto w = ParseKinetoAlone(path, *in);
+    if (!w.ok()) return {false, w.status().ToString(), 0};
+    out.items = w->ops_size();
   } else {
     auto t = mimic::eg::ParseKinetoTrace(path, json);
     if (!t.ok()) return {false, t.status().ToString(), 0};
@@ -154,10 +153,10 @@ Timing TimedParse(Kind kind, const std::string& path, std::string_view json) {
     ok = w.ok();
   } else if (kind == Kind::kKinetoAlone) {
     auto in = mimic::InputStream::FromMemory(path, json);
-    auto n = ParseKinetoAlone(path, *in);
+    auto w = ParseKinetoAlone(path, *in);
     t.wall_ms = MsSince(t0);
     t.cpu_ms = ThreadCpuMs() - cpu0;
-    ok = n.ok();
+    ok = w.ok();
   } else {
     auto k = mimic::eg::ParseKinetoTrace(path, json);
     t.wall_ms = MsSince(t0);
@@ -221,8 +220,9 @@ int MemChild(const std::string& path, Kind kind) {
     if (!w.ok()) return 1;
     end = StatusKb("VmRSS");  // reader window + finished workload
   } else if (kind == Kind::kKinetoAlone) {
-    if (!ParseKinetoAlone(path, **in).ok()) return 1;
-    end = StatusKb("VmRSS");  // the workload is gone by now: end is not "retained" here
+    auto w = ParseKinetoAlone(path, **in);
+    if (!w.ok()) return 1;
+    end = StatusKb("VmRSS");  // the finished workload (the trace is freed by the build)
   } else {
     auto t = mimic::eg::ParseKinetoTrace(path, **in);
     if (!t.ok()) return 1;
