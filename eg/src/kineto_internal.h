@@ -53,8 +53,8 @@ struct KernelCounts {
   int64_t in_window = 0;  // launched inside [window_lo, window_hi]
   int64_t linked = 0;     // attached to an op
 };
-// Where the kernels and syncs of op i go: the op itself (OnOps), or a list the caller attaches
-// later (the workload of a Kineto trace alone, built once the trace is freed).
+// Where a kernel or sync of op i goes: the op itself (KernelsOf, SyncsOf), or a list that the
+// caller attaches later (the workload of a Kineto trace alone, built once the trace is freed).
 using KernelSink = std::function<proto::Kernel*(int op)>;
 using SyncSink = std::function<proto::CudaSync*(int op)>;
 KernelSink KernelsOf(proto::Workload& w);
