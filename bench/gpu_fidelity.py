@@ -16,7 +16,7 @@ read like the original's profiled steps. It sets the original beside the replay:
                   host launched it (its runtime call, by correlation id), since the device runs
                   behind the host; median over steps
   predicted       the model's GPU active time for the GPU the Kineto trace names, against the
-                  original's (`mimic compare --no-replay`)
+                  original's (`mimic predict --json`, which also gives the op classes below)
   kernel time per op class: each kernel's time attributed to the top-level op that launched it
                   (the outermost cpu_op around its launching op, on the launching thread), classed
                   by Mimic's own op table (`mimic predict --json` on the trace: op name -> class)
@@ -27,6 +27,8 @@ read like the original's profiled steps. It sets the original beside the replay:
 
   python3 bench/gpu_fidelity.py --samples DIR --mimic build/default/cli/mimic --work DIR \
       [--device cuda] [--json OUT.json] [--markdown OUT.md]
+  python3 bench/gpu_fidelity.py --samples DIR --mimic build/default/cli/mimic --original-only
+      (the originals' side alone, from the stored traces: no GPU needed)
 """
 
 import argparse
@@ -126,7 +128,7 @@ def model_view(mimic, et, kineto):
                               capture_output=True, text=True)
     r = predict()
     named = r.returncode == 0
-    if not named:
+    if not named and "records no GPU" in r.stderr:
         r = predict("--platform", "h100_sxm")
     if r.returncode != 0:
         raise RuntimeError(f"mimic predict {et}: {r.stderr.strip()}")
@@ -148,13 +150,12 @@ def bench_sample(args, sample):
     kineto = os.path.join(args.samples, sample["kineto"])
     report = os.path.join(args.work, f"{name}.fidelity.json")
     profile = os.path.join(args.work, f"{name}.fidelity.profile.json")
-    profiled_report = os.path.join(args.work, f"{name}.fidelity.profiled.json")
     gapless_report = os.path.join(args.work, f"{name}.fidelity.no_gaps.json")
     base = [args.mimic, "replay", et, "--kineto", kineto, "--device", args.device, "--warmup",
             str(args.warmup), "--iters", str(args.iters)]
     for cmd in (base + ["--report", report],
                 base + ["--host-gaps", "none", "--report", gapless_report],
-                base + ["--per-op", "--profile", profile, "--report", profiled_report]):
+                base + ["--per-op", "--profile", profile]):
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()[-500:]}")
@@ -243,6 +244,8 @@ def main():
                    help="read the originals' device time from the stored traces, replay nothing "
                         "(no GPU needed; --work is then unused)")
     args = p.parse_args()
+    if not args.original_only and not args.work:
+        p.error("--work is required unless --original-only")
     if args.original_only:
         print(original_markdown(args))
         return

@@ -30,8 +30,9 @@ TRACES = [
 ]
 # The project's own H200 captures (fleet_samples/h200, scripts/gpu_check.sh), ET + Kineto.
 H200 = os.path.join(ROOT, "fleet_samples", "h200")
-TRACES += [(f"h200 {n}", os.path.join(H200, f"{n}.et.json.gz"), os.path.join(H200, f"{n}.kineto.json.gz"))
-           for n in ("resnet50_b64", "resnet50_b128", "gpt2", "dlrm")]
+with open(os.path.join(H200, "manifest.json")) as _f:
+    TRACES += [(f'h200 {s["name"]}', os.path.join(H200, s["et"]), os.path.join(H200, s["kineto"]))
+               for s in json.load(_f)["samples"]]
 MAJOR = 0.10  # a class is major when it holds at least this share of the recorded GPU active time
 
 
@@ -56,11 +57,51 @@ def run(mimic, traces, et, kineto):
             return json.load(f), None
 
 
+def rates(mimic, top):
+    """Per op name on each H200 capture (the ops `mimic predict --json` prices, on the platform
+    the trace names): the kernel time recorded under those ops against the time priced, and the
+    FLOP and byte rates each implies, for the op names that hold the most recorded time."""
+    for name, et, kineto in TRACES:
+        if not name.startswith("h200 "):
+            continue
+        r = subprocess.run([mimic, "predict", et, "--kineto", kineto, "--json"], capture_output=True,
+                           text=True, timeout=600)
+        if r.returncode != 0:
+            print(f"{name}: {r.stderr.strip()}")
+            continue
+        by = {}
+        for op in json.loads(r.stdout)["ops"]:
+            if (op.get("original_us") or 0) <= 0:
+                continue
+            b = by.setdefault((op["name"], op["op_class"]), [0, 0.0, 0.0, 0.0, 0.0])
+            b[0] += 1
+            b[1] += op["original_us"]
+            b[2] += op["compute_us"]
+            b[3] += op["flops"]
+            b[4] += op["bytes"]
+        print(f"\n{name}\n")
+        print("| op | class | ops | recorded ms | priced ms | recorded / priced | recorded TFLOP/s "
+              "| priced TFLOP/s | recorded GB/s |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for (op, cls), (n, orig, comp, flops, nbytes) in sorted(by.items(), key=lambda kv: -kv[1][1])[:top]:
+            tflops = lambda us: f"{flops / us / 1e6:.0f}" if flops and us > 0 else "-"
+            print(f"| {op} | {cls} | {n} | {orig / 1e3:.3f} | {comp / 1e3:.3f} | "
+                  f"{orig / comp if comp > 0 else float('nan'):.2f} | {tflops(orig)} | {tflops(comp)} | "
+                  f"{nbytes / orig / 1e3:.0f} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mimic", default=os.path.join(ROOT, "build", "default", "cli", "mimic"))
-    ap.add_argument("--traces", default=os.path.join(ROOT, "..", "shared", "traces"))
+    ap.add_argument("--rates", type=int, metavar="N",
+                    help="instead: per op name on the H200 captures, the N names with the most "
+                         "recorded time, recorded against priced time and rates")
+    ap.add_argument("--traces", default=os.environ.get("MIMIC_TRACES",
+                                                       os.path.join(ROOT, "..", "shared", "traces")))
     a = ap.parse_args()
+    if a.rates:
+        rates(a.mimic, a.rates)
+        return
     print("| trace | platform | GPU active: recorded ms | predicted ms | error "
           "| no comm: recorded ms | predicted ms | error | modelled ops: recorded ms | predicted ms | error |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

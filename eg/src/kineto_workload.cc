@@ -243,19 +243,18 @@ void SetTensorDevices(bool any_device, proto::Workload& w) {
     if (op.kernels_size() > 0 && op.kernels(0).device() >= 0) device[i] = op.kernels(0).device();
     if (device[i] >= 0 && op.parent() > 0) device[op.parent() - 1] = device[i];
   }
-  std::vector<int32_t> tensors;
   for (int i = 0; i < w.ops_size(); ++i) {
     if (any_device && device[i] < 0) continue;
     const std::string name = any_device ? "cuda:" + std::to_string(device[i]) : "cpu";
-    tensors.clear();
+    auto place = [&](const proto::Value& v) {
+      if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0)
+        w.mutable_tensors(v.tensor())->set_device(name);
+    };
     for (const proto::Value& v : w.ops(i).inputs()) {
-      if (v.kind_case() == proto::Value::kTensor) tensors.push_back(v.tensor());
+      place(v);
       if (v.kind_case() == proto::Value::kList)
-        for (const proto::Value& item : v.list().items())
-          if (item.kind_case() == proto::Value::kTensor) tensors.push_back(item.tensor());
+        for (const proto::Value& item : v.list().items()) place(item);
     }
-    for (int32_t t : tensors)
-      if (t >= 0) w.mutable_tensors(t)->set_device(name);
   }
 }
 

@@ -570,7 +570,7 @@ const PortableEquivalent* PortableOf(std::string_view op_name) {
 bool OutputShapeIsTheDevices(std::string_view op_name, int output) {
   static constexpr std::string_view kEmbeddingBags[] = {
       "aten::embedding_bag", "aten::_embedding_bag", "aten::_embedding_bag_forward_only"};
-  const std::string_view base = op_name.substr(0, op_name.find('.'));
+  const std::string_view base = BaseName(op_name);
   return output >= 1 && output <= 3 &&
          std::find(std::begin(kEmbeddingBags), std::end(kEmbeddingBags), base) !=
              std::end(kEmbeddingBags);

@@ -154,18 +154,9 @@ eg::DeviceCopy RecordedCopy(const proto::Workload& w, const eg::OpTree& tree, in
   return best;
 }
 
-// The bytes of the sparse values op `index` read: the outputs of the `aten::_values` under it
-// (an op on a sparse tensor asks for its values, and records doing so).
-double SparseValuesBytes(const proto::Workload& w, const eg::OpTree& tree, int index) {
-  double bytes = 0;
-  for (int c : tree.Children(index)) {
-    const std::string& name = w.ops(c).name();
-    if (name == "aten::_values" || name.rfind("aten::_values.", 0) == 0)
-      for (const proto::Tensor* t : Tensors(w, w.ops(c).outputs())) bytes += Bytes(t);
-    else
-      bytes += SparseValuesBytes(w, tree, c);
-  }
-  return bytes;
+// An `aten::_values` op: an op on a sparse tensor asks for its values, and records doing so.
+bool IsValuesOp(const std::string& name) {
+  return name == "aten::_values" || name.rfind("aten::_values.", 0) == 0;
 }
 
 void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::Platform& p,
@@ -183,19 +174,19 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
     return;
   }
   if (PricedWhole(w, tree, index)) {
-    if (!tree.Children(index).empty()) {
-      // Count the children's dispatches, not their compute.
-      std::vector<int> stack(tree.Children(index).begin(), tree.Children(index).end());
-      while (!stack.empty()) {
-        const int c = stack.back();
-        stack.pop_back();
-        acc.nodes += 1;
-        for (int g : tree.Children(c)) stack.push_back(g);
-      }
-    }
     OpEvidence e;
-    if (eg::ClassOf(op.name()) == eg::OpClass::kElementwise)  // the one model that reads it
-      e.sparse_values_bytes = SparseValuesBytes(w, tree, index);
+    // Count the children's dispatches, not their compute; the sparse values the op read are the
+    // outputs of the `aten::_values` among them.
+    std::vector<int> stack(tree.Children(index).begin(), tree.Children(index).end());
+    while (!stack.empty()) {
+      const int c = stack.back();
+      stack.pop_back();
+      acc.nodes += 1;
+      if (IsValuesOp(w.ops(c).name()))
+        for (const proto::Tensor* t : Tensors(w, w.ops(c).outputs()))
+          e.sparse_values_bytes += Bytes(t);
+      for (int g : tree.Children(c)) stack.push_back(g);
+    }
     e.cold_fraction = cache.Touch(w, op);
     e.recorded_copy = RecordedCopy(w, tree, index);
     if (auto it = tbe.find(index); it != tbe.end()) e.tbe_partner = &w.ops(it->second);
@@ -505,8 +496,8 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
     o.compute_us = sc.compute_us;
     std::vector<const proto::Kernel*> ks;  // the device work it recorded, at or under it
     RecordedKernels(w, tree, i, ks);
-    held.insert(ks.begin(), ks.end());
     if (trace_gpu) {
+      held.insert(ks.begin(), ks.end());
       const double k = AddRecorded(ks, collective, !o.unmodelled.empty(), orig_iv,
                                    class_orig_iv[o.op_class], orig_split);
       o.original_us = k > 0 || !op.has_cpu_span() ? k : -1;
@@ -638,15 +629,17 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   pred.ranks = ranks;
   pred.comm_ms = UnionLength(comm_iv) / 1000;
   pred.exposed_comm_ms = UncoveredLength(comm_iv, compute_iv) / 1000;
-  if (const double us = trace_gpu ? AddUnheld(w, seg, held, orig_iv, orig_split) : 0; us > 0) {
-    char ms[32];
-    std::snprintf(ms, sizeof(ms), "%.3f", us / 1000);
-    pred.notes.push_back(std::string(ms) + " ms of device work the host launched in " +
-                         pred.selection +
-                         " under no replayable op (a wrapper's own kernels, the autograd "
-                         "engine's copies) counts in the original's GPU active time, unmodelled");
+  if (trace_gpu) {
+    if (const double us = AddUnheld(w, seg, held, orig_iv, orig_split); us > 0) {
+      char ms[32];
+      std::snprintf(ms, sizeof(ms), "%.3f", us / 1000);
+      pred.notes.push_back(std::string(ms) + " ms of device work the host launched in " +
+                           pred.selection +
+                           " under no replayable op (a wrapper's own kernels, the autograd "
+                           "engine's copies) counts in the original's GPU active time, unmodelled");
+    }
+    pred.original_gpu_active_ms = UnionLength(orig_iv) / 1000;
   }
-  if (trace_gpu) pred.original_gpu_active_ms = UnionLength(orig_iv) / 1000;
   for (auto& [name, ct] : pred.by_class) {
     if (gpu) ct.predicted_gpu_active_ms = UnionLength(class_iv[name]) / 1000;
     if (trace_gpu) ct.original_gpu_active_ms = UnionLength(class_orig_iv[name]) / 1000;

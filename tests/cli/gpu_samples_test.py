@@ -6,7 +6,6 @@ The expected figures are read here from the trace files themselves (Python's jso
 bench/gpu_fidelity.py's reader of device time per step), never from Mimic.
 """
 
-import gzip
 import json
 import os
 import subprocess
@@ -40,9 +39,8 @@ class H200Samples(unittest.TestCase):
                 r = mimic("inspect", et, "--kineto", kineto, "--json")
                 self.assertEqual(r.returncode, 0, r.stderr)
                 k = json.loads(r.stdout)["kineto"]
-                with gzip.open(kineto, "rt") as f:
-                    device = [e for e in json.load(f)["traceEvents"]
-                              if e.get("ph") == "X" and e.get("cat") in gpu_fidelity.DEVICE_CATEGORIES]
+                device = [e for e in gpu_fidelity.load(kineto)["traceEvents"]
+                          if e.get("ph") == "X" and e.get("cat") in gpu_fidelity.DEVICE_CATEGORIES]
                 self.assertEqual(k["kernels_total"], len(device))
                 self.assertEqual(k["kernels_linked"], k["kernels_total"])
                 self.assertEqual(k["host_ops_linked"], k["host_ops"])
@@ -66,8 +64,6 @@ class H200Samples(unittest.TestCase):
                     self.assertEqual(rep["platform"]["name"], "h200")
                     got = rep["end_to_end"]["original_gpu_active_ms"]
                     self.assertAlmostEqual(got, expected, delta=0.02 * expected)
-                    # The GPU cannot be busy longer than the unprofiled step it served took.
-                    self.assertLess(got, 1.05 * max(sample["iteration_ms"]))
                     # The Kineto trace alone holds the same device work.
                     r = mimic("compare", kineto, "--no-replay", "--iteration", str(n), "--report", report)
                     self.assertEqual(r.returncode, 0, r.stderr)

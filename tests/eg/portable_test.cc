@@ -136,7 +136,9 @@ TEST(Portable, CudnnAttentionBackwardBecomesTheCpuFlashBackward) {
   for (const proto::Op& op : w->ops()) {
     if (op.name() != portable) continue;
     ASSERT_EQ(op.inputs_size(), 10);
-    EXPECT_EQ(w->tensors(op.inputs(5).tensor()).shape_size(), 4);  // cuDNN's (B, H, L, 1)
+    const proto::Tensor& logsumexp = w->tensors(op.inputs(5).tensor());
+    ASSERT_EQ(logsumexp.shape_size(), 4);  // cuDNN's (B, H, L, 1), not q, k, v or out
+    EXPECT_EQ(logsumexp.shape(3), 1);
     EXPECT_TRUE(op.inputs(8).has_none());                          // no attention mask
   }
   const Status checked = CheckWorkload(path, *w);

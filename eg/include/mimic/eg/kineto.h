@@ -36,7 +36,7 @@ struct KinetoEvent {
   // Host ops, when parsed with KinetoParseOptions::inputs: the recorded arguments (record_shapes),
   // args "Input type", "Input Dims", "Input Strides" and "Concrete Inputs" as the minified JSON
   // array [types, dims, strides, concrete] (null for one not recorded), "" when none was. Kept
-  // as text, read when the workload is built: a fifth of the memory of the shapes as vectors.
+  // as text, read when the workload is built: far smaller than the shapes as vectors.
   std::string inputs_json;
 };
 
