@@ -10,6 +10,7 @@
 #include "mimic/base/file.h"
 #include "mimic/base/host.h"
 #include "mimic/eg/capture_manifest.h"
+#include "mimic/eg/host_timeline.h"
 #include "mimic/eg/workload.h"
 #include "mimic/model/host_gaps.h"
 #include "mimic/model/platform.h"
@@ -55,6 +56,11 @@ Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto
   out.kineto_path = kineto;
   if (sample && out.workload.transformations_size() == 0)
     eg::ApplyCaptureSample(*sample, manifest, out.workload);
+  // Its host timeline, placed on the steps of the Kineto trace captured with it.
+  if (sample && out.workload.transformations_size() == 0 && kineto_path.empty() &&
+      !kineto.empty() && !sample->host_timeline.empty() &&
+      stat((dir + "/" + sample->host_timeline).c_str(), &st) == 0)
+    MIMIC_RETURN_IF_ERROR(eg::ApplyHostTimeline(dir + "/" + sample->host_timeline, out.workload));
   return out;
 }
 

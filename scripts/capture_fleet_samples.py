@@ -275,15 +275,38 @@ def profile_steps(step: Callable[[], None], active: int, et_path: str,
     return times
 
 
-def host_events_under_capture(body: Callable[[], Any], tmp: str,
-                              observer: bool = True) -> list[dict[str, Any]]:
+HOST_TIMELINE_STEPS = 3
+
+
+def profile_host_timeline(step: Callable[[], None], path: str,
+                          sync: Callable[[], None] | None = None,
+                          steps: int = HOST_TIMELINE_STEPS) -> None:
+    """Records the capture's host timeline into `path`: a warm-up step, then `steps` steps under
+    Kineto alone with host activity only (no shapes, memory events, device activity or
+    execution-trace observer). Its host gaps between ops hold a fraction of the whole capture's
+    instrumentation; `mimic replay` and the model read the gaps from its median step, less
+    Kineto's own cost per event (docs/replay.md, Host gaps)."""
+    with profiler.profile(
+            activities=[profiler.ProfilerActivity.CPU],
+            schedule=profiler.schedule(wait=0, warmup=1, active=steps, repeat=1),
+            on_trace_ready=lambda p: p.export_chrome_trace(path),
+    ) as prof:
+        for _ in range(1 + steps):
+            timed(step, sync)
+            prof.step()
+
+
+def host_events_under_capture(body: Callable[[], Any], tmp: str, observer: bool = True,
+                              host_timeline: bool = False) -> list[dict[str, Any]]:
     """Runs `body` once with the profiler settings profile_steps records with (Kineto with shapes
-    and memory events, and the execution-trace observer unless `observer` is False), writing
-    into the folder `tmp`; returns Kineto's host spans (cpu_op and user_annotation events)."""
+    and memory events, and the execution-trace observer unless `observer` is False), or with
+    profile_host_timeline's (`host_timeline`: host activity alone), writing into the folder
+    `tmp`; returns Kineto's host spans (cpu_op and user_annotation events)."""
     obs = (profiler.ExecutionTraceObserver().register_callback(os.path.join(tmp, "et.json"))
-           if observer else None)
-    with profiler.profile(activities=[profiler.ProfilerActivity.CPU], record_shapes=True,
-                          profile_memory=True, execution_trace_observer=obs) as prof:
+           if observer and not host_timeline else None)
+    with profiler.profile(activities=[profiler.ProfilerActivity.CPU],
+                          record_shapes=not host_timeline, profile_memory=not host_timeline,
+                          execution_trace_observer=obs) as prof:
         body()
     path = os.path.join(tmp, "kineto.json")
     prof.export_chrome_trace(path)
@@ -389,7 +412,8 @@ CAPTURE_COST_KEYS = {"capture_cost_us": "boundary_us", "capture_input_tensor_us"
                      "capture_range_tensor_us": "range_tensor_us",
                      "capture_range_us_per_melem": "range_us_per_melem",
                      "capture_range_strided_us_per_melem": "range_strided_us_per_melem",
-                     "capture_saved_us_per_mb": "saved_us_per_mb"}
+                     "capture_saved_us_per_mb": "saved_us_per_mb",
+                     "capture_timeline_boundary_us": "timeline_boundary_us"}
 
 
 def measure_capture_cost(num_threads: int) -> dict[str, Any] | None:
@@ -440,6 +464,7 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
 
     et_name = f"{workload.name}.et.json.gz"
     kineto_name = f"{workload.name}.kineto.json.gz"
+    timeline_name = f"{workload.name}.host_timeline.json.gz"
     with tempfile.TemporaryDirectory() as tmp:
         # Kineto stores its file path as `traceName`, so keep it meaningful.
         et_path = os.path.join(tmp, et_name.removesuffix(".gz"))
@@ -450,6 +475,8 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
         # The same steps again right after: where the medians differ, the machine's speed moved
         # during the capture (a replay reports it as the original's drift).
         iteration_ms_after = [timed(workload.step) for _ in range(timed_steps)]
+        timeline_path = os.path.join(tmp, timeline_name.removesuffix(".gz"))
+        profile_host_timeline(workload.step, timeline_path)
         capture_cost = measure_capture_cost(torch.get_num_threads())
         with open(et_path) as f:
             et = json.load(f)
@@ -461,8 +488,9 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
                 f"ET steps {steps} != timed steps {sorted(profiled_ms)}")
         write_gzip(et_path, os.path.join(out_dir, et_name))
         write_gzip(kineto_path, os.path.join(out_dir, kineto_name))
+        write_gzip(timeline_path, os.path.join(out_dir, timeline_name))
         copy_integer_data(et_path, os.path.join(out_dir, et_name))
-    for name in (et_name, kineto_name):
+    for name in (et_name, kineto_name, timeline_name):
         size_kb = os.path.getsize(os.path.join(out_dir, name)) / 1024
         print(f"  {name}: {size_kb:.0f} KB")
 
@@ -470,6 +498,7 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
                            iteration_ms, profiled_ms, steps, faults)
     entry["system"] = system
     entry["iteration_ms_after"] = [round(ms, 3) for ms in iteration_ms_after]
+    entry["host_timeline"] = timeline_name
     if capture_cost:
         entry["capture_cost"] = capture_cost
     return entry

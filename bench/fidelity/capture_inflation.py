@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """How much a zoo model's capture inflates its step, split into ops and host gaps: the
-unprofiled step, then one step under Kineto alone (shapes and memory events) and one under the
-whole capture (Kineto and the execution-trace observer, as scripts/capture_fleet_samples.py
-records), each cut into the top-level ops' spans and the host gaps between them; three rounds,
-alternated. Then the op names whose spans the observer inflates most.
+unprofiled step, then one step under the capture's host timeline (Kineto, host activity only),
+one under Kineto alone (shapes and memory events) and one under the whole capture (Kineto and
+the execution-trace observer, as scripts/capture_fleet_samples.py records), each cut into the
+top-level ops' spans and the host gaps between them; three rounds, alternated. Then the op names
+whose spans the observer inflates most.
 
 The replay takes the capture's cost off the recorded gaps at calibrate's price (docs/replay.md,
 Host gaps); where this shows the capture's gaps far above that price and the unprofiled step
@@ -52,18 +53,20 @@ def main() -> None:
     for _ in range(10):
         step()
     tmp = tempfile.mkdtemp()
-    print("| round | unprofiled step ms | Kineto alone: ops + gaps ms | whole capture: ops + gaps ms |")
-    print("|---|---:|---|---|")
+    print("| round | unprofiled step ms | host timeline: ops + gaps ms | Kineto alone: ops + gaps ms "
+          "| whole capture: ops + gaps ms |")
+    print("|---|---:|---|---|---|")
     for r in range(1, args.rounds + 1):
         times = []
         for _ in range(5):
             start = time.perf_counter()
             step()
             times.append((time.perf_counter() - start) * 1e3)
+        timeline = cfs.host_events_under_capture(step, tmp, observer=False, host_timeline=True)
         kineto = cfs.host_events_under_capture(step, tmp, observer=False)
         capture = cfs.host_events_under_capture(step, tmp)
-        cells = [f"{a:.2f} + {b:.2f}" for a, b in (ops_and_gaps(kineto), ops_and_gaps(capture))]
-        print(f"| {r} | {statistics.median(times):.2f} | {cells[0]} | {cells[1]} |", flush=True)
+        cells = [f"{a:.2f} + {b:.2f}" for a, b in map(ops_and_gaps, (timeline, kineto, capture))]
+        print(f"| {r} | {statistics.median(times):.2f} | {' | '.join(cells)} |", flush=True)
     before, after = spans_by_name(kineto), spans_by_name(capture)
     rows = [(sum(after[n]) - sum(before[n]), n, len(after[n]), statistics.median(before[n]),
              statistics.median(after[n])) for n in after if len(before.get(n, [])) == len(after[n])]

@@ -108,6 +108,7 @@ Result<CaptureManifest> ParseCaptureManifest(const std::string& path, std::strin
     if (e["et"].get(s) != simdjson::SUCCESS) return Status::InvalidInput(where + ".et is missing");
     c.et = std::string(s);
     if (e["kineto"].get(s) == simdjson::SUCCESS) c.kineto = std::string(s);
+    if (e["host_timeline"].get(s) == simdjson::SUCCESS) c.host_timeline = std::string(s);
     if (e["description"].get(s) == simdjson::SUCCESS) c.description = std::string(s);
     if (e["device"].get(s) == simdjson::SUCCESS) c.device = std::string(s);
     if (e["torch_version"].get(s) == simdjson::SUCCESS) c.torch_version = std::string(s);

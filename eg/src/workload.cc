@@ -497,6 +497,8 @@ const std::vector<CaptureFigure> kCaptureFigures = {
      "capture_range_strided_us_per_melem", "per million broadcast ones"},
     {&CaptureCost::saved_us_per_mb, "saved_us_per_mb", "capture_saved_us_per_mb",
      "per MiB of integer inputs saved"},
+    {&CaptureCost::timeline_boundary_us, "timeline_boundary_us", "capture_timeline_boundary_us",
+     "per event boundary of the host timeline"},
 };
 
 namespace {
@@ -569,6 +571,22 @@ SpanBoundaries::SpanBoundaries(const proto::Workload& w, const CaptureCost& cost
     points.push_back({o.cpu_start_us(), cost.boundary_us + start});
     points.push_back({o.cpu_start_us() + o.cpu_duration_us(), cost.boundary_us});
   }
+  Add(std::move(points));
+}
+
+SpanBoundaries SpanBoundaries::OnTimeline(const proto::Workload& w, const CaptureCost& cost) {
+  std::vector<std::pair<double, double>> points;
+  for (const proto::Op& o : w.ops()) {
+    if (!o.has_timeline_start_us()) continue;
+    points.push_back({o.timeline_start_us(), cost.timeline_boundary_us});
+    points.push_back({o.timeline_start_us() + o.timeline_duration_us(), cost.timeline_boundary_us});
+  }
+  SpanBoundaries b;
+  b.Add(std::move(points));
+  return b;
+}
+
+void SpanBoundaries::Add(std::vector<std::pair<double, double>> points) {
   std::sort(points.begin(), points.end());
   at_us_.reserve(points.size());
   cost_before_.reserve(points.size() + 1);
@@ -597,7 +615,9 @@ double SpanBoundaries::CostUs(double from_us, double to_us) const {
 
 RecordedHostGaps::RecordedHostGaps(const proto::Workload& w, double step_start_us,
                                    const CaptureCost& cost)
-    : boundaries_(w, cost), latest_end_us_(step_start_us) {}
+    : boundaries_(w, cost), latest_end_us_(step_start_us), timeline_end_us_(step_start_us) {
+  if (w.original().has_host_timeline()) timeline_ = SpanBoundaries::OnTimeline(w, cost);
+}
 
 double RecordedHostGaps::Before(const proto::Op& op) {
   const double start = op.cpu_start_us();
@@ -605,6 +625,16 @@ double RecordedHostGaps::Before(const proto::Op& op) {
   if (latest_end_us_ >= 0 && start > latest_end_us_)
     gap = start - latest_end_us_ - boundaries_.CostUs(latest_end_us_, start);
   latest_end_us_ = std::max(latest_end_us_, start + op.cpu_duration_us());
+  if (!timeline_) return std::max(gap, 0.0);
+  if (!op.has_timeline_start_us()) {
+    timeline_end_us_ = -1;
+    return std::max(gap, 0.0);
+  }
+  const double at = op.timeline_start_us();
+  if (timeline_end_us_ >= 0)
+    gap =
+        at > timeline_end_us_ ? at - timeline_end_us_ - timeline_->CostUs(timeline_end_us_, at) : 0;
+  timeline_end_us_ = std::max(timeline_end_us_, at + op.timeline_duration_us());
   return std::max(gap, 0.0);
 }
 

@@ -13,6 +13,7 @@
 
 #include "mimic/base/stats.h"
 #include "mimic/eg/collective.h"
+#include "mimic/eg/host_timeline.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 #include "mimic/model/host_gaps.h"
@@ -360,6 +361,10 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
                   o.capture.Describe() + ")"
             : "T1 less the platform's capture cost in the gap (cpu_overheads.capture_*: " +
                   o.capture.Describe() + ")");
+  if (const proto::HostTimeline& h = w.original().host_timeline(); eg::HostTimelineUsed(w))
+    notes.push_back("T1 read from the host timeline where it matched an op and the one before (" +
+                    h.source() + ", " + std::to_string(h.ops_matched()) + " of " +
+                    std::to_string(h.ops()) + " ops matched)");
   return o;
 }
 

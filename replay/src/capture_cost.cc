@@ -116,6 +116,18 @@ Result<KindGaps> GapsByKind(const CapturedLoop& loop, size_t kinds,
   return out;
 }
 
+// The profiler's spans of `op` that no other span of `op` holds, in start order.
+std::vector<std::pair<int64_t, int64_t>> OutermostSpans(const profiler::ProfilerResult& result,
+                                                        const char* op) {
+  std::vector<std::pair<int64_t, int64_t>> spans, out;
+  for (const auto& e : result.events())
+    if (e.name() == op) spans.emplace_back(e.startNs(), e.endNs());
+  std::sort(spans.begin(), spans.end());
+  for (const auto& span : spans)
+    if (out.empty() || span.first >= out.back().second) out.push_back(span);
+  return out;
+}
+
 double InputTensors(const proto::Op& op) { return static_cast<double>(eg::InputTensorCount(op)); }
 double InputValues(const proto::Op& op) { return static_cast<double>(eg::InputValueCount(op)); }
 
@@ -138,7 +150,7 @@ Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op, bool sa
   torch::profiler::impl::enableExecutionTraceObserver();
   // With memory events, as the capture scripts record (profile_memory=True).
   Result<std::unique_ptr<ProfileSession>> session =
-      ProfileSession::Start(device, /*profile_memory=*/true);
+      ProfileSession::Start(device, {.shapes = true, .memory = true});
   std::unique_ptr<profiler::ProfilerResult> result;
   if (session.ok()) {
     body();
@@ -162,14 +174,20 @@ Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op, bool sa
     auto parent = names.find(o.parent());
     if (o.name() == op && (parent == names.end() || parent->second != op)) loop.ops.push_back(i);
   }
-  std::vector<std::pair<int64_t, int64_t>> spans;
-  for (const auto& e : result->events())
-    if (e.name() == op) spans.emplace_back(e.startNs(), e.endNs());
-  std::sort(spans.begin(), spans.end());
-  for (const auto& span : spans)
-    if (loop.spans_ns.empty() || span.first >= loop.spans_ns.back().second)
-      loop.spans_ns.push_back(span);
+  loop.spans_ns = OutermostSpans(*result, op);
   return loop;
+}
+
+Result<std::vector<std::pair<int64_t, int64_t>>> RunUnderHostTimeline(
+    c10::Device device, const char* op, const std::function<void()>& body) {
+  SilencedStderr quiet;
+  MIMIC_ASSIGN_OR_RETURN(
+      std::unique_ptr<ProfileSession> session,
+      ProfileSession::Start(device, {.shapes = false, .memory = false, .device_activity = false}));
+  body();
+  const std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
+  session->running_ = false;
+  return OutermostSpans(*result, op);
 }
 
 namespace {
@@ -275,12 +293,30 @@ Status MeasureIntegerInputs(c10::Device device, eg::CaptureCost& cost) {
   return Status::Ok();
 }
 
+// Per event boundary on the host timeline: the gap before a cat of one float tensor is two
+// boundaries there (the timeline records no inputs).
+Status MeasureTimelineBoundary(c10::Device device, eg::CaptureCost& cost) {
+  const std::vector<at::Tensor> list(1, at::ones({1}, at::TensorOptions().device(device)));
+  auto cats = [&] {
+    for (int r = 0; r < 600; ++r) (void)at::cat(list);
+  };
+  cats();  // warm the dispatcher and allocator
+  MIMIC_ASSIGN_OR_RETURN(const auto spans, RunUnderHostTimeline(device, "aten::cat", cats));
+  if (spans.size() < 2) return Status::Internal("the host timeline recorded too few calls");
+  std::vector<double> gaps;
+  for (size_t i = 1; i < spans.size(); ++i)
+    gaps.push_back(static_cast<double>(spans[i].first - spans[i - 1].second) / 1000.0);
+  cost.timeline_boundary_us = Median(gaps) / 2;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<eg::CaptureCost> MeasureCaptureCost(c10::Device device, bool integer_inputs) {
   eg::CaptureCost cost;
   MIMIC_RETURN_IF_ERROR(MeasureInputValues(device, cost));
   MIMIC_RETURN_IF_ERROR(MeasureBoundaryAndTensors(device, cost));
+  MIMIC_RETURN_IF_ERROR(MeasureTimelineBoundary(device, cost));
   if (integer_inputs) MIMIC_RETURN_IF_ERROR(MeasureIntegerInputs(device, cost));
   return cost;
 }

@@ -15,10 +15,10 @@ using torch::profiler::impl::ProfilerConfig;
 using torch::profiler::impl::ProfilerState;
 
 Result<std::unique_ptr<ProfileSession>> ProfileSession::Start(c10::Device device,
-                                                              bool profile_memory) {
+                                                              Settings settings) {
   std::set<ActivityType> activities{ActivityType::CPU};
-  if (device.is_cuda()) activities.insert(ActivityType::CUDA);
-  const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true, profile_memory);
+  if (device.is_cuda() && settings.device_activity) activities.insert(ActivityType::CUDA);
+  const ProfilerConfig config(ProfilerState::KINETO, settings.shapes, settings.memory);
   std::unique_ptr<ProfileSession> session(new ProfileSession());
   try {
     profiler::prepareProfiler(config, activities);

@@ -27,11 +27,18 @@ struct CapturedLoop;
 
 class ProfileSession {
  public:
-  // Starts LibTorch's Kineto profiler (CPU activity, and CUDA on a GPU device), with shapes, and
-  // with the allocator's memory events when `profile_memory`.
+  // What the profiler records beside the host ops' spans.
+  struct Settings {
+    bool shapes = true;           // the ops' input shapes (record_shapes)
+    bool memory = false;          // the allocator's memory events (profile_memory)
+    bool device_activity = true;  // kernels and copies on a GPU device (CUDA activity)
+  };
+  // Starts LibTorch's Kineto profiler: CPU activity, and what `settings` adds.
   // Errors: Internal when the profiler cannot start (another one runs, say).
-  static Result<std::unique_ptr<ProfileSession>> Start(c10::Device device,
-                                                       bool profile_memory = false);
+  static Result<std::unique_ptr<ProfileSession>> Start(c10::Device device, Settings settings);
+  static Result<std::unique_ptr<ProfileSession>> Start(c10::Device device) {
+    return Start(device, Settings{});
+  }
   ~ProfileSession();
 
   // Opens and closes the "ProfilerStep#n" span of an iteration.
@@ -44,6 +51,8 @@ class ProfileSession {
   friend Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op,
                                               bool save_integer_inputs,
                                               const std::function<void()>& body);
+  friend Result<std::vector<std::pair<int64_t, int64_t>>> RunUnderHostTimeline(
+      c10::Device device, const char* op, const std::function<void()>& body);
   ProfileSession() = default;
   std::unique_ptr<at::RecordFunction> step_;
   bool running_ = false;
@@ -63,5 +72,9 @@ struct CapturedLoop {
 // cannot run or read back.
 Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op, bool save_integer_inputs,
                                      const std::function<void()>& body);
+// The same loop under the capture's host timeline (Kineto alone, host activity only: no shapes,
+// memory events, device activity or observer): the spans of the calls of `op` alone.
+Result<std::vector<std::pair<int64_t, int64_t>>> RunUnderHostTimeline(
+    c10::Device device, const char* op, const std::function<void()>& body);
 
 }  // namespace mimic::replay

@@ -349,6 +349,17 @@ class JsonReporter final : public Reporter {
     for (const eg::CaptureFigure& figure : eg::kCaptureFigures)
       j.Key(figure.platform_field).Double(r.host_gaps.capture_cost.*figure.member);
     j.Key("capture_cost_from").String(r.host_gaps.capture_cost_from);
+    j.Key("timeline");
+    if (const proto::HostTimeline& t = w.original().host_timeline();
+        w.original().has_host_timeline() && r.host_gaps.mode == HostGaps::kRecorded) {
+      j.BeginObject();
+      j.Key("source").String(t.source());
+      j.Key("ops_matched").Int(t.ops_matched());
+      j.Key("ops").Int(t.ops());
+      j.EndObject();
+    } else {
+      j.Null();
+    }
     j.Key("modelled_t1_us").BeginObject();
     if (r.host_gaps.mode == HostGaps::kModelled)
       for (int i = 0; i < eg::kIssuers; ++i)
@@ -451,6 +462,10 @@ class ConsoleReporter final : public Reporter {
            Format("%.3f", r.host_gaps.ms) + " ms per iteration (the capture's " +
            r.host_gaps.capture_cost.Describe() + " taken off, " + r.host_gaps.capture_cost_from +
            ")");
+    if (r.host_gaps.mode == HostGaps::kRecorded && w.original().has_host_timeline())
+      line("  host timeline: " + w.original().host_timeline().source() + ", " +
+           std::to_string(w.original().host_timeline().ops_matched()) + " of " +
+           std::to_string(w.original().host_timeline().ops()) + " ops matched");
     if (GapsExceedOriginalStep(r, w))
       line(
           "  warning: the recorded host gaps alone take longer than the original's whole "

@@ -262,6 +262,44 @@ class ReplayTest(unittest.TestCase):
                 self.assertIn("as the capture measured it", p.stdout)
         self.assertGreater(waited[0.75], waited[3.0])
 
+    def test_a_fresh_captures_gaps_come_from_its_host_timeline(self):
+        # scripts/capture_fleet_samples.py records a host timeline (Kineto, host activity alone)
+        # after the profiled steps; the replay places its median step over the captured step and
+        # reads the gaps from it, less the timeline's own cost, which the capture measured.
+        with tempfile.TemporaryDirectory() as d:
+            r = subprocess.run(["python3", os.path.join(ROOT, "scripts", "capture_fleet_samples.py"),
+                                "--out", d, "--only", "mlp", "--steps", "1", "--timed-steps", "3",
+                                "--warmup-steps", "2"], env={**os.environ, "MIMIC": MIMIC},
+                               capture_output=True, text=True, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            entry = load_json(os.path.join(d, "manifest.json"))["samples"][0]
+            self.assertEqual(entry["host_timeline"], "mlp.host_timeline.json.gz")
+            self.assertGreater(entry["capture_cost"]["timeline_boundary_us"], 0)
+            waited = {}
+            for with_timeline in (True, False):
+                if not with_timeline:
+                    del entry["host_timeline"]
+                    with open(os.path.join(d, "manifest.json"), "w") as f:
+                        json.dump({"samples": [entry]}, f)
+                report = os.path.join(d, "r.json")
+                r = mimic("replay", os.path.join(d, "mlp.et.json.gz"), "--warmup", "0", "--iters",
+                          "1", "--report", report)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                gaps = load_json(report)["host_gaps"]
+                waited[with_timeline] = gaps["ms_per_iteration"]
+                self.assertEqual(gaps["capture_timeline_boundary_us"],
+                                 entry["capture_cost"]["timeline_boundary_us"])
+                if not with_timeline:
+                    self.assertIsNone(gaps["timeline"])
+                    continue
+                timeline = gaps["timeline"]
+                self.assertRegex(timeline["source"],
+                                 r"^mlp\.host_timeline\.json\.gz, ProfilerStep#\d+ \(the median of 3 steps\)$")
+                self.assertGreater(timeline["ops"], 0)
+                self.assertEqual(timeline["ops_matched"], timeline["ops"])
+                self.assertIn("host timeline: mlp.host_timeline.json.gz", r.stdout)
+        self.assertNotEqual(waited[True], waited[False])
+
     def test_an_original_whose_speed_moved_during_the_capture_is_flagged(self):
         # The capture times unprofiled steps before and right after the profiled ones; a replay
         # reports how far the original's median moved (its drift) and, from 10 % on, says that a

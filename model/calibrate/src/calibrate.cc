@@ -194,7 +194,9 @@ std::string CalibrateCaptureCost(const CalibrateOptions& o, c10::Device device,
          "aten::sum of 1e5-1e6 int64 indices (new ones every call), ranged and then saved, "
          "against their elements and bytes; capture_range_strided_us_per_melem = the same for "
          "as many indices broadcast along rows; from C++ loops under Kineto (shapes, memory "
-         "events) and the execution-trace observer (replay::MeasureCaptureCost), " +
+         "events) and the execution-trace observer; capture_timeline_boundary_us = half the "
+         "median gap between calls of aten::cat of one tensor under Kineto alone with host "
+         "activity only, as the capture's host timeline records (replay::MeasureCaptureCost), " +
          o.statistic + " of " + std::to_string(runs.size()) + " runs: " + figures;
 }
 

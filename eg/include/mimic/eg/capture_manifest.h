@@ -17,6 +17,8 @@ struct CaptureSample {
   std::string description;
   std::string et;       // file name, relative to the manifest
   std::string kineto;   // file name, relative to the manifest
+  // The host timeline recorded with it (eg/host_timeline.h), relative to the manifest; "" if none.
+  std::string host_timeline;
   std::string device;
   std::string torch_version;
   std::string host_cpu;

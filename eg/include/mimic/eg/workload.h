@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -188,6 +189,9 @@ struct CaptureCost {
   // Per input tensor with a recorded range, beside range_us_per_melem: computing a range costs
   // a few microseconds even for one element (a Python int the op wraps in a tensor).
   double range_tensor_us = 0;
+  // Per event boundary on the capture's host timeline (Kineto alone, host activity only:
+  // proto::HostTimeline), taken off the gaps read from it.
+  double timeline_boundary_us = 0;
   // The cost before `op` starts beyond the boundary itself (0 when the figures are 0).
   double BeforeStart(const proto::Op& op, const proto::Workload& workload,
                      int64_t saved_bytes) const;
@@ -238,12 +242,16 @@ bool CaptureRecordedIntegerInputs(const proto::Workload& workload);
 class SpanBoundaries {
  public:
   SpanBoundaries(const proto::Workload& workload, const CaptureCost& cost);
+  // The same on the host timeline (Op.timeline_*), cost.timeline_boundary_us at each boundary.
+  static SpanBoundaries OnTimeline(const proto::Workload& workload, const CaptureCost& cost);
   // How many boundaries lie in [from_us, to_us] (the ends of a gap are boundaries themselves).
   int64_t Count(double from_us, double to_us) const;
   // What the capture cost at the boundaries in [from_us, to_us].
   double CostUs(double from_us, double to_us) const;
 
  private:
+  SpanBoundaries() = default;
+  void Add(std::vector<std::pair<double, double>> points);  // (time, cost there), any order
   std::pair<size_t, size_t> Range(double from_us, double to_us) const;
   std::vector<double> at_us_;
   std::vector<double> cost_before_;  // cost_before_[i]: the summed cost of boundaries 0..i-1
@@ -252,8 +260,11 @@ class SpanBoundaries {
 // The original's host time before each top-level op with no op of any thread running (Python,
 // the autograd engine, an optimizer's loop): the op's recorded start less the latest recorded
 // end of the ops before it (at first, the step's start; none when negative), less what the
-// capture cost at the event boundaries in the gap (SpanBoundaries); never below zero. One rule
-// for replay --host-gaps recorded and the model's T1. Not thread-safe.
+// capture cost at the event boundaries in the gap (SpanBoundaries); never below zero. Where the
+// capture recorded a host timeline (proto::HostTimeline), the gap before an op that it matched,
+// and whose predecessor it matched too, is read the same way from the timeline, less its own
+// lighter cost per boundary. One rule for replay --host-gaps recorded and the model's T1. Not
+// thread-safe.
 class RecordedHostGaps {
  public:
   // `step_start_us` < 0: no gap before the first op.
@@ -264,6 +275,8 @@ class RecordedHostGaps {
  private:
   SpanBoundaries boundaries_;
   double latest_end_us_;
+  std::optional<SpanBoundaries> timeline_;  // when the workload has a host timeline
+  double timeline_end_us_;                  // < 0 after an op the timeline did not match
 };
 
 // What issued a top-level op in the original, from the ops above it in the ET: the autograd

@@ -1,0 +1,118 @@
+#include "mimic/eg/host_timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "mimic/eg/workload.h"
+
+namespace mimic::eg {
+namespace {
+
+// One step [100, 200] on the Kineto clock of the linked trace, holding a forward op, an
+// optimizer annotation with an op inside, and a last op; the capture's gaps between them are
+// 20 us each.
+proto::Workload OneStep() {
+  proto::Workload w;
+  w.mutable_kineto()->set_present(true);
+  proto::Segment& s = *w.add_segments();
+  s.set_kind(proto::Segment::ITERATION), s.set_has_span(true);
+  s.set_start_us(100), s.set_duration_us(100);
+  struct Span {
+    const char* name;
+    double start, duration;
+  };
+  const Span spans[] = {{"ProfilerStep#4", 100, 100},
+                        {"aten::mm", 120, 10},
+                        {"Optimizer.step#SGD.step", 150, 30},
+                        {"aten::add_", 155, 5},
+                        {"aten::sum", 185, 5}};
+  int64_t id = 1;
+  for (const Span& span : spans) {
+    proto::Op& o = *w.add_ops();
+    o.set_id(id++), o.set_name(span.name), o.set_schema(-1);
+    o.set_has_cpu_span(true), o.set_cpu_start_us(span.start), o.set_cpu_duration_us(span.duration);
+  }
+  return w;
+}
+
+std::string Event(const std::string& cat, const std::string& name, double ts, double dur) {
+  return R"({"ph": "X", "cat": ")" + cat + R"(", "name": ")" + name +
+         R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(ts) +
+         ", \"dur\": " + std::to_string(dur) + "}";
+}
+
+// A host timeline of three steps, of 40, 60 and 50 us: the 50-us one is the median. Each holds
+// the step's ops 4 us apart; the 50-us step also an op the execution trace lacks.
+std::string Timeline() {
+  std::string events;
+  auto add = [&](const std::string& e) { events += (events.empty() ? "" : ",") + e; };
+  for (const auto& [step, start, dur] :
+       {std::tuple{"ProfilerStep#1", 1000.0, 40.0}, std::tuple{"ProfilerStep#2", 1100.0, 60.0},
+        std::tuple{"ProfilerStep#3", 1200.0, 50.0}}) {
+    add(Event("user_annotation", step, start, dur));
+    add(Event("cpu_op", "aten::mm", start + 4, 10));
+    if (dur == 50.0) add(Event("cpu_op", "aten::detach", start + 15, 1));
+    add(Event("user_annotation", "Optimizer.step#SGD.step", start + 18, 12));
+    add(Event("cpu_op", "aten::add_", start + 20, 5));
+    add(Event("cpu_op", "aten::sum", start + 34, 5));
+  }
+  return R"({"traceEvents": [)" + events + "]}";
+}
+
+TEST(HostTimeline, PlacesTheMedianStepsSpansOnEachOpOfTheStep) {
+  proto::Workload w = OneStep();
+  ASSERT_TRUE(ApplyHostTimeline("t.json", Timeline(), w).ok());
+  const proto::HostTimeline& t = w.original().host_timeline();
+  EXPECT_EQ(t.source(), "t.json, ProfilerStep#3 (the median of 3 steps)");
+  EXPECT_EQ(t.ops_matched(), 4);
+  EXPECT_EQ(t.ops(), 4);  // the step's own op is not matched
+  EXPECT_FALSE(w.ops(0).has_timeline_start_us());
+  const double start[] = {104, 118, 120, 134}, duration[] = {10, 12, 5, 5};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_DOUBLE_EQ(w.ops(i + 1).timeline_start_us(), start[i]) << w.ops(i + 1).name();
+    EXPECT_DOUBLE_EQ(w.ops(i + 1).timeline_duration_us(), duration[i]);
+  }
+}
+
+TEST(HostTimeline, TheGapsAreReadFromTheTimelineLessItsOwnCost) {
+  proto::Workload w = OneStep();
+  const CaptureCost cost{.boundary_us = 1, .timeline_boundary_us = 0.5};
+  auto gaps = [&] {
+    RecordedHostGaps g(w, w.segments(0).start_us(), cost);
+    return std::vector<double>{g.Before(w.ops(1)), g.Before(w.ops(3)), g.Before(w.ops(4))};
+  };
+  // The capture's trace: 20 us less 2 boundaries (the step's start and the op's), 25 less 3
+  // (the annotation's start in the gap), 25 less 3 (its end).
+  EXPECT_EQ(gaps(), (std::vector<double>{18, 22, 22}));
+  ASSERT_TRUE(ApplyHostTimeline("t.json", Timeline(), w).ok());
+  // The timeline: 4 us less 0.5 (the step is no span there); 6 less 1.5 (the detach the step
+  // held is no op of the workload, so neither are its boundaries); 9 less 1.5.
+  EXPECT_EQ(gaps(), (std::vector<double>{3.5, 4.5, 7.5}));
+}
+
+TEST(HostTimeline, AnOpTheTimelineDidNotMatchKeepsTheCapturesGaps) {
+  proto::Workload w = OneStep();
+  w.mutable_ops(1)->set_name("aten::addmm");  // not in the timeline: its gap, and the next's
+  ASSERT_TRUE(ApplyHostTimeline("t.json", Timeline(), w).ok());
+  EXPECT_EQ(w.original().host_timeline().ops_matched(), 3);
+  EXPECT_EQ(w.original().host_timeline().source(),
+            "t.json, ProfilerStep#3 (the median of 3 steps): not used, too few ops matched");
+  EXPECT_FALSE(w.ops(3).has_timeline_start_us());  // 3 of 4 is under kHostTimelineMinMatched
+  RecordedHostGaps g(w, w.segments(0).start_us(), {.boundary_us = 1});
+  EXPECT_DOUBLE_EQ(g.Before(w.ops(1)), 18);
+}
+
+TEST(HostTimeline, ATraceWithoutStepsIsRefusedNamingIt) {
+  proto::Workload w = OneStep();
+  const Status s = ApplyHostTimeline(
+      "dir/t.json", R"({"traceEvents": [)" + Event("cpu_op", "aten::mm", 1, 1) + "]}", w);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(s.message(), "dir/t.json: no ProfilerStep# span: not a host timeline");
+  EXPECT_FALSE(w.original().has_host_timeline());
+}
+
+}  // namespace
+}  // namespace mimic::eg
