@@ -195,6 +195,8 @@ class Runner {
       if (plan_.tops[t].runs && measured_iters > 0) s.replay_ms += op_ms_[t] / measured_iters;
       if (op.has_cpu_span())
         s.original_ms = std::max(s.original_ms, 0.0) + op.cpu_duration_us() / 1000.0;
+      if (op.has_timeline_start_us())
+        s.timeline_ms = std::max(s.timeline_ms, 0.0) + op.timeline_duration_us() / 1000.0;
     }
     for (auto& [name, s] : by_name) {
       if (!per_op_timed_) s.replay_ms = -1;
@@ -608,6 +610,7 @@ void Merge(const ReplayResult& p, bool several, bool comm, ReplayResult& result,
     m.calls += s.calls;
     m.replay_ms = s.replay_ms < 0 ? -1 : m.replay_ms + s.replay_ms;
     if (s.original_ms >= 0) m.original_ms = std::max(m.original_ms, 0.0) + s.original_ms;
+    if (s.timeline_ms >= 0) m.timeline_ms = std::max(m.timeline_ms, 0.0) + s.timeline_ms;
   }
 }
 

@@ -1,5 +1,6 @@
 #include "mimic/replay/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -413,6 +414,7 @@ class JsonReporter final : public Reporter {
       j.Key("calls").Int(s.calls);
       j.Key("replay_ms").Optional(NonNegative(s.replay_ms));
       j.Key("original_profiled_ms").Optional(s.original_ms >= 0 ? std::optional<double>(s.original_ms) : std::nullopt);
+      j.Key("original_timeline_ms").Optional(NonNegative(s.timeline_ms));
       j.EndObject();
     }
     j.EndArray();
@@ -420,6 +422,40 @@ class JsonReporter final : public Reporter {
     return j.str();
   }
 };
+
+// The console's per-op table: the op names that took the most replay time, beside the
+// original's host spans under the whole capture and, where the capture recorded one, on its host
+// timeline.
+std::string PerOpTable(const ReplayResult& r) {
+  const bool timeline = std::any_of(r.per_op.begin(), r.per_op.end(),
+                                    [](const OpNameStats& s) { return s.timeline_ms >= 0; });
+  auto ms = [](double v) { return v >= 0 ? Format("%.3f", v) : std::string("-"); };
+  std::string out;
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "  %-44s %6s %12s %14s%s\n", "op", "calls", "replay ms",
+                "original* ms", timeline ? "    timeline** ms" : "");
+  out += buf;
+  const size_t shown = std::min<size_t>(r.per_op.size(), 15);
+  for (size_t i = 0; i < shown; ++i) {
+    const OpNameStats& s = r.per_op[i];
+    std::snprintf(buf, sizeof(buf), "  %-44.44s %6lld %12s %14s", s.name.c_str(),
+                  static_cast<long long>(s.calls), ms(s.replay_ms).c_str(),
+                  ms(s.original_ms).c_str());
+    out += buf;
+    if (timeline) {
+      std::snprintf(buf, sizeof(buf), " %17s", ms(s.timeline_ms).c_str());
+      out += buf;
+    }
+    out += "\n";
+  }
+  if (r.per_op.size() > shown)
+    out += "  ... " + std::to_string(r.per_op.size() - shown) +
+           " more op names in the JSON report\n";
+  out += "  * original per-op times are Kineto CPU spans, measured under the profiler\n";
+  if (timeline)
+    out += "  ** the same on the capture's host timeline (Kineto alone, host activity only)\n";
+  return out;
+}
 
 class ConsoleReporter final : public Reporter {
  public:
@@ -521,19 +557,7 @@ class ConsoleReporter final : public Reporter {
       line("  original: unknown (no Kineto trace or capture manifest)");
     }
     line("");
-    std::snprintf(buf, sizeof(buf), "  %-44s %6s %12s %14s", "op", "calls", "replay ms", "original* ms");
-    line(buf);
-    const size_t shown = std::min<size_t>(r.per_op.size(), 15);
-    for (size_t i = 0; i < shown; ++i) {
-      const OpNameStats& s = r.per_op[i];
-      std::snprintf(buf, sizeof(buf), "  %-44.44s %6lld %12s %14s", s.name.c_str(),
-                    static_cast<long long>(s.calls),
-                    s.replay_ms >= 0 ? Format("%.3f", s.replay_ms).c_str() : "-",
-                    s.original_ms >= 0 ? Format("%.3f", s.original_ms).c_str() : "-");
-      line(buf);
-    }
-    if (r.per_op.size() > shown) line("  ... " + std::to_string(r.per_op.size() - shown) + " more op names in the JSON report");
-    line("  * original per-op times are Kineto CPU spans, measured under the profiler");
+    out += PerOpTable(r);
     if (!r.comm.collectives.empty()) {
       line("");
       line("  collectives on rank " + std::to_string(r.comm.rank) + " of " + std::to_string(r.comm.world_size) + " (" +

@@ -285,8 +285,13 @@ class ReplayTest(unittest.TestCase):
                 r = mimic("replay", os.path.join(d, "mlp.et.json.gz"), "--warmup", "0", "--iters",
                           "1", "--report", report)
                 self.assertEqual(r.returncode, 0, r.stderr)
-                gaps = load_json(report)["host_gaps"]
+                rep = load_json(report)
+                gaps = rep["host_gaps"]
                 waited[with_timeline] = gaps["ms_per_iteration"]
+                # Each op name's time on the timeline beside its time under the whole capture.
+                self.assertEqual(all(op["original_timeline_ms"] is not None for op in rep["ops"]),
+                                 with_timeline)
+                self.assertEqual("timeline** ms" in r.stdout, with_timeline)
                 self.assertEqual(gaps["capture_timeline_boundary_us"],
                                  entry["capture_cost"]["timeline_boundary_us"])
                 if not with_timeline:

@@ -111,6 +111,8 @@ struct OpNameStats {
   int64_t calls = 0;             // per iteration
   double replay_ms = 0;          // per iteration, mean over measured iterations; -1 if not timed
   double original_ms = -1;       // per iteration, from the Kineto CPU spans; -1 if unknown
+  // The same from the capture's host timeline (lightly profiled); -1 where it has none.
+  double timeline_ms = -1;
 };
 
 // One lane of the replay: a stream of the original (from its Kineto trace), run as a stream on
