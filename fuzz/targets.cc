@@ -2,6 +2,7 @@
 
 #include "mimic/base/file.h"
 #include "mimic/eg/capture_manifest.h"
+#include "mimic/eg/host_timeline.h"
 #include "mimic/eg/kineto.h"
 #include "mimic/eg/workload.h"
 #include "mimic/fleet/jobs.h"
@@ -21,6 +22,22 @@ constexpr std::string_view kEt =
     R"J({"id": 3, "name": "aten::mm", "ctrl_deps": 2, "attrs": [{"name": "rf_id", "type": "uint64", "value": 2},)J"
     R"J({"name": "op_schema", "type": "string", "value": "aten::mm(Tensor self, Tensor mat2) -> Tensor"}]}]})J";
 
+// Its Kineto trace: the step and the op, with their host spans.
+constexpr std::string_view kKineto =
+    R"J({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1,)J"
+    R"J( "tid": 1, "ts": 0, "dur": 100, "args": {"Record function id": 1}},)J"
+    R"J({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5,)J"
+    R"J( "args": {"Record function id": 2}}]})J";
+
+// `bytes` as the capture's host timeline of the linked pair above, its gaps then read.
+void HostTimeline(std::string_view bytes) {
+  auto w = eg::LoadWorkloadFromMemory("fuzz_et.json", kEt, "fuzz_kineto.json", kKineto);
+  if (!w.ok() || !eg::ApplyHostTimeline("fuzz_timeline.json", bytes, *w).ok()) return;
+  eg::RecordedHostGaps gaps(*w, 0, {.boundary_us = 1, .timeline_boundary_us = 0.5});
+  for (const proto::Op& op : w->ops())
+    if (op.has_cpu_span()) (void)gaps.Before(op);
+}
+
 }  // namespace
 
 void ExecutionTrace(std::string_view bytes) {
@@ -28,12 +45,14 @@ void ExecutionTrace(std::string_view bytes) {
   if (w.ok()) (void)eg::Summarize(*w);
 }
 
-// Linked to an execution trace, and alone (the arguments kept, then the workload built).
+// Linked to an execution trace, alone (the arguments kept, then the workload built), and as a
+// host timeline.
 void Kineto(std::string_view bytes) {
   (void)eg::LoadWorkloadFromMemory("fuzz_et.json", kEt, "fuzz_kineto.json", bytes);
   auto in = InputStream::FromMemory("fuzz_kineto.json", bytes);
   auto trace = eg::ParseKinetoTrace("fuzz_kineto.json", *in, {.inputs = true});
   if (trace.ok()) (void)eg::BuildKinetoWorkload("fuzz_kineto.json", std::move(*trace));
+  HostTimeline(bytes);
 }
 
 // Inputs are tried as they are and framed with a valid header, so that the fuzzer reaches the
