@@ -115,7 +115,7 @@ def main() -> None:
                 body()
                 passes.append((time.perf_counter() - start) * 1e6 / CALLS)
             loop = lambda: [body() for _ in range(20)]  # noqa: E731
-            kineto = spans_and_gaps(cfs.host_events_under_capture(loop, tmp, observer=False))
+            kineto = spans_and_gaps(cfs.host_events_under_capture(loop, tmp, "kineto"))
             whole = spans_and_gaps(cfs.host_events_under_capture(loop, tmp))
             with open(os.path.join(tmp, "et.json")) as f:
                 nodes = [n for n in json.load(f)["nodes"] if n["name"].startswith("aten::")]

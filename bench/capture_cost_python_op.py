@@ -38,7 +38,8 @@ tmp = tempfile.mkdtemp()
 
 def profiled(et: bool) -> tuple[float, float]:
     """Median recorded gap between two calls and median span of a call (us)."""
-    ev = sorted((e for e in capture_fleet_samples.host_events_under_capture(loop, tmp, observer=et)
+    ev = sorted((e for e in capture_fleet_samples.host_events_under_capture(
+                     loop, tmp, "capture" if et else "kineto")
                  if e["name"] == "aten::add_"), key=lambda e: e["ts"])
     gaps = [b["ts"] - a["ts"] - a["dur"] for a, b in zip(ev, ev[1:])]
     return statistics.median(gaps), statistics.median(e["dur"] for e in ev)

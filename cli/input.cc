@@ -18,6 +18,21 @@
 
 namespace mimic::cli {
 
+namespace {
+
+// The capture's host timeline, placed on the steps of the Kineto trace captured with it. The
+// trace's own gaps stand where it is absent or unusable; the report then says why.
+void ApplyHostTimeline(const std::string& dir, const eg::CaptureSample& sample,
+                       proto::Workload& w) {
+  struct stat st {};
+  const std::string path = dir + "/" + sample.host_timeline;
+  if (sample.host_timeline.empty() || stat(path.c_str(), &st) != 0) return;
+  if (Status s = eg::ApplyHostTimeline(path, w); !s.ok())
+    w.mutable_original()->mutable_host_timeline()->set_source("not used: " + s.message());
+}
+
+}  // namespace
+
 Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto_path,
                               bool allow_kineto_only) {
   LoadedInput out;
@@ -56,11 +71,8 @@ Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto
   out.kineto_path = kineto;
   if (sample && out.workload.transformations_size() == 0)
     eg::ApplyCaptureSample(*sample, manifest, out.workload);
-  // Its host timeline, placed on the steps of the Kineto trace captured with it.
-  if (sample && out.workload.transformations_size() == 0 && kineto_path.empty() &&
-      !kineto.empty() && !sample->host_timeline.empty() &&
-      stat((dir + "/" + sample->host_timeline).c_str(), &st) == 0)
-    MIMIC_RETURN_IF_ERROR(eg::ApplyHostTimeline(dir + "/" + sample->host_timeline, out.workload));
+  if (sample && out.workload.transformations_size() == 0 && kineto_path.empty() && !kineto.empty())
+    ApplyHostTimeline(dir, *sample, out.workload);
   return out;
 }
 

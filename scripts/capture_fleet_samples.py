@@ -276,37 +276,45 @@ def profile_steps(step: Callable[[], None], active: int, et_path: str,
 
 
 HOST_TIMELINE_STEPS = 3
+# The host timeline's profiler: Kineto alone with host activity only (no shapes, memory events,
+# device activity or execution-trace observer), as replay::RunUnderHostTimeline measures its cost.
+HOST_TIMELINE_PROFILER = {"activities": [profiler.ProfilerActivity.CPU], "record_shapes": False,
+                          "profile_memory": False}
 
 
 def profile_host_timeline(step: Callable[[], None], path: str,
                           sync: Callable[[], None] | None = None,
                           steps: int = HOST_TIMELINE_STEPS) -> None:
-    """Records the capture's host timeline into `path`: a warm-up step, then `steps` steps under
-    Kineto alone with host activity only (no shapes, memory events, device activity or
-    execution-trace observer). Its host gaps between ops hold a fraction of the whole capture's
-    instrumentation; `mimic replay` and the model read the gaps from its median step, less
-    Kineto's own cost per event (docs/replay.md, Host gaps)."""
+    """Records the capture's host timeline into `path`: PROFILER_WARMUP steps, then `steps`
+    steps under HOST_TIMELINE_PROFILER. Its host gaps between ops hold a fraction of the whole
+    capture's instrumentation; `mimic replay` and the model read the gaps from its median step,
+    less Kineto's own cost per event (docs/replay.md, Host gaps)."""
     with profiler.profile(
-            activities=[profiler.ProfilerActivity.CPU],
-            schedule=profiler.schedule(wait=0, warmup=1, active=steps, repeat=1),
+            **HOST_TIMELINE_PROFILER,
+            schedule=profiler.schedule(wait=0, warmup=PROFILER_WARMUP, active=steps, repeat=1),
             on_trace_ready=lambda p: p.export_chrome_trace(path),
     ) as prof:
-        for _ in range(1 + steps):
+        for _ in range(PROFILER_WARMUP + steps):
             timed(step, sync)
             prof.step()
 
 
-def host_events_under_capture(body: Callable[[], Any], tmp: str, observer: bool = True,
-                              host_timeline: bool = False) -> list[dict[str, Any]]:
-    """Runs `body` once with the profiler settings profile_steps records with (Kineto with shapes
-    and memory events, and the execution-trace observer unless `observer` is False), or with
-    profile_host_timeline's (`host_timeline`: host activity alone), writing into the folder
-    `tmp`; returns Kineto's host spans (cpu_op and user_annotation events)."""
-    obs = (profiler.ExecutionTraceObserver().register_callback(os.path.join(tmp, "et.json"))
-           if observer and not host_timeline else None)
-    with profiler.profile(activities=[profiler.ProfilerActivity.CPU],
-                          record_shapes=not host_timeline, profile_memory=not host_timeline,
-                          execution_trace_observer=obs) as prof:
+def host_events_under_capture(body: Callable[[], Any], tmp: str,
+                              settings: str = "capture") -> list[dict[str, Any]]:
+    """Runs `body` once under one of the capture's profiler settings, writing into the folder
+    `tmp`; returns Kineto's host spans (cpu_op and user_annotation events). `settings`:
+    "capture" (what profile_steps records with: Kineto with shapes and memory events, and the
+    execution-trace observer), "kineto" (the same without the observer) or "host_timeline"
+    (HOST_TIMELINE_PROFILER)."""
+    if settings == "host_timeline":
+        options: dict[str, Any] = dict(HOST_TIMELINE_PROFILER)
+    else:
+        options = {"activities": [profiler.ProfilerActivity.CPU], "record_shapes": True,
+                   "profile_memory": True}
+        if settings == "capture":
+            options["execution_trace_observer"] = profiler.ExecutionTraceObserver().register_callback(
+                os.path.join(tmp, "et.json"))
+    with profiler.profile(**options) as prof:
         body()
     path = os.path.join(tmp, "kineto.json")
     prof.export_chrome_trace(path)

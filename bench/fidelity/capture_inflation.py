@@ -62,8 +62,8 @@ def main() -> None:
             start = time.perf_counter()
             step()
             times.append((time.perf_counter() - start) * 1e3)
-        timeline = cfs.host_events_under_capture(step, tmp, observer=False, host_timeline=True)
-        kineto = cfs.host_events_under_capture(step, tmp, observer=False)
+        timeline = cfs.host_events_under_capture(step, tmp, "host_timeline")
+        kineto = cfs.host_events_under_capture(step, tmp, "kineto")
         capture = cfs.host_events_under_capture(step, tmp)
         cells = [f"{a:.2f} + {b:.2f}" for a, b in map(ops_and_gaps, (timeline, kineto, capture))]
         print(f"| {r} | {statistics.median(times):.2f} | {' | '.join(cells)} |", flush=True)

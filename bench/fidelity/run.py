@@ -3,7 +3,8 @@
 machine and replays each capture at once with `mimic replay` (same torch, same threads); prints
 one markdown table per run and a summary of the median ratio over the runs. The per-op
 attribution is the three op names whose replay time differs most from the original's spans on
-the capture's host timeline (under the whole capture where it has none); the system figures are both processes' per step (getrusage). Nothing is tuned here.
+the capture's host timeline (under the whole capture where it has none); the system figures
+are both processes' per step (getrusage). Nothing is tuned here.
 
 With --baseline BIN, each capture is also replayed by another mimic binary (an older build, say),
 right before or after (the two take turns going first, run by run), and the table sets its ratio
@@ -40,12 +41,12 @@ def attribution(rep: dict) -> str:
     """The three op names whose replay time differs most from the original's: its spans on the
     capture's host timeline where it has one (marked "timeline"), else under the whole capture
     (inflated several-fold by the observer)."""
-    key = ("original_timeline_ms" if any(op.get("original_timeline_ms") is not None for op in rep["ops"])
-           else "original_profiled_ms")
+    timeline = any(op.get("original_timeline_ms") is not None for op in rep["ops"])
+    key = "original_timeline_ms" if timeline else "original_profiled_ms"
     diffs = [(op["replay_ms"] - op[key], op["name"]) for op in rep["ops"]
              if op.get("replay_ms") is not None and op.get(key) is not None]
     diffs.sort(key=lambda d: -abs(d[0]))
-    where = " (timeline)" if key == "original_timeline_ms" else ""
+    where = " (timeline)" if timeline else ""
     return ", ".join(f"{n.removeprefix('aten::')} {d:+.2f}" for d, n in diffs[:3]) + where
 
 

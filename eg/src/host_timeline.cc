@@ -32,11 +32,12 @@ const KinetoEvent* MedianStep(const KinetoTrace& t, size_t* steps) {
   return all[(all.size() - 1) / 2];
 }
 
-// The host spans inside `step` but the step's own, in start order (the outer one first).
+// The host spans inside `step` (half open) but the step's own, in start order (the outer one
+// first).
 std::vector<const KinetoEvent*> StepSpans(const KinetoTrace& t, const KinetoEvent& step) {
   std::vector<const KinetoEvent*> out;
   for (const KinetoEvent& e : t.events)
-    if (IsHostSpan(e) && !IsStep(e.name) && e.ts >= step.ts && e.ts <= step.ts + step.dur)
+    if (IsHostSpan(e) && !IsStep(e.name) && e.ts >= step.ts && e.ts < step.ts + step.dur)
       out.push_back(&e);
   std::stable_sort(out.begin(), out.end(), [](auto* a, auto* b) {
     return a->ts != b->ts ? a->ts < b->ts : a->dur > b->dur;
@@ -44,18 +45,32 @@ std::vector<const KinetoEvent*> StepSpans(const KinetoTrace& t, const KinetoEven
   return out;
 }
 
-// The workload's ops with a host span inside `s` but the step's own, in the same order.
-std::vector<proto::Op*> SegmentOps(proto::Workload& w, const proto::Segment& s) {
+// The workload's ops with a host span but the steps' own, in the same order.
+std::vector<proto::Op*> SpannedOps(proto::Workload& w) {
   std::vector<proto::Op*> out;
   for (proto::Op& o : *w.mutable_ops())
-    if (o.has_cpu_span() && !IsStep(o.name()) && o.cpu_start_us() >= s.start_us() &&
-        o.cpu_start_us() <= s.start_us() + s.duration_us())
-      out.push_back(&o);
+    if (o.has_cpu_span() && !IsStep(o.name())) out.push_back(&o);
   std::stable_sort(out.begin(), out.end(), [](auto* a, auto* b) {
     return a->cpu_start_us() != b->cpu_start_us() ? a->cpu_start_us() < b->cpu_start_us()
                                                   : a->cpu_duration_us() > b->cpu_duration_us();
   });
   return out;
+}
+
+// Those of `ops` (SpannedOps) that start inside `s`, half open.
+std::vector<proto::Op*> OpsIn(const std::vector<proto::Op*>& ops, const proto::Segment& s) {
+  auto at = [&](double us) {
+    return std::lower_bound(ops.begin(), ops.end(), us,
+                            [](const proto::Op* o, double v) { return o->cpu_start_us() < v; });
+  };
+  return {at(s.start_us()), at(s.start_us() + s.duration_us())};
+}
+
+void ClearTimeline(proto::Workload& w) {
+  for (proto::Op& o : *w.mutable_ops()) {
+    o.clear_timeline_start_us();
+    o.clear_timeline_duration_us();
+  }
 }
 
 // Gives each op the next span of its name within kWindow of the last one matched, placed at
@@ -79,34 +94,31 @@ int64_t Match(const std::vector<proto::Op*>& ops, const std::vector<const Kineto
 }
 
 Status Apply(const std::string& path, const KinetoTrace& t, proto::Workload& w) {
+  ClearTimeline(w);
+  w.mutable_original()->clear_host_timeline();
   size_t steps = 0;
   const KinetoEvent* step = MedianStep(t, &steps);
   if (!step) return Status::InvalidInput(path + ": no ProfilerStep# span: not a host timeline");
   const std::vector<const KinetoEvent*> spans = StepSpans(t, *step);
-  for (proto::Op& o : *w.mutable_ops()) {
-    o.clear_timeline_start_us();
-    o.clear_timeline_duration_us();
-  }
+  const std::vector<proto::Op*> spanned = SpannedOps(w);
   int64_t matched = 0, ops = 0;
   for (const proto::Segment& s : w.segments()) {
     if (s.kind() != proto::Segment::ITERATION || !s.has_span()) continue;
-    const std::vector<proto::Op*> in_step = SegmentOps(w, s);
+    const std::vector<proto::Op*> in_step = OpsIn(spanned, s);
     ops += static_cast<int64_t>(in_step.size());
     matched += Match(in_step, spans, step->ts, s.start_us());
   }
   if (ops == 0)
     return Status::InvalidInput(path + ": the workload has no step with host spans to place it on");
-  const std::string base = path.substr(path.find_last_of('/') + 1);
-  std::string source =
-      base + ", " + step->name + " (the median of " + std::to_string(steps) + " steps)";
   proto::HostTimeline& h = *w.mutable_original()->mutable_host_timeline();
   h.set_ops_matched(matched);
   h.set_ops(ops);
+  h.set_source(path.substr(path.find_last_of('/') + 1) + ", " + step->name + " (the median of " +
+               std::to_string(steps) + " steps)");
   if (!HostTimelineUsed(w)) {
-    for (proto::Op& o : *w.mutable_ops()) o.clear_timeline_start_us();
-    source += ": not used, too few ops matched";
+    ClearTimeline(w);
+    h.set_source(h.source() + ": not used, too few ops matched");
   }
-  h.set_source(source);
   return Status::Ok();
 }
 
@@ -121,6 +133,12 @@ Status ApplyHostTimeline(const std::string& path, proto::Workload& w) {
   MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, InputStream::Open(path));
   MIMIC_ASSIGN_OR_RETURN(const KinetoTrace t, ParseKinetoTrace(path, *in));
   return Apply(path, t, w);
+}
+
+std::string DescribeHostTimeline(const proto::Workload& w) {
+  const proto::HostTimeline& h = w.original().host_timeline();
+  return h.source() + ", " + std::to_string(h.ops_matched()) + " of " + std::to_string(h.ops()) +
+         " ops matched";
 }
 
 }  // namespace mimic::eg

@@ -14,6 +14,7 @@
 #include "mimic/base/framed.h"
 #include "mimic/eg/collective.h"
 #include "mimic/eg/execution_trace.h"
+#include "mimic/eg/host_timeline.h"
 #include "mimic/eg/kineto.h"
 
 namespace mimic::eg {
@@ -543,6 +544,8 @@ std::string CaptureCost::Describe() const {
   for (const CaptureFigure& figure : kCaptureFigures) {
     const double us = this->*figure.member;
     if (us <= 0 && figure.member != &CaptureCost::boundary_us) continue;
+    // Said with the host timeline, where one is used (DescribeHostTimeline's callers).
+    if (figure.member == &CaptureCost::timeline_boundary_us) continue;
     char buf[96];
     std::snprintf(buf, sizeof(buf), "%s%.3f us %s", out.empty() ? "" : ", ", us, figure.per);
     out += buf;
@@ -615,8 +618,20 @@ double SpanBoundaries::CostUs(double from_us, double to_us) const {
 
 RecordedHostGaps::RecordedHostGaps(const proto::Workload& w, double step_start_us,
                                    const CaptureCost& cost)
-    : boundaries_(w, cost), latest_end_us_(step_start_us), timeline_end_us_(step_start_us) {
-  if (w.original().has_host_timeline()) timeline_ = SpanBoundaries::OnTimeline(w, cost);
+    : boundaries_(w, cost), latest_end_us_(step_start_us) {
+  if (!HostTimelineUsed(w)) return;
+  timeline_ = SpanBoundaries::OnTimeline(w, cost);
+  for (const proto::Segment& s : w.segments())
+    if (s.kind() == proto::Segment::ITERATION && s.has_span()) step_starts_.push_back(s.start_us());
+  std::sort(step_starts_.begin(), step_starts_.end());
+  step_ = StepOf(step_start_us);
+  if (step_ >= 0 && step_starts_[step_] == step_start_us) timeline_end_us_ = step_start_us;
+}
+
+int RecordedHostGaps::StepOf(double us) const {
+  return static_cast<int>(std::upper_bound(step_starts_.begin(), step_starts_.end(), us) -
+                          step_starts_.begin()) -
+         1;
 }
 
 double RecordedHostGaps::Before(const proto::Op& op) {
@@ -626,6 +641,10 @@ double RecordedHostGaps::Before(const proto::Op& op) {
     gap = start - latest_end_us_ - boundaries_.CostUs(latest_end_us_, start);
   latest_end_us_ = std::max(latest_end_us_, start + op.cpu_duration_us());
   if (!timeline_) return std::max(gap, 0.0);
+  if (const int step = StepOf(start); step != step_) {  // a step's first op: from its start
+    timeline_end_us_ = step_ >= 0 && step >= 0 ? step_starts_[step] : -1;
+    step_ = step;
+  }
   if (!op.has_timeline_start_us()) {
     timeline_end_us_ = -1;
     return std::max(gap, 0.0);

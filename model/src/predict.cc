@@ -361,10 +361,13 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
                   o.capture.Describe() + ")"
             : "T1 less the platform's capture cost in the gap (cpu_overheads.capture_*: " +
                   o.capture.Describe() + ")");
-  if (const proto::HostTimeline& h = w.original().host_timeline(); eg::HostTimelineUsed(w))
-    notes.push_back("T1 read from the host timeline where it matched an op and the one before (" +
-                    h.source() + ", " + std::to_string(h.ops_matched()) + " of " +
-                    std::to_string(h.ops()) + " ops matched)");
+  if (eg::HostTimelineUsed(w)) {
+    char us[32];
+    std::snprintf(us, sizeof(us), "%.3f", o.capture.timeline_boundary_us);
+    notes.push_back(std::string("T1 read from the capture's host timeline where it matched the "
+                                "op, less ") +
+                    us + " us per event boundary (" + eg::DescribeHostTimeline(w) + ")");
+  }
   return o;
 }
 

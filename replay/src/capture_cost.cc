@@ -154,8 +154,8 @@ Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op, bool sa
   std::unique_ptr<profiler::ProfilerResult> result;
   if (session.ok()) {
     body();
+    (*session)->running_ = false;  // the destructor must not stop it again, even if this throws
     result = profiler::disableProfiler();
-    (*session)->running_ = false;
   }
   torch::profiler::impl::disableExecutionTraceObserver();
   torch::profiler::impl::removeExecutionTraceObserver();
@@ -185,8 +185,8 @@ Result<std::vector<std::pair<int64_t, int64_t>>> RunUnderHostTimeline(
       std::unique_ptr<ProfileSession> session,
       ProfileSession::Start(device, {.shapes = false, .memory = false, .device_activity = false}));
   body();
+  session->running_ = false;  // the destructor must not stop it again, even if this throws
   const std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
-  session->running_ = false;
   return OutermostSpans(*result, op);
 }
 

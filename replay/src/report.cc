@@ -12,6 +12,7 @@
 #include "mimic/base/json_writer.h"
 #include "mimic/base/stats.h"
 #include "mimic/eg/collective.h"
+#include "mimic/eg/host_timeline.h"
 
 namespace mimic::replay {
 namespace {
@@ -413,7 +414,7 @@ class JsonReporter final : public Reporter {
       j.Key("name").String(s.name);
       j.Key("calls").Int(s.calls);
       j.Key("replay_ms").Optional(NonNegative(s.replay_ms));
-      j.Key("original_profiled_ms").Optional(s.original_ms >= 0 ? std::optional<double>(s.original_ms) : std::nullopt);
+      j.Key("original_profiled_ms").Optional(NonNegative(s.original_ms));
       j.Key("original_timeline_ms").Optional(NonNegative(s.timeline_ms));
       j.EndObject();
     }
@@ -433,7 +434,7 @@ std::string PerOpTable(const ReplayResult& r) {
   std::string out;
   char buf[160];
   std::snprintf(buf, sizeof(buf), "  %-44s %6s %12s %14s%s\n", "op", "calls", "replay ms",
-                "original* ms", timeline ? "    timeline** ms" : "");
+                "original* ms", timeline ? "     timeline** ms" : "");
   out += buf;
   const size_t shown = std::min<size_t>(r.per_op.size(), 15);
   for (size_t i = 0; i < shown; ++i) {
@@ -499,9 +500,12 @@ class ConsoleReporter final : public Reporter {
            r.host_gaps.capture_cost.Describe() + " taken off, " + r.host_gaps.capture_cost_from +
            ")");
     if (r.host_gaps.mode == HostGaps::kRecorded && w.original().has_host_timeline())
-      line("  host timeline: " + w.original().host_timeline().source() + ", " +
-           std::to_string(w.original().host_timeline().ops_matched()) + " of " +
-           std::to_string(w.original().host_timeline().ops()) + " ops matched");
+      line("  host timeline: " + eg::DescribeHostTimeline(w) +
+           (eg::HostTimelineUsed(w)
+                ? "; its gaps less " +
+                      Format("%.3f", r.host_gaps.capture_cost.timeline_boundary_us) +
+                      " us per event boundary"
+                : ""));
     if (GapsExceedOriginalStep(r, w))
       line(
           "  warning: the recorded host gaps alone take longer than the original's whole "

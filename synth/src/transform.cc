@@ -517,6 +517,10 @@ proto::Op Replacement(proto::Workload& out, const proto::Op& op, const Substitut
   n.set_has_cpu_span(op.has_cpu_span());
   n.set_cpu_start_us(op.cpu_start_us());
   n.set_cpu_duration_us(op.cpu_duration_us());
+  if (op.has_timeline_start_us()) {
+    n.set_timeline_start_us(op.timeline_start_us());
+    n.set_timeline_duration_us(op.timeline_duration_us());
+  }
   *n.mutable_kernels() = op.kernels();
   (*n.mutable_attrs())["replaces"].set_string_value(op.name());
   return n;

@@ -100,9 +100,83 @@ TEST(HostTimeline, AnOpTheTimelineDidNotMatchKeepsTheCapturesGaps) {
   EXPECT_EQ(w.original().host_timeline().ops_matched(), 3);
   EXPECT_EQ(w.original().host_timeline().source(),
             "t.json, ProfilerStep#3 (the median of 3 steps): not used, too few ops matched");
-  EXPECT_FALSE(w.ops(3).has_timeline_start_us());  // 3 of 4 is under kHostTimelineMinMatched
+  for (const proto::Op& op : w.ops()) {  // 3 of 4 is under kHostTimelineMinMatched
+    EXPECT_FALSE(op.has_timeline_start_us());
+    EXPECT_EQ(op.timeline_duration_us(), 0);
+  }
   RecordedHostGaps g(w, w.segments(0).start_us(), {.boundary_us = 1});
   EXPECT_DOUBLE_EQ(g.Before(w.ops(1)), 18);
+}
+
+struct Span {
+  std::string name;
+  double start, duration;
+};
+
+// Iteration segments at `steps` (start, duration) holding ops with the host spans `ops`.
+proto::Workload Steps(const std::vector<std::pair<double, double>>& steps,
+                      const std::vector<Span>& ops) {
+  proto::Workload w;
+  w.mutable_kineto()->set_present(true);
+  for (const auto& [start, duration] : steps) {
+    proto::Segment& s = *w.add_segments();
+    s.set_kind(proto::Segment::ITERATION), s.set_has_span(true);
+    s.set_start_us(start), s.set_duration_us(duration);
+  }
+  int64_t id = 1;
+  for (const Span& span : ops) {
+    proto::Op& o = *w.add_ops();
+    o.set_id(id++), o.set_name(span.name), o.set_schema(-1);
+    o.set_has_cpu_span(true), o.set_cpu_start_us(span.start), o.set_cpu_duration_us(span.duration);
+  }
+  return w;
+}
+
+// A host timeline of one step [0, `duration`] holding `ops`.
+std::string TimelineOf(double duration, const std::vector<Span>& ops) {
+  std::string events = Event("user_annotation", "ProfilerStep#1", 0, duration);
+  for (const Span& span : ops)
+    events += "," + Event("cpu_op", span.name, span.start, span.duration);
+  return R"({"traceEvents": [)" + events + "]}";
+}
+
+std::vector<double> GapsOf(const proto::Workload& w, double step_start_us) {
+  RecordedHostGaps gaps(w, step_start_us, {.boundary_us = 1});
+  std::vector<double> out;
+  for (const proto::Op& op : w.ops()) out.push_back(gaps.Before(op));
+  return out;
+}
+
+TEST(HostTimeline, AnOpItDidNotMatchTakesItsGapAndTheNextOnesFromTheTrace) {
+  std::vector<Span> traced, timeline;
+  for (int i = 0; i < 10; ++i) {
+    const std::string name = "aten::op" + std::to_string(i);
+    traced.push_back({name, 100.0 * i + 50, 20});
+    if (i != 4) timeline.push_back({name, 10.0 * i + 5, 2});  // 9 of 10: used
+  }
+  proto::Workload w = Steps({{0, 1000}}, traced);
+  ASSERT_TRUE(ApplyHostTimeline("t.json", TimelineOf(100, timeline), w).ok());
+  ASSERT_TRUE(HostTimelineUsed(w));
+  EXPECT_EQ(DescribeHostTimeline(w),
+            "t.json, ProfilerStep#1 (the median of 1 steps), 9 of 10 ops matched");
+  // From the step's start, then 8 us between timeline spans, but op4 and op5: 80 us on the
+  // trace less its 2 boundaries.
+  EXPECT_EQ(GapsOf(w, 0), (std::vector<double>{5, 8, 8, 8, 78, 78, 8, 8, 8, 8}));
+}
+
+TEST(HostTimeline, EachStepsFirstOpWaitsFromItsStart) {
+  proto::Workload w = Steps(
+      {{0, 1000}, {1000, 1000}},
+      {{"aten::a", 100, 10}, {"aten::b", 300, 10}, {"aten::a", 1100, 10}, {"aten::b", 1300, 10}});
+  ASSERT_TRUE(
+      ApplyHostTimeline("t.json", TimelineOf(100, {{"aten::a", 3, 1}, {"aten::b", 10, 1}}), w)
+          .ok());
+  EXPECT_EQ(w.original().host_timeline().ops_matched(), 4);
+  EXPECT_DOUBLE_EQ(w.ops(2).timeline_start_us(), 1003);
+  EXPECT_EQ(GapsOf(w, 0), (std::vector<double>{3, 6, 3, 6}));
+  // A selection that starts inside a step (replay --label): its first gap from the trace,
+  // whose spans start on the same clock as the selection.
+  EXPECT_EQ(GapsOf(w, 50), (std::vector<double>{49, 6, 3, 6}));
 }
 
 TEST(HostTimeline, ATraceWithoutStepsIsRefusedNamingIt) {

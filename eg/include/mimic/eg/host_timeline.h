@@ -24,14 +24,19 @@ inline bool HostTimelineUsed(const proto::Workload& w) {
 }
 
 // Reads the host timeline at `path` and places its median step (by duration) over each
-// iteration segment of `workload`: each op with a host span there that the step matches (same
-// name, in start order, every thread) gets Op.timeline_start_us (the step's offset from the
-// segment's start) and timeline_duration_us; OriginalRun.host_timeline says which step and how
-// many ops. Matching under kHostTimelineMinMatched of the ops sets no op's span and says so in
-// the source. Errors: InvalidInput naming `path` when it cannot be read or holds no
-// "ProfilerStep#" span; InvalidInput when the workload has no iteration segment with a span.
+// iteration segment of `workload`. Each op with a host span in a segment (half open) that the
+// step matches (the next span of its name, in start order, every thread) gets
+// Op.timeline_start_us (its span's offset within the timeline's step, placed at the segment's
+// start) and timeline_duration_us. OriginalRun.host_timeline says which step, and how many of
+// the segments' ops matched; under kHostTimelineMinMatched of them, no op keeps a span and the
+// source says the timeline is not used. Errors: InvalidInput naming `path` when it holds no
+// "ProfilerStep#" span or the workload no iteration segment with host spans; the reader's when
+// the file cannot be opened (NotFound, Io) or parsed (InvalidInput).
 Status ApplyHostTimeline(const std::string& path, proto::Workload& workload);
 // The same for the trace's JSON already in memory.
 Status ApplyHostTimeline(const std::string& path, std::string_view json, proto::Workload& workload);
+
+// "SOURCE, N of M ops matched", for reports.
+std::string DescribeHostTimeline(const proto::Workload& workload);
 
 }  // namespace mimic::eg

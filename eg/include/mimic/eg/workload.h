@@ -261,10 +261,11 @@ class SpanBoundaries {
 // the autograd engine, an optimizer's loop): the op's recorded start less the latest recorded
 // end of the ops before it (at first, the step's start; none when negative), less what the
 // capture cost at the event boundaries in the gap (SpanBoundaries); never below zero. Where the
-// capture recorded a host timeline (proto::HostTimeline), the gap before an op that it matched,
-// and whose predecessor it matched too, is read the same way from the timeline, less its own
-// lighter cost per boundary. One rule for replay --host-gaps recorded and the model's T1. Not
-// thread-safe.
+// capture's host timeline is used (HostTimelineUsed), the gap before an op it matched is read the
+// same way from the timeline, less its own lighter cost per boundary: from the op before it in
+// the same step when the timeline matched that one too, from the step's start for a step's first
+// op (the timeline's step is placed there). One rule for replay --host-gaps recorded and the
+// model's T1. Not thread-safe.
 class RecordedHostGaps {
  public:
   // `step_start_us` < 0: no gap before the first op.
@@ -273,10 +274,17 @@ class RecordedHostGaps {
   double Before(const proto::Op& op);
 
  private:
+  // The step (index into step_starts_) an op starting at `us` lies in; -1 before the first.
+  int StepOf(double us) const;
+
   SpanBoundaries boundaries_;
   double latest_end_us_;
-  std::optional<SpanBoundaries> timeline_;  // when the workload has a host timeline
-  double timeline_end_us_;                  // < 0 after an op the timeline did not match
+  std::optional<SpanBoundaries> timeline_;  // when the host timeline is used
+  std::vector<double> step_starts_;         // the iteration segments' starts, sorted
+  int step_ = -1;                           // the step of the last op
+  // The latest end on the timeline; < 0 where the next gap cannot be read there (after an op
+  // it did not match, or before the first op when `step_start_us` is no step's start).
+  double timeline_end_us_ = -1;
 };
 
 // What issued a top-level op in the original, from the ops above it in the ET: the autograd
