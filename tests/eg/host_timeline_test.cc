@@ -11,31 +11,39 @@
 namespace mimic::eg {
 namespace {
 
-// One step [100, 200] on the Kineto clock of the linked trace, holding a forward op, an
-// optimizer annotation with an op inside, and a last op; the capture's gaps between them are
-// 20 us each.
-proto::Workload OneStep() {
+struct Span {
+  std::string name;
+  double start, duration;
+};
+
+// Iteration segments at `steps` (start, duration) holding ops with the host spans `ops`.
+proto::Workload Steps(const std::vector<std::pair<double, double>>& steps,
+                      const std::vector<Span>& ops) {
   proto::Workload w;
   w.mutable_kineto()->set_present(true);
-  proto::Segment& s = *w.add_segments();
-  s.set_kind(proto::Segment::ITERATION), s.set_has_span(true);
-  s.set_start_us(100), s.set_duration_us(100);
-  struct Span {
-    const char* name;
-    double start, duration;
-  };
-  const Span spans[] = {{"ProfilerStep#4", 100, 100},
-                        {"aten::mm", 120, 10},
-                        {"Optimizer.step#SGD.step", 150, 30},
-                        {"aten::add_", 155, 5},
-                        {"aten::sum", 185, 5}};
+  for (const auto& [start, duration] : steps) {
+    proto::Segment& s = *w.add_segments();
+    s.set_kind(proto::Segment::ITERATION), s.set_has_span(true);
+    s.set_start_us(start), s.set_duration_us(duration);
+  }
   int64_t id = 1;
-  for (const Span& span : spans) {
+  for (const Span& span : ops) {
     proto::Op& o = *w.add_ops();
     o.set_id(id++), o.set_name(span.name), o.set_schema(-1);
     o.set_has_cpu_span(true), o.set_cpu_start_us(span.start), o.set_cpu_duration_us(span.duration);
   }
   return w;
+}
+
+// One step [100, 200] on the Kineto clock of the linked trace, holding a forward op, an
+// optimizer annotation with an op inside, and a last op; the capture's gaps between them are
+// 20 us each.
+proto::Workload OneStep() {
+  return Steps({{100, 100}}, {{"ProfilerStep#4", 100, 100},
+                              {"aten::mm", 120, 10},
+                              {"Optimizer.step#SGD.step", 150, 30},
+                              {"aten::add_", 155, 5},
+                              {"aten::sum", 185, 5}});
 }
 
 std::string Event(const std::string& cat, const std::string& name, double ts, double dur) {
@@ -106,30 +114,6 @@ TEST(HostTimeline, AnOpTheTimelineDidNotMatchKeepsTheCapturesGaps) {
   }
   RecordedHostGaps g(w, w.segments(0).start_us(), {.boundary_us = 1});
   EXPECT_DOUBLE_EQ(g.Before(w.ops(1)), 18);
-}
-
-struct Span {
-  std::string name;
-  double start, duration;
-};
-
-// Iteration segments at `steps` (start, duration) holding ops with the host spans `ops`.
-proto::Workload Steps(const std::vector<std::pair<double, double>>& steps,
-                      const std::vector<Span>& ops) {
-  proto::Workload w;
-  w.mutable_kineto()->set_present(true);
-  for (const auto& [start, duration] : steps) {
-    proto::Segment& s = *w.add_segments();
-    s.set_kind(proto::Segment::ITERATION), s.set_has_span(true);
-    s.set_start_us(start), s.set_duration_us(duration);
-  }
-  int64_t id = 1;
-  for (const Span& span : ops) {
-    proto::Op& o = *w.add_ops();
-    o.set_id(id++), o.set_name(span.name), o.set_schema(-1);
-    o.set_has_cpu_span(true), o.set_cpu_start_us(span.start), o.set_cpu_duration_us(span.duration);
-  }
-  return w;
 }
 
 // A host timeline of one step [0, `duration`] holding `ops`.
