@@ -137,6 +137,7 @@ Status ApplyHostTimeline(const std::string& path, proto::Workload& w) {
 
 std::string DescribeHostTimeline(const proto::Workload& w) {
   const proto::HostTimeline& h = w.original().host_timeline();
+  if (h.ops() == 0) return h.source();  // not read: the source says why
   return h.source() + ", " + std::to_string(h.ops_matched()) + " of " + std::to_string(h.ops()) +
          " ops matched";
 }

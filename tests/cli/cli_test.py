@@ -303,6 +303,17 @@ class ReplayTest(unittest.TestCase):
                 self.assertGreater(timeline["ops"], 0)
                 self.assertEqual(timeline["ops_matched"], timeline["ops"])
                 self.assertIn("host timeline: mlp.host_timeline.json.gz", r.stdout)
+            # A timeline that cannot be read leaves the trace's gaps, and the report says why.
+            entry["host_timeline"] = "mlp.host_timeline.json.gz"
+            with open(os.path.join(d, "manifest.json"), "w") as f:
+                json.dump({"samples": [entry]}, f)
+            write_bytes(os.path.join(d, entry["host_timeline"]), gzip.compress(b"not json"))
+            r = mimic("replay", os.path.join(d, "mlp.et.json.gz"), "--warmup", "0", "--iters", "1",
+                      "--report", report)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            timeline = load_json(report)["host_gaps"]["timeline"]
+            self.assertRegex(timeline["source"], r"^not used: .*mlp\.host_timeline\.json\.gz")
+            self.assertEqual(timeline["ops"], 0)
         self.assertNotEqual(waited[True], waited[False])
 
     def test_an_original_whose_speed_moved_during_the_capture_is_flagged(self):

@@ -36,7 +36,7 @@ Status ApplyHostTimeline(const std::string& path, proto::Workload& workload);
 // The same for the trace's JSON already in memory.
 Status ApplyHostTimeline(const std::string& path, std::string_view json, proto::Workload& workload);
 
-// "SOURCE, N of M ops matched", for reports.
+// "SOURCE, N of M ops matched", for reports; the source alone where it was not read.
 std::string DescribeHostTimeline(const proto::Workload& workload);
 
 }  // namespace mimic::eg
