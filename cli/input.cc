@@ -22,8 +22,7 @@ namespace {
 
 // The capture's host timeline, placed on the steps of the Kineto trace captured with it. The
 // trace's own gaps stand where it is absent or unusable; the report then says why.
-void ApplyHostTimeline(const std::string& dir, const eg::CaptureSample& sample,
-                       proto::Workload& w) {
+void UseHostTimeline(const std::string& dir, const eg::CaptureSample& sample, proto::Workload& w) {
   struct stat st {};
   const std::string path = dir + "/" + sample.host_timeline;
   if (sample.host_timeline.empty() || stat(path.c_str(), &st) != 0) return;
@@ -69,10 +68,10 @@ Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto
       out.workload,
       eg::LoadWorkload(path, {.kineto_path = kineto, .allow_kineto_only = allow_kineto_only}));
   out.kineto_path = kineto;
-  if (sample && out.workload.transformations_size() == 0)
+  if (sample && out.workload.transformations_size() == 0) {
     eg::ApplyCaptureSample(*sample, manifest, out.workload);
-  if (sample && out.workload.transformations_size() == 0 && kineto_path.empty() && !kineto.empty())
-    ApplyHostTimeline(dir, *sample, out.workload);
+    if (kineto_path.empty() && !kineto.empty()) UseHostTimeline(dir, *sample, out.workload);
+  }
   return out;
 }
 

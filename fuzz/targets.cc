@@ -31,10 +31,13 @@ constexpr std::string_view kKineto =
 
 // `bytes` as the capture's host timeline of the linked pair above, its gaps then read.
 void HostTimeline(std::string_view bytes) {
-  auto w = eg::LoadWorkloadFromMemory("fuzz_et.json", kEt, "fuzz_kineto.json", kKineto);
-  if (!w.ok() || !eg::ApplyHostTimeline("fuzz_timeline.json", bytes, *w).ok()) return;
-  eg::RecordedHostGaps gaps(*w, 0, {.boundary_us = 1, .timeline_boundary_us = 0.5});
-  for (const proto::Op& op : w->ops())
+  static const Result<proto::Workload> linked =
+      eg::LoadWorkloadFromMemory("fuzz_et.json", kEt, "fuzz_kineto.json", kKineto);
+  if (!linked.ok()) return;
+  proto::Workload w = linked.value();
+  if (!eg::ApplyHostTimeline("fuzz_timeline.json", bytes, w).ok()) return;
+  eg::RecordedHostGaps gaps(w, 0, {.boundary_us = 1, .timeline_boundary_us = 0.5});
+  for (const proto::Op& op : w.ops())
     if (op.has_cpu_span()) (void)gaps.Before(op);
 }
 

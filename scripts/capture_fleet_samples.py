@@ -306,14 +306,12 @@ def host_events_under_capture(body: Callable[[], Any], tmp: str,
     "capture" (what profile_steps records with: Kineto with shapes and memory events, and the
     execution-trace observer), "kineto" (the same without the observer) or "host_timeline"
     (HOST_TIMELINE_PROFILER)."""
-    if settings == "host_timeline":
-        options: dict[str, Any] = dict(HOST_TIMELINE_PROFILER)
-    else:
-        options = {"activities": [profiler.ProfilerActivity.CPU], "record_shapes": True,
-                   "profile_memory": True}
-        if settings == "capture":
-            options["execution_trace_observer"] = profiler.ExecutionTraceObserver().register_callback(
-                os.path.join(tmp, "et.json"))
+    kineto = {"activities": [profiler.ProfilerActivity.CPU], "record_shapes": True,
+              "profile_memory": True}
+    options = {"capture": kineto, "kineto": kineto, "host_timeline": HOST_TIMELINE_PROFILER}[settings]
+    if settings == "capture":
+        options = dict(options, execution_trace_observer=profiler.ExecutionTraceObserver()
+                       .register_callback(os.path.join(tmp, "et.json")))
     with profiler.profile(**options) as prof:
         body()
     path = os.path.join(tmp, "kineto.json")

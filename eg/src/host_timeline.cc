@@ -1,69 +1,74 @@
 #include "mimic/eg/host_timeline.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <vector>
 
+#include "kineto_internal.h"
 #include "mimic/base/file.h"
 #include "mimic/eg/kineto.h"
 
 namespace mimic::eg {
 namespace {
 
-// How far ahead in the step's spans an op's name is looked for: ops the execution trace holds
-// and Kineto does not (or the other way round), and ties in start order across threads.
-constexpr size_t kWindow = 32;
-
 bool IsStep(std::string_view name) { return name.starts_with("ProfilerStep#"); }
-
-bool IsHostSpan(const KinetoEvent& e) {
-  return e.kind == KinetoEvent::Kind::kHostOp ||
-         (e.kind == KinetoEvent::Kind::kAnnotation && e.category == "user_annotation");
-}
 
 // The "ProfilerStep#" span of median duration, and how many there are.
 const KinetoEvent* MedianStep(const KinetoTrace& t, size_t* steps) {
   std::vector<const KinetoEvent*> all;
   for (const KinetoEvent& e : t.events)
-    if (IsHostSpan(e) && IsStep(e.name)) all.push_back(&e);
+    if (kineto::IsHostSpan(e) && IsStep(e.name)) all.push_back(&e);
   *steps = all.size();
   if (all.empty()) return nullptr;
   std::sort(all.begin(), all.end(), [](auto* a, auto* b) { return a->dur < b->dur; });
   return all[(all.size() - 1) / 2];
 }
 
-// The host spans inside `step` (half open) but the step's own, in start order (the outer one
-// first).
+// The host spans inside `step` (half open) but the step's own, parents first.
 std::vector<const KinetoEvent*> StepSpans(const KinetoTrace& t, const KinetoEvent& step) {
   std::vector<const KinetoEvent*> out;
   for (const KinetoEvent& e : t.events)
-    if (IsHostSpan(e) && !IsStep(e.name) && e.ts >= step.ts && e.ts < step.ts + step.dur)
+    if (kineto::IsHostSpan(e) && !IsStep(e.name) && e.ts >= step.ts && e.ts < step.ts + step.dur)
       out.push_back(&e);
-  std::stable_sort(out.begin(), out.end(), [](auto* a, auto* b) {
-    return a->ts != b->ts ? a->ts < b->ts : a->dur > b->dur;
-  });
+  std::stable_sort(out.begin(), out.end(), kineto::OuterFirst);
   return out;
 }
 
-// The workload's ops with a host span but the steps' own, in the same order.
-std::vector<proto::Op*> SpannedOps(proto::Workload& w) {
-  std::vector<proto::Op*> out;
-  for (proto::Op& o : *w.mutable_ops())
-    if (o.has_cpu_span() && !IsStep(o.name())) out.push_back(&o);
-  std::stable_sort(out.begin(), out.end(), [](auto* a, auto* b) {
-    return a->cpu_start_us() != b->cpu_start_us() ? a->cpu_start_us() < b->cpu_start_us()
-                                                  : a->cpu_duration_us() > b->cpu_duration_us();
+// The indexes of the workload's ops with a host span but the steps' own, parents first.
+std::vector<int> SpannedOps(const proto::Workload& w) {
+  std::vector<int> out;
+  for (int i = 0; i < w.ops_size(); ++i)
+    if (w.ops(i).has_cpu_span() && !IsStep(w.ops(i).name())) out.push_back(i);
+  std::stable_sort(out.begin(), out.end(), [&w](int a, int b) {
+    const proto::Op &x = w.ops(a), &y = w.ops(b);
+    return x.cpu_start_us() != y.cpu_start_us() ? x.cpu_start_us() < y.cpu_start_us()
+                                                : x.cpu_duration_us() > y.cpu_duration_us();
   });
   return out;
 }
 
 // Those of `ops` (SpannedOps) that start inside `s`, half open.
-std::vector<proto::Op*> OpsIn(const std::vector<proto::Op*>& ops, const proto::Segment& s) {
+std::vector<int> OpsIn(const proto::Workload& w, const std::vector<int>& ops,
+                       const proto::Segment& s) {
   auto at = [&](double us) {
     return std::lower_bound(ops.begin(), ops.end(), us,
-                            [](const proto::Op* o, double v) { return o->cpu_start_us() < v; });
+                            [&w](int i, double v) { return w.ops(i).cpu_start_us() < v; });
   };
   return {at(s.start_us()), at(s.start_us() + s.duration_us())};
+}
+
+// Gives the ops `in_step` that the step's `spans` match (kineto::AlignFrom) their span there,
+// placed at `start_us` for the step's start `step_ts`; returns how many matched.
+int64_t Place(proto::Workload& w, const std::vector<int>& in_step,
+              const std::vector<const KinetoEvent*>& spans, double step_ts, double start_us) {
+  std::vector<std::pair<int, const KinetoEvent*>> pairs;
+  kineto::AlignFrom(w, in_step, spans, 0, in_step.size(), &pairs);
+  for (const auto& [i, span] : pairs) {
+    w.mutable_ops(i)->set_timeline_start_us(start_us + (span->ts - step_ts));
+    w.mutable_ops(i)->set_timeline_duration_us(span->dur);
+  }
+  return static_cast<int64_t>(pairs.size());
 }
 
 void ClearTimeline(proto::Workload& w) {
@@ -73,26 +78,6 @@ void ClearTimeline(proto::Workload& w) {
   }
 }
 
-// Gives each op the next span of its name within kWindow of the last one matched, placed at
-// `start_us` for the step's start; returns how many ops matched.
-int64_t Match(const std::vector<proto::Op*>& ops, const std::vector<const KinetoEvent*>& spans,
-              double step_ts, double start_us) {
-  int64_t matched = 0;
-  size_t next = 0;
-  for (proto::Op* op : ops) {
-    const size_t end = std::min(spans.size(), next + kWindow);
-    for (size_t k = next; k < end; ++k) {
-      if (spans[k]->name != op->name()) continue;
-      op->set_timeline_start_us(start_us + (spans[k]->ts - step_ts));
-      op->set_timeline_duration_us(spans[k]->dur);
-      next = k + 1;
-      ++matched;
-      break;
-    }
-  }
-  return matched;
-}
-
 Status Apply(const std::string& path, const KinetoTrace& t, proto::Workload& w) {
   ClearTimeline(w);
   w.mutable_original()->clear_host_timeline();
@@ -100,13 +85,13 @@ Status Apply(const std::string& path, const KinetoTrace& t, proto::Workload& w) 
   const KinetoEvent* step = MedianStep(t, &steps);
   if (!step) return Status::InvalidInput(path + ": no ProfilerStep# span: not a host timeline");
   const std::vector<const KinetoEvent*> spans = StepSpans(t, *step);
-  const std::vector<proto::Op*> spanned = SpannedOps(w);
+  const std::vector<int> spanned = SpannedOps(w);
   int64_t matched = 0, ops = 0;
   for (const proto::Segment& s : w.segments()) {
     if (s.kind() != proto::Segment::ITERATION || !s.has_span()) continue;
-    const std::vector<proto::Op*> in_step = OpsIn(spanned, s);
+    const std::vector<int> in_step = OpsIn(w, spanned, s);
     ops += static_cast<int64_t>(in_step.size());
-    matched += Match(in_step, spans, step->ts, s.start_us());
+    matched += Place(w, in_step, spans, step->ts, s.start_us());
   }
   if (ops == 0)
     return Status::InvalidInput(path + ": the workload has no step with host spans to place it on");
@@ -135,11 +120,15 @@ Status ApplyHostTimeline(const std::string& path, proto::Workload& w) {
   return Apply(path, t, w);
 }
 
-std::string DescribeHostTimeline(const proto::Workload& w) {
+std::string DescribeHostTimeline(const proto::Workload& w, double boundary_us) {
   const proto::HostTimeline& h = w.original().host_timeline();
   if (h.ops() == 0) return h.source();  // not read: the source says why
-  return h.source() + ", " + std::to_string(h.ops_matched()) + " of " + std::to_string(h.ops()) +
-         " ops matched";
+  std::string out = h.source() + ", " + std::to_string(h.ops_matched()) + " of " +
+                    std::to_string(h.ops()) + " ops matched";
+  if (!HostTimelineUsed(w)) return out;
+  char us[32];
+  std::snprintf(us, sizeof(us), "%.3f", boundary_us);
+  return out + "; its gaps less " + us + " us per event boundary";
 }
 
 }  // namespace mimic::eg

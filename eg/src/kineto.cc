@@ -145,28 +145,6 @@ Links LinkByKey(const proto::Workload& w, const std::vector<const KinetoEvent*>&
   return links;
 }
 
-// Greedy in-order matching of `et` names against `k` starting at `from`; a Kineto op may be
-// skipped (the profiler sees ops the observer does not), an ET op that finds no partner within
-// kWindow Kineto ops stays unmatched. Returns the number of matches (and the pairs if asked).
-size_t AlignFrom(const proto::Workload& w, const std::vector<int>& et,
-                 const std::vector<const KinetoEvent*>& k, size_t from, size_t limit,
-                 std::vector<std::pair<int, const KinetoEvent*>>* pairs) {
-  constexpr size_t kWindow = 32;
-  size_t j = from, matched = 0;
-  for (size_t i = 0; i < et.size() && i < limit && j < k.size(); ++i) {
-    const std::string& name = w.ops(et[i]).name();
-    for (size_t probe = j; probe < k.size() && probe < j + kWindow; ++probe) {
-      if (k[probe]->name == name) {
-        if (pairs) pairs->emplace_back(et[i], k[probe]);
-        ++matched;
-        j = probe + 1;
-        break;
-      }
-    }
-  }
-  return matched;
-}
-
 Links LinkByNameThreadOrder(const proto::Workload& w, const std::vector<const KinetoEvent*>& host) {
   std::map<int64_t, std::vector<int>> et_threads;
   for (int i = 0; i < w.ops_size(); ++i)
@@ -174,9 +152,7 @@ Links LinkByNameThreadOrder(const proto::Workload& w, const std::vector<const Ki
   std::map<int64_t, std::vector<const KinetoEvent*>> k_threads;
   for (const KinetoEvent* e : host) k_threads[e->tid].push_back(e);
   for (auto& [tid, events] : k_threads)
-    std::stable_sort(events.begin(), events.end(), [](const KinetoEvent* a, const KinetoEvent* b) {
-      return a->ts != b->ts ? a->ts < b->ts : a->dur > b->dur;  // parents before children
-    });
+    std::stable_sort(events.begin(), events.end(), kineto::OuterFirst);
 
   Links links;
   std::vector<int64_t> used_k_threads;
@@ -205,11 +181,11 @@ Links LinkByNameThreadOrder(const proto::Workload& w, const std::vector<const Ki
     size_t best_from = 0, best_score = 0;
     for (size_t j = 0; j < events.size(); ++j) {
       if (events[j]->name != first) continue;
-      const size_t score = AlignFrom(w, et_ops, events, j, 256, nullptr);
+      const size_t score = kineto::AlignFrom(w, et_ops, events, j, 256, nullptr);
       if (score > best_score) best_score = score, best_from = j;
     }
     std::vector<std::pair<int, const KinetoEvent*>> pairs;
-    AlignFrom(w, et_ops, events, best_from, et_ops.size(), &pairs);
+    kineto::AlignFrom(w, et_ops, events, best_from, et_ops.size(), &pairs);
     for (const auto& [op, e] : pairs) links.emplace(op, e);
   }
   return links;
@@ -219,16 +195,14 @@ Links LinkByNameThreadOrder(const proto::Workload& w, const std::vector<const Ki
 // and "Concrete Inputs" as one minified array, null for each one absent; "" without types and
 // dims (record_shapes was off).
 std::string InputsJson(element args) {
-  static constexpr std::string_view kKeys[] = {"Input type", "Input Dims", "Input Strides",
-                                               "Concrete Inputs"};
-  element v[4];
-  bool has[4];
-  for (int i = 0; i < 4; ++i) has[i] = args[kKeys[i]].get(v[i]) == simdjson::SUCCESS;
-  if (!has[0] && !has[1]) return "";
+  static constexpr std::array<std::string_view, 4> kKeys = {"Input type", "Input Dims",
+                                                            "Input Strides", "Concrete Inputs"};
+  const Members<kKeys.size()> m(args, kKeys);  // one pass over the args
+  if (!m.Has(0) && !m.Has(1)) return "";
   std::string json = "[";
-  for (int i = 0; i < 4; ++i) {
+  for (size_t i = 0; i < kKeys.size(); ++i) {
     if (i > 0) json += ',';
-    json += has[i] ? simdjson::minify(v[i]) : "null";
+    json += m.Has(i) ? simdjson::minify(m[i]) : "null";
   }
   return json + "]";
 }
@@ -371,12 +345,31 @@ void ReadEvent(element e, const KinetoParseOptions& options, KinetoTrace& trace)
     ev.wait_on_stream = args.Int(kWaitOnStream, -1);
     ev.wait_event_correlation = args.Int(kWaitEventCorrelation, -1);
   }
-  if (options.inputs && kineto::IsHost(ev)) ev.inputs_json = InputsJson(m[kArgs]);
+  if (options.inputs && kineto::IsHostSpan(ev)) ev.inputs_json = InputsJson(m[kArgs]);
 }
 
 }  // namespace
 
 namespace kineto {
+
+size_t AlignFrom(const proto::Workload& w, const std::vector<int>& et,
+                 const std::vector<const KinetoEvent*>& k, size_t from, size_t limit,
+                 std::vector<std::pair<int, const KinetoEvent*>>* pairs) {
+  constexpr size_t kWindow = 32;
+  size_t j = from, matched = 0;
+  for (size_t i = 0; i < et.size() && i < limit && j < k.size(); ++i) {
+    const std::string& name = w.ops(et[i]).name();
+    for (size_t probe = j; probe < k.size() && probe < j + kWindow; ++probe) {
+      if (k[probe]->name == name) {
+        if (pairs) pairs->emplace_back(et[i], k[probe]);
+        ++matched;
+        j = probe + 1;
+        break;
+      }
+    }
+  }
+  return matched;
+}
 
 bool IsHost(const KinetoEvent& e) {
   return e.kind == KinetoEvent::Kind::kHostOp || e.kind == KinetoEvent::Kind::kAnnotation;

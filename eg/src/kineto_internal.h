@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "mimic/eg/kineto.h"
@@ -35,6 +36,19 @@ void ReadInputs(std::string_view inputs_json, simdjson::dom::parser& parser,
 // Host spans: cpu_op and user_annotation events (gpu_user_annotation is on the device timeline).
 bool IsHost(const KinetoEvent& e);
 bool IsHostSpan(const KinetoEvent& e);
+
+// Parents before their children: by start, the longer first at a tie.
+inline bool OuterFirst(const KinetoEvent* a, const KinetoEvent* b) {
+  return a->ts != b->ts ? a->ts < b->ts : a->dur > b->dur;
+}
+
+// Greedy in-order matching of the names of ops `et` (indexes into w.ops) against the events
+// `k`, from k[from] on, for up to `limit` ops: an event may be passed over, an op that finds no
+// event of its name within 32 stays unmatched. Returns the number of matches, and the pairs
+// (op index, event) where asked.
+size_t AlignFrom(const proto::Workload& w, const std::vector<int>& et,
+                 const std::vector<const KinetoEvent*>& k, size_t from, size_t limit,
+                 std::vector<std::pair<int, const KinetoEvent*>>* pairs);
 
 // Op index -> the host event it is (or was linked to).
 using Links = std::unordered_map<int, const KinetoEvent*>;

@@ -562,11 +562,15 @@ bool CaptureRecordedIntegerInputs(const proto::Workload& w) {
   return ranged >= 100000 || saved >= 800000;
 }
 
-SpanBoundaries::SpanBoundaries(const proto::Workload& w, const CaptureCost& cost) {
+namespace {
+
+// Each op's span boundaries on the linked trace, with what the capture cost at each.
+std::vector<std::pair<double, double>> CapturePoints(const proto::Workload& w,
+                                                     const CaptureCost& cost) {
   std::unordered_map<int64_t, int64_t> saved;  // op id -> bytes of its saved integer inputs
   for (const proto::IntegerData& d : w.integer_data())
     saved[d.op_id()] += static_cast<int64_t>(d.data().size());
-  std::vector<std::pair<double, double>> points;  // (time, cost there)
+  std::vector<std::pair<double, double>> points;
   for (const proto::Op& o : w.ops()) {
     if (!o.has_cpu_span()) continue;
     auto it = saved.find(o.id());
@@ -574,22 +578,31 @@ SpanBoundaries::SpanBoundaries(const proto::Workload& w, const CaptureCost& cost
     points.push_back({o.cpu_start_us(), cost.boundary_us + start});
     points.push_back({o.cpu_start_us() + o.cpu_duration_us(), cost.boundary_us});
   }
-  Add(std::move(points));
+  return points;
 }
 
-SpanBoundaries SpanBoundaries::OnTimeline(const proto::Workload& w, const CaptureCost& cost) {
+// The same on the host timeline, where Kineto alone cost timeline_boundary_us at each.
+std::vector<std::pair<double, double>> TimelinePoints(const proto::Workload& w,
+                                                      const CaptureCost& cost) {
   std::vector<std::pair<double, double>> points;
   for (const proto::Op& o : w.ops()) {
     if (!o.has_timeline_start_us()) continue;
     points.push_back({o.timeline_start_us(), cost.timeline_boundary_us});
     points.push_back({o.timeline_start_us() + o.timeline_duration_us(), cost.timeline_boundary_us});
   }
-  SpanBoundaries b;
-  b.Add(std::move(points));
-  return b;
+  return points;
 }
 
-void SpanBoundaries::Add(std::vector<std::pair<double, double>> points) {
+}  // namespace
+
+SpanBoundaries::SpanBoundaries(const proto::Workload& w, const CaptureCost& cost)
+    : SpanBoundaries(CapturePoints(w, cost)) {}
+
+SpanBoundaries SpanBoundaries::OnTimeline(const proto::Workload& w, const CaptureCost& cost) {
+  return SpanBoundaries(TimelinePoints(w, cost));
+}
+
+SpanBoundaries::SpanBoundaries(std::vector<std::pair<double, double>> points) {
   std::sort(points.begin(), points.end());
   at_us_.reserve(points.size());
   cost_before_.reserve(points.size() + 1);

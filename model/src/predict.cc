@@ -361,13 +361,9 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
                   o.capture.Describe() + ")"
             : "T1 less the platform's capture cost in the gap (cpu_overheads.capture_*: " +
                   o.capture.Describe() + ")");
-  if (eg::HostTimelineUsed(w)) {
-    char us[32];
-    std::snprintf(us, sizeof(us), "%.3f", o.capture.timeline_boundary_us);
-    notes.push_back(std::string("T1 read from the capture's host timeline where it matched the "
-                                "op, less ") +
-                    us + " us per event boundary (" + eg::DescribeHostTimeline(w) + ")");
-  }
+  if (eg::HostTimelineUsed(w))
+    notes.push_back("T1 read from the capture's host timeline where it matched the op: " +
+                    eg::DescribeHostTimeline(w, o.capture.timeline_boundary_us));
   return o;
 }
 

@@ -151,11 +151,10 @@ Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op, bool sa
   // With memory events, as the capture scripts record (profile_memory=True).
   Result<std::unique_ptr<ProfileSession>> session =
       ProfileSession::Start(device, {.shapes = true, .memory = true});
-  std::unique_ptr<profiler::ProfilerResult> result;
+  Result<std::unique_ptr<profiler::ProfilerResult>> result = Status::Internal("not started");
   if (session.ok()) {
     body();
-    (*session)->running_ = false;  // the destructor must not stop it again, even if this throws
-    result = profiler::disableProfiler();
+    result = (*session)->Finish();
   }
   torch::profiler::impl::disableExecutionTraceObserver();
   torch::profiler::impl::removeExecutionTraceObserver();
@@ -164,6 +163,7 @@ Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op, bool sa
   Result<FileContents> file = ReadFile(et);
   std::remove(et.c_str());
   if (!session.ok()) return session.status();
+  if (!result.ok()) return result.status();
   if (!file.ok()) return Status::Internal("the execution-trace observer wrote no trace");
   MIMIC_ASSIGN_OR_RETURN(loop.trace, eg::ParseExecutionTrace(et, file->bytes.view()));
   // The calls themselves, not what they call in turn (aten::sum calls an aten::sum overload).
@@ -174,10 +174,14 @@ Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op, bool sa
     auto parent = names.find(o.parent());
     if (o.name() == op && (parent == names.end() || parent->second != op)) loop.ops.push_back(i);
   }
-  loop.spans_ns = OutermostSpans(*result, op);
+  loop.spans_ns = OutermostSpans(**result, op);
   return loop;
 }
 
+namespace {
+
+// The spans of the calls of `op` in `body` run under the capture's host timeline (Kineto alone,
+// host activity only: no shapes, memory events, device activity or observer).
 Result<std::vector<std::pair<int64_t, int64_t>>> RunUnderHostTimeline(
     c10::Device device, const char* op, const std::function<void()>& body) {
   SilencedStderr quiet;
@@ -185,12 +189,9 @@ Result<std::vector<std::pair<int64_t, int64_t>>> RunUnderHostTimeline(
       std::unique_ptr<ProfileSession> session,
       ProfileSession::Start(device, {.shapes = false, .memory = false, .device_activity = false}));
   body();
-  session->running_ = false;  // the destructor must not stop it again, even if this throws
-  const std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
+  MIMIC_ASSIGN_OR_RETURN(const std::unique_ptr<profiler::ProfilerResult> result, session->Finish());
   return OutermostSpans(*result, op);
 }
-
-namespace {
 
 // Per input value other than a tensor: aten::empty_strided of sizes and strides of 1, 4, 16 and
 // 48 items in turn (one element each), whose other inputs (dtype, layout, device, pin_memory)
@@ -312,11 +313,12 @@ Status MeasureTimelineBoundary(c10::Device device, eg::CaptureCost& cost) {
 
 }  // namespace
 
-Result<eg::CaptureCost> MeasureCaptureCost(c10::Device device, bool integer_inputs) {
+Result<eg::CaptureCost> MeasureCaptureCost(c10::Device device, bool integer_inputs,
+                                           bool host_timeline) {
   eg::CaptureCost cost;
   MIMIC_RETURN_IF_ERROR(MeasureInputValues(device, cost));
   MIMIC_RETURN_IF_ERROR(MeasureBoundaryAndTensors(device, cost));
-  MIMIC_RETURN_IF_ERROR(MeasureTimelineBoundary(device, cost));
+  if (host_timeline) MIMIC_RETURN_IF_ERROR(MeasureTimelineBoundary(device, cost));
   if (integer_inputs) MIMIC_RETURN_IF_ERROR(MeasureIntegerInputs(device, cost));
   return cost;
 }

@@ -44,20 +44,24 @@ void ProfileSession::BeginIteration(int n) {
 
 void ProfileSession::EndIteration() { step_.reset(); }
 
-Status ProfileSession::Stop(const std::string& path) {
+Result<std::unique_ptr<profiler::ProfilerResult>> ProfileSession::Finish() {
   step_.reset();
-  running_ = false;
-  std::unique_ptr<profiler::ProfilerResult> result;
+  running_ = false;  // stopped here, or never: the destructor must not try again
   try {
-    result = profiler::disableProfiler();
+    return profiler::disableProfiler();
   } catch (const std::exception& e) {
     const std::string what = e.what();
-    return Status::Internal("--profile: " + what.substr(0, what.find('\n')));
+    return Status::Internal(what.substr(0, what.find('\n')));
   }
+}
+
+Status ProfileSession::Stop(const std::string& path) {
+  Result<std::unique_ptr<profiler::ProfilerResult>> result = Finish();
+  if (!result.ok()) return Status::Internal("--profile: " + result.status().message());
   // Written beside the destination and renamed, as every output of Mimic is.
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   try {
-    result->save(tmp);
+    (*result)->save(tmp);
   } catch (const std::exception& e) {
     std::remove(tmp.c_str());
     return Status::Io("--profile " + path + ": " + std::string(e.what()).substr(0, 200));

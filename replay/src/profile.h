@@ -21,6 +21,10 @@ namespace at {
 class RecordFunction;
 }
 
+namespace torch::autograd::profiler {
+struct ProfilerResult;
+}  // namespace torch::autograd::profiler
+
 namespace mimic::replay {
 
 struct CapturedLoop;
@@ -46,13 +50,11 @@ class ProfileSession {
   void EndIteration();
   // Stops the profiler and writes its trace to `path` (atomically). Errors: Io, Internal.
   Status Stop(const std::string& path);
+  // Stops the profiler and returns what it recorded; the session then stops nothing more.
+  // Errors: Internal (the first line of LibTorch's message) when it fails to stop.
+  Result<std::unique_ptr<torch::autograd::profiler::ProfilerResult>> Finish();
 
  private:
-  friend Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op,
-                                              bool save_integer_inputs,
-                                              const std::function<void()>& body);
-  friend Result<std::vector<std::pair<int64_t, int64_t>>> RunUnderHostTimeline(
-      c10::Device device, const char* op, const std::function<void()>& body);
   ProfileSession() = default;
   std::unique_ptr<at::RecordFunction> step_;
   bool running_ = false;
@@ -72,9 +74,5 @@ struct CapturedLoop {
 // cannot run or read back.
 Result<CapturedLoop> RunUnderCapture(c10::Device device, const char* op, bool save_integer_inputs,
                                      const std::function<void()>& body);
-// The same loop under the capture's host timeline (Kineto alone, host activity only: no shapes,
-// memory events, device activity or observer): the spans of the calls of `op` alone.
-Result<std::vector<std::pair<int64_t, int64_t>>> RunUnderHostTimeline(
-    c10::Device device, const char* op, const std::function<void()>& body);
 
 }  // namespace mimic::replay

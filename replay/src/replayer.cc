@@ -25,6 +25,7 @@
 #include "mimic/base/file.h"
 #include "mimic/base/host.h"
 #include "mimic/eg/collective.h"
+#include "mimic/eg/host_timeline.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 #include "mimic/ops/dispatch.h"
@@ -736,8 +737,9 @@ class Session {
       if (options_.capture_cost_source.empty()) options_.capture_cost_source = "given";
       return Status::Ok();
     }
-    MIMIC_ASSIGN_OR_RETURN(options_.capture_cost,
-                           MeasureCaptureCost(device, eg::CaptureRecordedIntegerInputs(w_)));
+    MIMIC_ASSIGN_OR_RETURN(
+        options_.capture_cost,
+        MeasureCaptureCost(device, eg::CaptureRecordedIntegerInputs(w_), eg::HostTimelineUsed(w_)));
     options_.capture_cost_source = "measured at setup";
     return Status::Ok();
   }

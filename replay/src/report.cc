@@ -500,12 +500,8 @@ class ConsoleReporter final : public Reporter {
            r.host_gaps.capture_cost.Describe() + " taken off, " + r.host_gaps.capture_cost_from +
            ")");
     if (r.host_gaps.mode == HostGaps::kRecorded && w.original().has_host_timeline())
-      line("  host timeline: " + eg::DescribeHostTimeline(w) +
-           (eg::HostTimelineUsed(w)
-                ? "; its gaps less " +
-                      Format("%.3f", r.host_gaps.capture_cost.timeline_boundary_us) +
-                      " us per event boundary"
-                : ""));
+      line("  host timeline: " +
+           eg::DescribeHostTimeline(w, r.host_gaps.capture_cost.timeline_boundary_us));
     if (GapsExceedOriginalStep(r, w))
       line(
           "  warning: the recorded host gaps alone take longer than the original's whole "

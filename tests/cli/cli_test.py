@@ -314,6 +314,7 @@ class ReplayTest(unittest.TestCase):
             timeline = load_json(report)["host_gaps"]["timeline"]
             self.assertRegex(timeline["source"], r"^not used: .*mlp\.host_timeline\.json\.gz")
             self.assertEqual(timeline["ops"], 0)
+            self.assertEqual(load_json(report)["host_gaps"]["ms_per_iteration"], waited[False])
         self.assertNotEqual(waited[True], waited[False])
 
     def test_an_original_whose_speed_moved_during_the_capture_is_flagged(self):

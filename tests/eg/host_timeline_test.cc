@@ -112,8 +112,10 @@ TEST(HostTimeline, AnOpTheTimelineDidNotMatchKeepsTheCapturesGaps) {
     EXPECT_FALSE(op.has_timeline_start_us());
     EXPECT_EQ(op.timeline_duration_us(), 0);
   }
-  RecordedHostGaps g(w, w.segments(0).start_us(), {.boundary_us = 1});
-  EXPECT_DOUBLE_EQ(g.Before(w.ops(1)), 18);
+  RecordedHostGaps g(w, w.segments(0).start_us(), {.boundary_us = 1, .timeline_boundary_us = 0.5});
+  // The trace's gaps, as without a timeline (the timeline's would be 3.5, 4.5 and 7.5).
+  EXPECT_EQ((std::vector<double>{g.Before(w.ops(1)), g.Before(w.ops(3)), g.Before(w.ops(4))}),
+            (std::vector<double>{18, 22, 22}));
 }
 
 // A host timeline of one step [0, `duration`] holding `ops`.
@@ -141,8 +143,9 @@ TEST(HostTimeline, AnOpItDidNotMatchTakesItsGapAndTheNextOnesFromTheTrace) {
   proto::Workload w = Steps({{0, 1000}}, traced);
   ASSERT_TRUE(ApplyHostTimeline("t.json", TimelineOf(100, timeline), w).ok());
   ASSERT_TRUE(HostTimelineUsed(w));
-  EXPECT_EQ(DescribeHostTimeline(w),
-            "t.json, ProfilerStep#1 (the median of 1 steps), 9 of 10 ops matched");
+  EXPECT_EQ(DescribeHostTimeline(w, 0.25),
+            "t.json, ProfilerStep#1 (the median of 1 steps), 9 of 10 ops matched; its gaps less "
+            "0.250 us per event boundary");
   // From the step's start, then 8 us between timeline spans, but op4 and op5: 80 us on the
   // trace less its 2 boundaries.
   EXPECT_EQ(GapsOf(w, 0), (std::vector<double>{5, 8, 8, 8, 78, 78, 8, 8, 8, 8}));
@@ -165,11 +168,13 @@ TEST(HostTimeline, EachStepsFirstOpWaitsFromItsStart) {
 
 TEST(HostTimeline, ATraceWithoutStepsIsRefusedNamingIt) {
   proto::Workload w = OneStep();
+  ASSERT_TRUE(ApplyHostTimeline("t.json", Timeline(), w).ok());  // then one without steps
   const Status s = ApplyHostTimeline(
       "dir/t.json", R"({"traceEvents": [)" + Event("cpu_op", "aten::mm", 1, 1) + "]}", w);
   EXPECT_EQ(s.code(), StatusCode::kInvalidInput);
   EXPECT_EQ(s.message(), "dir/t.json: no ProfilerStep# span: not a host timeline");
   EXPECT_FALSE(w.original().has_host_timeline());
+  for (const proto::Op& op : w.ops()) EXPECT_FALSE(op.has_timeline_start_us());
 }
 
 }  // namespace

@@ -272,7 +272,8 @@ TEST(Executor, CaptureCostGrowsWithTheInputTensorsValuesAndTheIntegerInputs) {
                        [&](const eg::CaptureFigure& f) { return most.*f.member > 0; });
   };
   for (int attempt = 0; attempt < 3 && !measured(); ++attempt) {
-    auto cost = MeasureCaptureCost(c10::Device(c10::kCPU), /*integer_inputs=*/true);
+    auto cost = MeasureCaptureCost(c10::Device(c10::kCPU), /*integer_inputs=*/true,
+                                   /*host_timeline=*/true);
     ASSERT_THAT(cost, IsOk());
     for (const eg::CaptureFigure& f : eg::kCaptureFigures)
       most.*f.member = std::max(most.*f.member, (*cost).*f.member);

@@ -157,16 +157,17 @@ double CpuMhz() {
   return 0;
 }
 
-// The capture's cost (replay::MeasureCaptureCost, integer inputs too) into c's capture_*,
-// measured min(trials, 5) times (each run is a few seconds) and combined figure by figure by the
-// statistic. Returns how, for the platform's sources.
+// The capture's cost (replay::MeasureCaptureCost, integer inputs and the host timeline too) into
+// c's capture_*, measured min(trials, 5) times (each run is a few seconds) and combined figure
+// by figure by the statistic. Returns how, for the platform's sources.
 std::string CalibrateCaptureCost(const CalibrateOptions& o, c10::Device device,
                                  proto::CpuOverheads& c,
                                  const std::function<void(const std::string&)>& log) {
   std::vector<eg::CaptureCost> runs;
   std::string error;
   for (int t = 0; t < std::min(o.trials, 5); ++t) {
-    Result<eg::CaptureCost> cost = replay::MeasureCaptureCost(device, /*integer_inputs=*/true);
+    Result<eg::CaptureCost> cost = replay::MeasureCaptureCost(device, /*integer_inputs=*/true,
+                                                              /*host_timeline=*/true);
     if (!cost.ok()) {
       error = cost.status().message();
       break;

@@ -36,7 +36,9 @@ Status ApplyHostTimeline(const std::string& path, proto::Workload& workload);
 // The same for the trace's JSON already in memory.
 Status ApplyHostTimeline(const std::string& path, std::string_view json, proto::Workload& workload);
 
-// "SOURCE, N of M ops matched", for reports; the source alone where it was not read.
-std::string DescribeHostTimeline(const proto::Workload& workload);
+// "SOURCE, N of M ops matched; its gaps less X us per event boundary" (X = `boundary_us`, the
+// timeline's figure taken off, where it is used), for reports; the source alone where the
+// timeline was not read.
+std::string DescribeHostTimeline(const proto::Workload& workload, double boundary_us);
 
 }  // namespace mimic::eg

@@ -250,8 +250,7 @@ class SpanBoundaries {
   double CostUs(double from_us, double to_us) const;
 
  private:
-  SpanBoundaries() = default;
-  void Add(std::vector<std::pair<double, double>> points);  // (time, cost there), any order
+  explicit SpanBoundaries(std::vector<std::pair<double, double>> points);  // (time, cost there)
   std::pair<size_t, size_t> Range(double from_us, double to_us) const;
   std::vector<double> at_us_;
   std::vector<double> cost_before_;  // cost_before_[i]: the summed cost of boundaries 0..i-1

@@ -42,9 +42,11 @@ Result<ReplayOpCost> MeasureReplayOpCost(const std::string& device, int rounds, 
 // the fitted gap before an op of no input tensor) and per input tensor; with
 // `integer_inputs`, aten::sum of 10^5 to 10^6 int64 indices, each new, gives the cost per element
 // of an integer input whose range the observer computes, and per byte of one it saves, and of as
-// many indices broadcast along rows the cost per broadcast element.
+// many indices broadcast along rows the cost per broadcast element; with `host_timeline`, a
+// loop of aten::cat of one tensor under the host timeline's profiler gives its cost per boundary.
 // A slope the noise turns negative counts as 0. Errors: Internal when the profiler or the
 // observer cannot run.
-Result<eg::CaptureCost> MeasureCaptureCost(c10::Device device, bool integer_inputs);
+Result<eg::CaptureCost> MeasureCaptureCost(c10::Device device, bool integer_inputs,
+                                           bool host_timeline);
 
 }  // namespace mimic::replay
