@@ -11,6 +11,7 @@
 #include "mimic/base/host.h"
 #include "mimic/eg/capture_manifest.h"
 #include "mimic/eg/host_timeline.h"
+#include "mimic/eg/value_profile.h"
 #include "mimic/eg/workload.h"
 #include "mimic/model/host_gaps.h"
 #include "mimic/model/platform.h"
@@ -20,14 +21,16 @@ namespace mimic::cli {
 
 namespace {
 
-// The capture's host timeline, placed on the steps of the Kineto trace captured with it. The
-// trace's own gaps stand where it is absent or unusable; the report then says why.
-void UseHostTimeline(const std::string& dir, const eg::CaptureSample& sample, proto::Workload& w) {
+// A file the capture recorded beside the trace (`name`, as its manifest gives it; "" for none),
+// applied to the workload by `apply`: the host timeline, the value profile. One that cannot be
+// read leaves the trace's own figures in place, and the `source` it would have set says why.
+template <typename Apply, typename Source>
+void UseCaptureFile(const std::string& dir, const std::string& name, proto::Workload& w,
+                    Apply apply, Source source) {
   struct stat st {};
-  const std::string path = dir + "/" + sample.host_timeline;
-  if (sample.host_timeline.empty() || stat(path.c_str(), &st) != 0) return;
-  if (Status s = eg::ApplyHostTimeline(path, w); !s.ok())
-    w.mutable_original()->mutable_host_timeline()->set_source("not used: " + s.message());
+  const std::string path = dir + "/" + name;
+  if (name.empty() || stat(path.c_str(), &st) != 0) return;
+  if (Status s = apply(path, w); !s.ok()) *source(w) = "not used: " + s.message();
 }
 
 }  // namespace
@@ -70,7 +73,21 @@ Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto
   out.kineto_path = kineto;
   if (sample && out.workload.transformations_size() == 0) {
     eg::ApplyCaptureSample(*sample, manifest, out.workload);
-    if (kineto_path.empty() && !kineto.empty()) UseHostTimeline(dir, *sample, out.workload);
+    proto::Workload& w = out.workload;
+    // The timeline is placed on the steps of the Kineto trace captured with it.
+    if (kineto_path.empty() && !kineto.empty())
+      UseCaptureFile(
+          dir, sample->host_timeline, w,
+          [](const std::string& p, proto::Workload& x) { return eg::ApplyHostTimeline(p, x); },
+          [](proto::Workload& x) {
+            return x.mutable_original()->mutable_host_timeline()->mutable_source();
+          });
+    UseCaptureFile(
+        dir, sample->values, w,
+        [](const std::string& p, proto::Workload& x) { return eg::ApplyValueProfile(p, x); },
+        [](proto::Workload& x) {
+          return x.mutable_original()->mutable_values()->mutable_source();
+        });
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include "mimic/eg/capture_manifest.h"
 #include "mimic/eg/host_timeline.h"
 #include "mimic/eg/kineto.h"
+#include "mimic/eg/value_profile.h"
 #include "mimic/eg/workload.h"
 #include "mimic/fleet/jobs.h"
 #include "mimic/fleet/manifest.h"
@@ -72,7 +73,15 @@ void Workload(std::string_view bytes) {
   (void)eg::Summarize(*w);
 }
 
-void Manifest(std::string_view bytes) { (void)eg::ParseCaptureManifest("fuzz_manifest.json", bytes); }
+// The capture's files beside its trace: the manifest, and the same bytes as a value profile
+// placed on the small execution trace above.
+void Manifest(std::string_view bytes) {
+  (void)eg::ParseCaptureManifest("fuzz_manifest.json", bytes);
+  static const Result<proto::Workload> et = eg::LoadWorkloadFromMemory("fuzz_et.json", kEt, "", "");
+  if (!et.ok()) return;
+  proto::Workload w = et.value();
+  if (eg::ApplyValueProfile("fuzz_values.json", bytes, w).ok()) (void)eg::DescribeValueProfile(w);
+}
 
 // A trace that parses is summarized and written back, as import-chakra and a re-export would.
 void Chakra(std::string_view bytes) {

@@ -6,6 +6,8 @@ this writes into the output folder:
 
   <name>.et.json.gz      PyTorch execution trace (ET) of the profiled steps.
   <name>.kineto.json.gz  Kineto (Chrome) trace of the same ProfilerStep#N steps.
+  <name>.host_timeline.json.gz  Kineto trace of a few steps with host activity only.
+  <name>.values.json.gz  The value profile of one step: zeros and subnormals in float inputs.
   manifest.json          Per-sample metadata, incl. unprofiled step times.
 
 Examples:
@@ -14,6 +16,7 @@ Examples:
 """
 
 import argparse
+import collections
 import dataclasses
 import datetime
 import gzip
@@ -37,6 +40,8 @@ os.environ["ENABLE_PYTORCH_EXECUTION_TRACE_SAVE_INTEGRAL_TENSOR_RANGE"] = "1"
 import torch  # pylint: disable=wrong-import-position
 from torch import nn  # pylint: disable=wrong-import-position
 from torch import profiler  # pylint: disable=wrong-import-position
+from torch.utils._python_dispatch import TorchDispatchMode  # pylint: disable=wrong-import-position
+from torch.utils._pytree import tree_leaves  # pylint: disable=wrong-import-position
 
 SEED = 1234
 # The observer saves the exact integer inputs of the ops it names (comma-separated) when extra
@@ -299,6 +304,57 @@ def profile_host_timeline(step: Callable[[], None], path: str,
             prof.step()
 
 
+def value_shares(x: torch.Tensor) -> dict[str, float] | None:
+    """The shares of zeros, all-zero rows (along dim 0) and subnormals in a float tensor; None
+    for another tensor, or one that holds none of them."""
+    if not x.is_floating_point() or x.layout != torch.strided or x.numel() == 0:
+        return None
+    zero = x == 0
+    zeros = zero.sum().item()
+    subnormals = ((x != 0) & (x.abs() < torch.finfo(x.dtype).tiny)).sum().item()
+    if zeros == 0 and subnormals == 0:
+        return None
+    zero_rows = zero.reshape(x.shape[0], -1).all(1).sum().item() / x.shape[0] if x.dim() >= 2 else 0.0
+    return {"zeros": zeros / x.numel(), "zero_rows": zero_rows, "subnormals": subnormals / x.numel()}
+
+
+class ValueProfile(TorchDispatchMode):
+    """Counts the ops the dispatcher runs by name and records, for each float input that holds
+    zeros or subnormals, its shares by op name, call number and input position (the input
+    tensors in schema order, lists flattened): what eg/value_profile.h reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: collections.Counter[str] = collections.Counter()
+        self.inputs: list[dict[str, Any]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        kwargs = kwargs or {}
+        name = func._schema.name  # pylint: disable=protected-access
+        call = self.calls[name]
+        self.calls[name] += 1
+        tensors = [x for x in tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
+        for i, x in enumerate(tensors):
+            if shares := value_shares(x):
+                self.inputs.append({"op": name, "call": call, "input": i, **shares})
+        return func(*args, **kwargs)
+
+
+def profile_values(step: Callable[[], None], path: str,
+                   sync: Callable[[], None] | None = None) -> None:
+    """Records the capture's value profile into `path`: one step under ValueProfile (several
+    times slower; not timed). Some CPU kernels cost by the values they read (sqrt of zeros and
+    subnormals), and an optimizer's state that no batch reached yet is still zeros; the replay
+    fills the state it prepares with the same shares (docs/replay.md, Input values)."""
+    mode = ValueProfile()
+    with mode:
+        step()
+    if sync:
+        sync()
+    with open(path, "w") as f:
+        json.dump({"format": 1, "calls": dict(mode.calls), "inputs": mode.inputs}, f)
+
+
 def host_events_under_capture(body: Callable[[], Any], tmp: str,
                               settings: str = "capture") -> list[dict[str, Any]]:
     """Runs `body` once under one of the capture's profiler settings, writing into the folder
@@ -471,6 +527,7 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
     et_name = f"{workload.name}.et.json.gz"
     kineto_name = f"{workload.name}.kineto.json.gz"
     timeline_name = f"{workload.name}.host_timeline.json.gz"
+    values_name = f"{workload.name}.values.json.gz"
     with tempfile.TemporaryDirectory() as tmp:
         # Kineto stores its file path as `traceName`, so keep it meaningful.
         et_path = os.path.join(tmp, et_name.removesuffix(".gz"))
@@ -483,6 +540,8 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
         iteration_ms_after = [timed(workload.step) for _ in range(timed_steps)]
         timeline_path = os.path.join(tmp, timeline_name.removesuffix(".gz"))
         profile_host_timeline(workload.step, timeline_path)
+        values_path = os.path.join(tmp, values_name.removesuffix(".gz"))
+        profile_values(workload.step, values_path)
         capture_cost = measure_capture_cost(torch.get_num_threads())
         with open(et_path) as f:
             et = json.load(f)
@@ -495,8 +554,9 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
         write_gzip(et_path, os.path.join(out_dir, et_name))
         write_gzip(kineto_path, os.path.join(out_dir, kineto_name))
         write_gzip(timeline_path, os.path.join(out_dir, timeline_name))
+        write_gzip(values_path, os.path.join(out_dir, values_name))
         copy_integer_data(et_path, os.path.join(out_dir, et_name))
-    for name in (et_name, kineto_name, timeline_name):
+    for name in (et_name, kineto_name, timeline_name, values_name):
         size_kb = os.path.getsize(os.path.join(out_dir, name)) / 1024
         print(f"  {name}: {size_kb:.0f} KB")
 
@@ -505,6 +565,7 @@ def capture(workload: Workload, out_dir: str, warmup_steps: int,
     entry["system"] = system
     entry["iteration_ms_after"] = [round(ms, 3) for ms in iteration_ms_after]
     entry["host_timeline"] = timeline_name
+    entry["values"] = values_name
     if capture_cost:
         entry["capture_cost"] = capture_cost
     return entry

@@ -269,12 +269,15 @@ def capture(workload: cfs.Workload, device: torch.device, out_dir: str, warmup: 
     activities = (profiler.ProfilerActivity.CPU,) + ((profiler.ProfilerActivity.CUDA,) if cuda else ())
     et_name, kineto_name = f"{workload.name}.et.json.gz", f"{workload.name}.kineto.json.gz"
     timeline_name = f"{workload.name}.host_timeline.json.gz"
+    values_name = f"{workload.name}.values.json.gz"
     with tempfile.TemporaryDirectory() as tmp:
         et_path = os.path.join(tmp, et_name.removesuffix(".gz"))
         kineto_path = os.path.join(tmp, kineto_name.removesuffix(".gz"))
         profiled_ms = cfs.profile_steps(workload.step, profiled, et_path, kineto_path, activities, sync)
         timeline_path = os.path.join(tmp, timeline_name.removesuffix(".gz"))
         cfs.profile_host_timeline(workload.step, timeline_path, sync)
+        values_path = os.path.join(tmp, values_name.removesuffix(".gz"))
+        cfs.profile_values(workload.step, values_path, sync)
         with open(et_path) as f:
             et = json.load(f)
         with open(kineto_path) as f:
@@ -284,6 +287,7 @@ def capture(workload: cfs.Workload, device: torch.device, out_dir: str, warmup: 
         cfs.write_gzip(et_path, os.path.join(out_dir, et_name))
         cfs.write_gzip(kineto_path, os.path.join(out_dir, kineto_name))
         cfs.write_gzip(timeline_path, os.path.join(out_dir, timeline_name))
+        cfs.write_gzip(values_path, os.path.join(out_dir, values_name))
     entry = cfs.manifest_entry(workload, workload.name, et_name, kineto_name, iteration_ms, profiled_ms, steps,
                                device=torch.cuda.get_device_name(device) if cuda else "cpu")
     entry["peak_memory_bytes"] = peak
@@ -291,6 +295,7 @@ def capture(workload: cfs.Workload, device: torch.device, out_dir: str, warmup: 
         entry["step_memory_peak_bytes"] = step_peak
     entry["nvml"] = nvml
     entry["host_timeline"] = timeline_name
+    entry["values"] = values_name
     entry["system"] = system
     return entry
 

@@ -36,7 +36,7 @@ seed execution_trace $shared/hta-simple-add/simple_add_et.json.gz $shared/param-
   $shared/chakra-allgather/allgather_1.0.2_et.json.gz tests/bad_inputs/*.json
 seed kineto $shared/hta-simple-add/simple_add_kineto.json.gz tests/bad_inputs/kineto_*.json
 seed workload tests/bad_inputs/*.mimic
-seed manifest fleet_samples/manifest.json tests/data/capture_cost_manifest.json
+seed manifest fleet_samples/manifest.json tests/data/capture_cost_manifest.json tests/data/value_profile.json
 seed chakra $shared/astra-microbench/*.et
 seed platform platforms/*.json
 seed fleet_manifest fleet_samples/fleet.json

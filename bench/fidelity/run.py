@@ -50,6 +50,17 @@ def attribution(rep: dict) -> str:
     return ", ".join(f"{n.removeprefix('aten::')} {d:+.2f}" for d, n in diffs[:3]) + where
 
 
+def sqrt_ms(rep: dict) -> str:
+    """The optimizer's sqrt (aten::sqrt, aten::_foreach_sqrt): its replay time against its time on
+    the capture's host timeline, per iteration, and how many prepared tensors the replay filled
+    with the capture's value profile (docs/replay.md, Input values)."""
+    rows = [f"{op['replay_ms']:.2f}/{op['original_timeline_ms']:.2f}" for op in rep["ops"]
+            if "sqrt" in op["name"] and op.get("replay_ms") is not None
+            and op.get("original_timeline_ms") is not None]
+    filled = (rep["memory"].get("input_values") or {}).get("leaves")
+    return (", ".join(rows) or "-") + ("" if filled is None else f" ({filled} filled)")
+
+
 def system(s: dict | None) -> str:
     if not s:
         return "-"
@@ -99,8 +110,9 @@ def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, tup
     print(f"\n### Run {k} ({start}, 1-minute load {os.getloadavg()[0]:.2f} after the captures)\n")
     base_col = " baseline ratio |" if args.baseline else ""
     print(f"| model | original ms | original's drift | replay ms | ratio |{base_col} CPU ratio | coverage |"
-          " capture's cost taken off | largest per-op differences (ms) | original system | replay system |")
-    print("|---|---:|---:|---:|---:|" + ("---:|" if args.baseline else "") + "---:|---|---|---|---|---|")
+          " capture's cost taken off | largest per-op differences (ms) | sqrt replay/timeline ms |"
+          " original system | replay system |")
+    print("|---|---:|---:|---:|---:|" + ("---:|" if args.baseline else "") + "---:|---|---|---|---|---|---|")
     for name in names:
         # The two builds take turns going first, so that neither always meets the machine as the
         # other one left it.
@@ -116,7 +128,7 @@ def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, tup
         base_cell = f" {base:.3f} |" if args.baseline else ""
         print(f"| {name} | {rep['original_iteration_ms']:.2f} | {drift(rep)} | {rep['iteration_ms']['median']:.2f} | "
               f"{ratio:.3f} |{base_cell} {cpu_ratio(rep)} | {cov['replayed']}/{cov['total']} | {capture_cost(rep)} | "
-              f"{attribution(rep)} | "
+              f"{attribution(rep)} | {sqrt_ms(rep)} | "
               f"{system(rep['system']['original'])} | {system(rep['system']['replay'])} |", flush=True)
     return ratios
 

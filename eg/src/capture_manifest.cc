@@ -109,6 +109,7 @@ Result<CaptureManifest> ParseCaptureManifest(const std::string& path, std::strin
     c.et = std::string(s);
     if (e["kineto"].get(s) == simdjson::SUCCESS) c.kineto = std::string(s);
     if (e["host_timeline"].get(s) == simdjson::SUCCESS) c.host_timeline = std::string(s);
+    if (e["values"].get(s) == simdjson::SUCCESS) c.values = std::string(s);
     if (e["description"].get(s) == simdjson::SUCCESS) c.description = std::string(s);
     if (e["device"].get(s) == simdjson::SUCCESS) c.device = std::string(s);
     if (e["torch_version"].get(s) == simdjson::SUCCESS) c.torch_version = std::string(s);

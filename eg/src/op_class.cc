@@ -324,6 +324,38 @@ constexpr std::string_view kKeepSign[] = {"aten::add",
                                           "aten::maximum",
                                           "aten::max"};
 
+// TimeDependsOnValues' operators: on this project's CPU host each takes at least 1.7x its time
+// on a uniform fill when its input holds zeros or subnormals (bench/fidelity/sqrt_values.py
+// --ops measures them: sqrt and pow 7x on zeros, 35x on subnormals; log 11x on either).
+constexpr std::string_view kTimeDependsOnValues[] = {"aten::sqrt",
+                                                     "aten::sqrt_",
+                                                     "aten::_foreach_sqrt",
+                                                     "aten::_foreach_sqrt_",
+                                                     "aten::rsqrt",
+                                                     "aten::rsqrt_",
+                                                     "aten::pow",
+                                                     "aten::pow_",
+                                                     "aten::_foreach_pow",
+                                                     "aten::_foreach_pow_",
+                                                     "aten::log",
+                                                     "aten::log_",
+                                                     "aten::_foreach_log",
+                                                     "aten::_foreach_log_",
+                                                     "aten::exp",
+                                                     "aten::exp_",
+                                                     "aten::_foreach_exp",
+                                                     "aten::_foreach_exp_",
+                                                     "aten::div",
+                                                     "aten::div_",
+                                                     "aten::_foreach_div",
+                                                     "aten::_foreach_div_",
+                                                     "aten::addcdiv",
+                                                     "aten::addcdiv_",
+                                                     "aten::_foreach_addcdiv",
+                                                     "aten::_foreach_addcdiv_",
+                                                     "aten::reciprocal",
+                                                     "aten::reciprocal_"};
+
 // ChangesViewMetadata's operators.
 constexpr std::string_view kChangeViewMetadata[] = {"aten::resize_",
                                                     "aten::resize_as_",
@@ -396,6 +428,12 @@ std::span<const InputDomain> InputDomainsOf(std::string_view op_name) {
 bool KeepsSign(std::string_view op_name) {
   const std::string_view name = BaseName(op_name);
   return std::find(std::begin(kKeepSign), std::end(kKeepSign), name) != std::end(kKeepSign);
+}
+
+bool TimeDependsOnValues(std::string_view op_name) {
+  const std::string_view name = BaseName(op_name);
+  return std::find(std::begin(kTimeDependsOnValues), std::end(kTimeDependsOnValues), name) !=
+         std::end(kTimeDependsOnValues);
 }
 
 bool ChangesViewMetadata(std::string_view op_name) {

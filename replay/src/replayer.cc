@@ -184,6 +184,7 @@ class Runner {
     result_.storages_preallocated = store_.prepared_storages();
     result_.inputs_sha256 = store_.inputs_sha256();
     result_.integer_inputs = store_.integer_inputs();
+    result_.value_fills = store_.value_fills();
     result_.outputs_stand_ins = stand_in_count_;
     result_.stand_ins = stand_ins_;
     result_.estimated_peak_bytes = options_.lazy_alloc ? plan_.peak_bytes_lazy : plan_.peak_bytes;
@@ -590,6 +591,8 @@ void Merge(const ReplayResult& p, bool several, bool comm, ReplayResult& result,
   result.integer_inputs.rejected.insert(result.integer_inputs.rejected.end(),
                                         p.integer_inputs.rejected.begin(),
                                         p.integer_inputs.rejected.end());
+  result.value_fills.inputs += p.value_fills.inputs;
+  result.value_fills.leaves += p.value_fills.leaves;
   result.comm.collectives.insert(result.comm.collectives.end(), p.comm.collectives.begin(),
                                  p.comm.collectives.end());
   if (comm) result.comm.issued = p.comm.issued;

@@ -13,6 +13,7 @@
 #include "mimic/base/stats.h"
 #include "mimic/eg/collective.h"
 #include "mimic/eg/host_timeline.h"
+#include "mimic/eg/value_profile.h"
 
 namespace mimic::replay {
 namespace {
@@ -319,6 +320,15 @@ class JsonReporter final : public Reporter {
     for (const std::string& why : r.integer_inputs.rejected) j.String(why);
     j.EndArray();
     j.EndObject();
+    j.Key("input_values").BeginObject();
+    j.Key("profile");
+    if (w.original().has_values())
+      j.String(eg::DescribeValueProfile(w));
+    else
+      j.Null();
+    j.Key("inputs").Int(r.value_fills.inputs);
+    j.Key("leaves").Int(r.value_fills.leaves);
+    j.EndObject();
     j.Key("heap").String(r.heap);
     j.Key("page_faults_per_iteration");
     if (r.page_faults_per_iteration >= 0) j.Double(r.page_faults_per_iteration);
@@ -502,6 +512,10 @@ class ConsoleReporter final : public Reporter {
     if (r.host_gaps.mode == HostGaps::kRecorded && w.original().has_host_timeline())
       line("  host timeline: " +
            eg::DescribeHostTimeline(w, r.host_gaps.capture_cost.timeline_boundary_us));
+    if (w.original().has_values())
+      line("  input values: " + eg::DescribeValueProfile(w) + "; " +
+           std::to_string(r.value_fills.leaves) +
+           " prepared tensors filled with their zeros and subnormals");
     if (GapsExceedOriginalStep(r, w))
       line(
           "  warning: the recorded host gaps alone take longer than the original's whole "

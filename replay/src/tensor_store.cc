@@ -5,6 +5,8 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/randint.h>
+#include <ATen/ops/randperm.h>
+#include <ATen/ops/where.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -142,6 +144,7 @@ Status TensorStore::Plan(const std::vector<int>& ops) {
       if (r.arg < op.inputs_size())
         ForEachInputTensor(op.inputs(r.arg),
                            [&](int t) { RequireDomain(ops, t, pos, r.domain, 8); });
+    PlanValues(ops, static_cast<int>(pos));
     for (const proto::Value& v : op.outputs()) {
       ForEachInputTensor(v, [&](int t) {
         produced[t] = true;
@@ -309,6 +312,37 @@ void TensorStore::RequireDomain(const std::vector<int>& ops, int t, int before,
     });
 }
 
+int TensorStore::StateLeaf(const std::vector<int>& ops, int t, int before, int depth) const {
+  const InputSource::Kind kind = SourceOf(before, t).kind;
+  if (kind == InputSource::Kind::kLeaf || kind == InputSource::Kind::kLeafFresh) return t;
+  const int pos = LatestProducer(t, before);
+  if (pos < 0 || depth == 0 || !HasStorage(w_.tensors(t))) return -1;
+  int same = -1;  // the producer's input on t's storage: an in-place update's self
+  for (const proto::Value& v : w_.ops(ops[pos]).inputs())
+    ForEachInputTensor(v, [&](int in) {
+      if (same < 0 && HasStorage(w_.tensors(in)) &&
+          w_.tensors(in).storage_id() == w_.tensors(t).storage_id())
+        same = in;
+    });
+  return same < 0 ? -1 : StateLeaf(ops, same, pos, depth - 1);
+}
+
+// An optimizer's sqrt reads its state after the step's in-place updates (Adam's mul_ and
+// addcmul_ of exp_avg_sq): the state's prepared buffer is what gets the capture's shares.
+void TensorStore::PlanValues(const std::vector<int>& ops, int pos) {
+  const proto::Op& op = w_.ops(ops[pos]);
+  if (op.input_values().empty() || !eg::TimeDependsOnValues(op.name())) return;
+  for (const proto::InputValues& v : op.input_values()) {
+    ++value_fills_.inputs;
+    const int t = eg::InputTensorByOrdinal(op, v.input());
+    const int leaf = t < 0 ? -1 : StateLeaf(ops, t, pos, 8);
+    c10::ScalarType st;
+    if (leaf >= 0 && ToScalarType(w_.tensors(leaf).dtype(), &st) && IsFloating(st) &&
+        values_.emplace(leaf, &v).second)
+      ++value_fills_.leaves;
+  }
+}
+
 InputSource TensorStore::SourceOf(int pos, int t) const {
   for (const auto& [seen, source] : sources_[pos])
     if (seen == t) return source;
@@ -336,8 +370,58 @@ Status TensorStore::AllocateBuffer(int64_t key, int64_t bytes) {
       at::Tensor flat = at::empty({0}, leaf_[t].options());
       flat.set_(buffer, tensor.offset(), {extent}, {1});
       Fill(flat, t);
+      if (auto v = values_.find(t); v != values_.end()) FillValues(leaf_[t], *v->second);
     }
   return Status::Ok();
+}
+
+namespace {
+
+// Half the smallest normal number of a floating dtype (a subnormal); 0 for one without them
+// that Mimic fills (float8).
+double SubnormalOf(c10::ScalarType st) {
+  switch (st) {
+    case c10::kFloat:
+    case c10::kBFloat16:
+      return std::numeric_limits<float>::min() / 2;
+    case c10::kDouble:
+      return std::numeric_limits<double>::min() / 2;
+    case c10::kHalf:
+      return 6.103515625e-05 / 2;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+// Over the uniform fill: whole rows of zeros first (an embedding's state on the rows no batch
+// reached yet), then zeros and subnormals scattered over the other elements, each in the
+// capture's share of the whole.
+void TensorStore::FillValues(at::Tensor v, const proto::InputValues& values) {
+  at::NoGradGuard no_grad;
+  if (v.numel() == 0) return;
+  double row_share = 0;
+  if (v.dim() >= 2 && v.size(0) > 0) {
+    const int64_t rows = v.size(0), k = std::llround(values.zero_rows() * rows);
+    if (k > 0)
+      v.index_fill_(0, at::randperm(rows, gen_, v.options().dtype(at::kLong)).narrow(0, 0, k), 0);
+    row_share = static_cast<double>(k) / rows;
+  }
+  if (row_share >= 1) return;
+  // Drawn over every element, shares of the elements outside the zero rows: the rows' own
+  // elements are zero already, and stay so.
+  const double zeros = std::clamp((values.zeros() - row_share) / (1 - row_share), 0.0, 1.0);
+  const double subnormals = std::clamp(values.subnormals() / (1 - row_share), 0.0, 1.0 - zeros);
+  const double subnormal = SubnormalOf(v.scalar_type());
+  if (zeros == 0 && (subnormals == 0 || subnormal == 0)) return;
+  const at::Tensor u = at::empty(v.sizes(), v.options().dtype(at::kFloat)).uniform_(0, 1, gen_);
+  if (subnormals > 0 && subnormal > 0) {
+    const at::Tensor band =
+        u.ge(zeros).logical_and_(u.lt(zeros + subnormals)).logical_and_(v.ne(0));
+    v.copy_(at::where(band, v.sign().mul_(subnormal), v));
+  }
+  if (zeros > 0) v.masked_fill_(u.lt(zeros), 0);
 }
 
 Status TensorStore::Allocate(bool lazy) {

@@ -95,6 +95,9 @@ class TensorStore final : public ops::TensorSource {
   // The integer leaves (after Plan) and how they are filled: with the capture's saved values
   // (workload.integer_data) where they fit the tensor and its consumers, else from ranges.
   const IntegerInputs& integer_inputs() const { return integer_inputs_; }
+  // The float leaves filled with the shares of zeros and subnormals the capture's value profile
+  // saw in them (after Plan), for the ops whose time depends on them.
+  const InputValueFills& value_fills() const { return value_fills_; }
 
  private:
   // Whether input `t` may be a view of the storage an earlier op produced with
@@ -110,6 +113,12 @@ class TensorStore final : public ops::TensorSource {
   int LatestProducer(int t, int before) const;
   void RequireDomain(const std::vector<int>& ops, int t, int before, eg::ValueDomain domain,
                      int depth);
+  // The leaf whose buffer input `t` of the op at position `before` is, directly or through ops
+  // that updated its storage in place; -1 where that storage is computed in the iteration.
+  int StateLeaf(const std::vector<int>& ops, int t, int before, int depth) const;
+  // Plan's part for the profiled inputs of the op at `pos` (Op.input_values).
+  void PlanValues(const std::vector<int>& ops, int pos);
+  void FillValues(at::Tensor view, const proto::InputValues& values);
   // The saved values of each integer leaf that has usable ones (after the ranges are known).
   void MatchIntegerData();
   std::string CheckIntegerData(int t, std::string_view bytes) const;
@@ -128,6 +137,8 @@ class TensorStore final : public ops::TensorSource {
   std::unordered_map<int64_t, std::vector<int>> storage_producers_;  // storage id -> positions
   std::unordered_map<int, std::string_view> recorded_;  // leaf -> its saved values (integer_data)
   IntegerInputs integer_inputs_;
+  std::unordered_map<int, const proto::InputValues*> values_;  // leaf -> the capture's shares
+  InputValueFills value_fills_;
   int64_t planned_bytes_ = 0;
   // Allocate's results.
   std::unordered_map<int64_t, std::vector<int>> leaves_of_;  // BufferKey -> its leaf entries

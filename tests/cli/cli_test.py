@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import signal
 import shutil
 import subprocess
@@ -303,14 +304,24 @@ class ReplayTest(unittest.TestCase):
                 self.assertGreater(timeline["ops"], 0)
                 self.assertEqual(timeline["ops_matched"], timeline["ops"])
                 self.assertIn("host timeline: mlp.host_timeline.json.gz", r.stdout)
+                # The value profile of a step after the timeline's is placed on the trace's ops.
+                self.assertEqual(entry["values"], "mlp.values.json.gz")
+                values = rep["memory"]["input_values"]
+                placed = re.fullmatch(r"mlp\.values\.json\.gz, (\d+) of (\d+) inputs placed", values["profile"])
+                self.assertIsNotNone(placed, values)
+                self.assertGreater(int(placed[1]), 0)
+                self.assertIn("input values: mlp.values.json.gz", r.stdout)
             # A timeline that cannot be read leaves the trace's gaps, and the report says why.
             entry["host_timeline"] = "mlp.host_timeline.json.gz"
             with open(os.path.join(d, "manifest.json"), "w") as f:
                 json.dump({"samples": [entry]}, f)
             write_bytes(os.path.join(d, entry["host_timeline"]), gzip.compress(b"not json"))
+            write_bytes(os.path.join(d, entry["values"]), gzip.compress(b'{"format": 2}'))
             r = mimic("replay", os.path.join(d, "mlp.et.json.gz"), "--warmup", "0", "--iters", "1",
                       "--report", report)
             self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(load_json(report)["memory"]["input_values"]["profile"],
+                             f"not used: {d}/mlp.values.json.gz: \"format\" must be 1")
             timeline = load_json(report)["host_gaps"]["timeline"]
             self.assertRegex(timeline["source"], r"^not used: .*mlp\.host_timeline\.json\.gz")
             self.assertEqual(timeline["ops"], 0)

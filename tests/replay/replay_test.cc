@@ -2,7 +2,9 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/min.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "mimic/eg/workload.h"
@@ -166,6 +168,69 @@ TEST(TensorStore, InputsOfSqrtAreFilledNonNegative) {
   }
   EXPECT_GT(sqrt_inputs, 10);
   EXPECT_GT(symmetric, 0);
+}
+
+// The capture's value profile saw zero rows, scattered zeros and subnormals in what each
+// aten::sqrt read (AdamW's exp_avg_sq, after its in-place mul_ and addcmul_): the state's
+// prepared buffer holds them in those shares, over the non-negative fill.
+TEST(TensorStore, StateReadBySqrtHoldsTheProfilesZerosAndSubnormals) {
+  auto w = eg::LoadWorkload(mimic::testing::SourceDir() + "/fleet_samples/transformer.et.json.gz");
+  ASSERT_THAT(w, IsOk());
+  const eg::OpTree tree(*w);
+  auto seg = eg::FindSegment(*w, -1, "");
+  ASSERT_THAT(seg, IsOk());
+  const std::vector<int> ops = eg::ReplayableOps(*w, tree, tree.IndexOf((*seg)->op_id()), true);
+  std::set<int> states;
+  for (int i : ops)
+    if (proto::Op& op = *w->mutable_ops(i); op.name() == "aten::sqrt") {
+      proto::InputValues& v = *op.add_input_values();
+      v.set_zeros(0.5), v.set_zero_rows(0.25), v.set_subnormals(0.125);
+      states.insert(op.inputs(0).tensor());
+    }
+  TensorStore store(*w, c10::Device(c10::kCPU), at::make_generator<at::CPUGeneratorImpl>(1));
+  ASSERT_TRUE(store.Plan(ops).ok());
+  ASSERT_TRUE(store.Allocate().ok());
+  EXPECT_EQ(store.value_fills().leaves, static_cast<int64_t>(states.size()));
+  int checked = 0;
+  for (int t : states) {
+    const at::Tensor x = store.Get(t);
+    const double n = static_cast<double>(x.numel());
+    if (n < 4096) continue;  // shares of a few elements are too coarse to check
+    ++checked;
+    const at::Tensor zero = x.eq(0);
+    EXPECT_NEAR(zero.sum().item<double>() / n, 0.5, 0.03) << t;
+    EXPECT_NEAR(
+        x.gt(0).logical_and_(x.lt(std::numeric_limits<float>::min())).sum().item<double>() / n,
+        0.125, 0.03)
+        << t;
+    EXPECT_GE(x.min().item<float>(), 0.0f) << t;
+    if (x.dim() >= 2)
+      EXPECT_DOUBLE_EQ(zero.reshape({x.size(0), -1}).all(1).sum().item<double>(),
+                       std::round(0.25 * x.size(0)))
+          << t;
+  }
+  EXPECT_GT(checked, 2);
+}
+
+// Without a profile, or on an op whose time does not depend on values, nothing changes.
+TEST(TensorStore, ProfiledInputsOfOtherOpsKeepTheUniformFill) {
+  auto w = eg::LoadWorkload(mimic::testing::SourceDir() + "/fleet_samples/transformer.et.json.gz");
+  ASSERT_THAT(w, IsOk());
+  const eg::OpTree tree(*w);
+  auto seg = eg::FindSegment(*w, -1, "");
+  ASSERT_THAT(seg, IsOk());
+  const std::vector<int> ops = eg::ReplayableOps(*w, tree, tree.IndexOf((*seg)->op_id()), true);
+  for (int i : ops)
+    if (proto::Op& op = *w->mutable_ops(i); op.name() == "aten::addcmul_")
+      op.add_input_values()->set_zeros(1);
+  TensorStore store(*w, c10::Device(c10::kCPU), at::make_generator<at::CPUGeneratorImpl>(1));
+  ASSERT_TRUE(store.Plan(ops).ok());
+  ASSERT_TRUE(store.Allocate().ok());
+  EXPECT_EQ(store.value_fills().inputs, 0);
+  EXPECT_EQ(store.value_fills().leaves, 0);
+  for (int i : ops)
+    if (const proto::Op& op = w->ops(i); op.name() == "aten::addcmul_")
+      EXPECT_GT(store.Get(op.inputs(0).tensor()).ne(0).sum().item<int64_t>(), 0) << op.id();
 }
 
 }  // namespace

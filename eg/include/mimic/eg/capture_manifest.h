@@ -19,6 +19,8 @@ struct CaptureSample {
   std::string kineto;   // file name, relative to the manifest
   // The host timeline recorded with it (eg/host_timeline.h), relative to the manifest; "" if none.
   std::string host_timeline;
+  // The value profile recorded with it (eg/value_profile.h), relative to the manifest; "" if none.
+  std::string values;
   std::string device;
   std::string torch_version;
   std::string host_cpu;

@@ -49,6 +49,11 @@ std::span<const InputDomain> InputDomainsOf(std::string_view op_name);
 // sparse masks): where the output must be non-negative, so must the inputs. pow, exp, abs, ...
 // make their own sign and are not among them.
 bool KeepsSign(std::string_view op_name);
+// Whether an operator's time on a CPU depends on the values it reads, not only on their number:
+// sqrt, pow, log, exp, division and their foreach forms run several times slower on zeros or
+// subnormals. A replay fills the state it prepares for one with the shares of zeros and
+// subnormals the capture's value profile saw (Op.input_values).
+bool TimeDependsOnValues(std::string_view op_name);
 // Whether an operator changes its input view's own metadata (shape, strides, storage:
 // resize_, set_, transpose_, ...), so that a view shared by other uses must not reach it.
 bool ChangesViewMetadata(std::string_view op_name);

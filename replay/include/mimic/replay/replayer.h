@@ -133,6 +133,15 @@ struct IntegerInputs {
   std::vector<std::string> rejected;  // saved values not used: "file: why"
 };
 
+// How the replay filled the float state read by ops whose time depends on its values
+// (eg::TimeDependsOnValues: sqrt, pow, log, exp, division): with the shares of zeros, zero rows
+// and subnormals of the capture's value profile (Op.input_values) where it has them, else
+// uniformly as every other float input.
+struct InputValueFills {
+  int64_t inputs = 0;  // profiled inputs of such ops among the replayed ones
+  int64_t leaves = 0;  // prepared tensors filled with their shares
+};
+
 // When one op ran in the last measured iteration, on the executor's clock.
 struct OpTiming {
   int64_t op_id = 0;    // the op run (a recorded part, for a composite run as its parts)
@@ -163,6 +172,7 @@ struct ReplayResult {
   int64_t storages_preallocated = 0;
   std::string inputs_sha256;     // of the prepared inputs' contents (CPU): checks the seed's effect
   IntegerInputs integer_inputs;
+  InputValueFills value_fills;
   double setup_ms = 0;
   std::string heap;                       // RetainFreedHeap's answer, or "default"
   double page_faults_per_iteration = -1;  // minor faults of the process, per measured iteration
