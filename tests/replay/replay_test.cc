@@ -139,23 +139,43 @@ TEST(Replay, SameSeedSameInputs) {
 namespace mimic::replay {
 namespace {
 
+// The transformer fleet sample: AdamW steps each parameter with an aten::sqrt of its
+// exp_avg_sq, after updating it in place with mul_ and addcmul_.
+struct Transformer {
+  Transformer() {
+    auto loaded =
+        eg::LoadWorkload(mimic::testing::SourceDir() + "/fleet_samples/transformer.et.json.gz");
+    EXPECT_THAT(loaded, IsOk());
+    if (!loaded.ok()) return;
+    w = std::move(*loaded);
+    const eg::OpTree tree(w);
+    auto seg = eg::FindSegment(w, -1, "");
+    EXPECT_THAT(seg, IsOk());
+    if (seg.ok()) ops = eg::ReplayableOps(w, tree, tree.IndexOf((*seg)->op_id()), true);
+  }
+  // Plans the first step's ops into `store` and prepares its inputs.
+  void Prepare(TensorStore& store) const {
+    const Status planned = store.Plan(ops);
+    ASSERT_TRUE(planned.ok()) << planned.message();
+    const Status prepared = store.Allocate();
+    ASSERT_TRUE(prepared.ok()) << prepared.message();
+  }
+  TensorStore Store() const {
+    return TensorStore(w, c10::Device(c10::kCPU), at::make_generator<at::CPUGeneratorImpl>(1));
+  }
+  proto::Workload w;
+  std::vector<int> ops;  // the first step's replayable ops
+};
+
 // Adam's exp_avg_sq reaches aten::sqrt: the replay fills it in [0, 1), not with the symmetric
 // fill that makes sqrt compute NaNs (9x slower on this project's CPU host).
 TEST(TensorStore, InputsOfSqrtAreFilledNonNegative) {
-  auto w = eg::LoadWorkload(mimic::testing::SourceDir() + "/fleet_samples/transformer.et.json.gz");
-  ASSERT_THAT(w, IsOk());
-  const eg::OpTree tree(*w);
-  auto seg = eg::FindSegment(*w, -1, "");
-  ASSERT_THAT(seg, IsOk());
-  const std::vector<int> ops = eg::ReplayableOps(*w, tree, tree.IndexOf((*seg)->op_id()), true);
-  TensorStore store(*w, c10::Device(c10::kCPU), at::make_generator<at::CPUGeneratorImpl>(1));
-  const Status planned = store.Plan(ops);
-  ASSERT_TRUE(planned.ok()) << planned.message();
-  const Status prepared = store.Allocate();
-  ASSERT_TRUE(prepared.ok()) << prepared.message();
+  const Transformer t;
+  TensorStore store = t.Store();
+  t.Prepare(store);
   int sqrt_inputs = 0, symmetric = 0;
-  for (int i : ops) {
-    const proto::Op& op = w->ops(i);
+  for (int i : t.ops) {
+    const proto::Op& op = t.w.ops(i);
     if (op.inputs_size() == 0 || op.inputs(0).kind_case() != proto::Value::kTensor) continue;
     const at::Tensor x = store.Get(op.inputs(0).tensor());
     if (!x.is_floating_point() || x.numel() < 16) continue;
@@ -174,22 +194,16 @@ TEST(TensorStore, InputsOfSqrtAreFilledNonNegative) {
 // aten::sqrt read (AdamW's exp_avg_sq, after its in-place mul_ and addcmul_): the state's
 // prepared buffer holds them in those shares, over the non-negative fill.
 TEST(TensorStore, StateReadBySqrtHoldsTheProfilesZerosAndSubnormals) {
-  auto w = eg::LoadWorkload(mimic::testing::SourceDir() + "/fleet_samples/transformer.et.json.gz");
-  ASSERT_THAT(w, IsOk());
-  const eg::OpTree tree(*w);
-  auto seg = eg::FindSegment(*w, -1, "");
-  ASSERT_THAT(seg, IsOk());
-  const std::vector<int> ops = eg::ReplayableOps(*w, tree, tree.IndexOf((*seg)->op_id()), true);
+  Transformer t;
   std::set<int> states;
-  for (int i : ops)
-    if (proto::Op& op = *w->mutable_ops(i); op.name() == "aten::sqrt") {
+  for (int i : t.ops)
+    if (proto::Op& op = *t.w.mutable_ops(i); op.name() == "aten::sqrt") {
       proto::InputValues& v = *op.add_input_values();
       v.set_zeros(0.5), v.set_zero_rows(0.25), v.set_subnormals(0.125);
       states.insert(op.inputs(0).tensor());
     }
-  TensorStore store(*w, c10::Device(c10::kCPU), at::make_generator<at::CPUGeneratorImpl>(1));
-  ASSERT_TRUE(store.Plan(ops).ok());
-  ASSERT_TRUE(store.Allocate().ok());
+  TensorStore store = t.Store();
+  t.Prepare(store);
   EXPECT_EQ(store.value_fills().leaves, static_cast<int64_t>(states.size()));
   int checked = 0;
   for (int t : states) {
@@ -214,22 +228,16 @@ TEST(TensorStore, StateReadBySqrtHoldsTheProfilesZerosAndSubnormals) {
 
 // Without a profile, or on an op whose time does not depend on values, nothing changes.
 TEST(TensorStore, ProfiledInputsOfOtherOpsKeepTheUniformFill) {
-  auto w = eg::LoadWorkload(mimic::testing::SourceDir() + "/fleet_samples/transformer.et.json.gz");
-  ASSERT_THAT(w, IsOk());
-  const eg::OpTree tree(*w);
-  auto seg = eg::FindSegment(*w, -1, "");
-  ASSERT_THAT(seg, IsOk());
-  const std::vector<int> ops = eg::ReplayableOps(*w, tree, tree.IndexOf((*seg)->op_id()), true);
-  for (int i : ops)
-    if (proto::Op& op = *w->mutable_ops(i); op.name() == "aten::addcmul_")
+  Transformer t;
+  for (int i : t.ops)
+    if (proto::Op& op = *t.w.mutable_ops(i); op.name() == "aten::addcmul_")
       op.add_input_values()->set_zeros(1);
-  TensorStore store(*w, c10::Device(c10::kCPU), at::make_generator<at::CPUGeneratorImpl>(1));
-  ASSERT_TRUE(store.Plan(ops).ok());
-  ASSERT_TRUE(store.Allocate().ok());
+  TensorStore store = t.Store();
+  t.Prepare(store);
   EXPECT_EQ(store.value_fills().inputs, 0);
   EXPECT_EQ(store.value_fills().leaves, 0);
-  for (int i : ops)
-    if (const proto::Op& op = w->ops(i); op.name() == "aten::addcmul_")
+  for (int i : t.ops)
+    if (const proto::Op& op = t.w.ops(i); op.name() == "aten::addcmul_")
       EXPECT_GT(store.Get(op.inputs(0).tensor()).ne(0).sum().item<int64_t>(), 0) << op.id();
 }
 
