@@ -523,6 +523,16 @@ proto::Op Replacement(proto::Workload& out, const proto::Op& op, const Substitut
   }
   *n.mutable_kernels() = op.kernels();
   (*n.mutable_attrs())["replaces"].set_string_value(op.name());
+  // The capture's values of the input tensors it keeps, at their places among its own.
+  for (const proto::InputValues& v : op.input_values()) {
+    const int t = eg::InputTensorByOrdinal(op, v.input());
+    for (int64_t k = 0; t >= 0 && k < eg::InputTensorCount(n); ++k)
+      if (eg::InputTensorByOrdinal(n, k) == t) {
+        *n.add_input_values() = v;
+        n.mutable_input_values()->rbegin()->set_input(static_cast<int32_t>(k));
+        break;
+      }
+  }
   return n;
 }
 

@@ -267,6 +267,9 @@ TEST(Substitute, ReplaceRunsAnAtenEquivalentOnTheSameTensors) {
   }
   ASSERT_GT(mms, 0);
   ASSERT_GT(relus, 0);
+  // What the capture's value profile saw in a relu's input goes with the tensor to its stand-in.
+  for (proto::Op& op : *s->mutable_ops())
+    if (op.name() == "aten::relu") op.add_input_values()->set_zeros(0.5);
   const std::string table = ::testing::TempDir() + "/replace_" + std::to_string(getpid()) + ".json";
   ASSERT_TRUE(WriteFileAtomic(table, R"({"substitutions": [
       {"match": "aten::mm", "action": "replace", "with": "aten::matmul(Tensor self, Tensor other) -> Tensor",
@@ -288,6 +291,9 @@ TEST(Substitute, ReplaceRunsAnAtenEquivalentOnTheSameTensors) {
       ++clamps;
       ASSERT_EQ(op.inputs_size(), 2);
       EXPECT_EQ(op.inputs(1).int_value(), 0);
+      ASSERT_EQ(op.input_values_size(), 1);
+      EXPECT_EQ(op.input_values(0).input(), 0);
+      EXPECT_EQ(op.input_values(0).zeros(), 0.5);
     }
   }
   EXPECT_EQ(matmuls, mms);
