@@ -183,6 +183,9 @@ def bench_sample(args, sample):
         "original_peak_memory_bytes": sample.get("peak_memory_bytes"),
         "replay_peak_memory_bytes": rep["memory"]["peak_allocated_bytes"],
         "original_nvml": sample.get("nvml"), "replay_nvml": rep["executor"]["device_metrics"],
+        # What the capture recorded besides its traces, and what the replay made of it.
+        "host_timeline": (rep["host_gaps"].get("timeline") or {}).get("source"),
+        "input_values": rep["memory"].get("input_values"),
     }
 
 
@@ -207,6 +210,10 @@ def markdown(rows):
                    f'{fmt(mib(r["replay_peak_memory_bytes"]), ".0f")} | '
                    f'{fmt(o.get("sm_utilization_pct_mean"), ".0f")} | {fmt(p.get("sm_utilization_pct_mean"), ".0f")} | '
                    f'{fmt(o.get("power_w_mean"), ".0f")} | {fmt(p.get("power_w_mean"), ".0f")} |')
+    for r in rows:
+        values = r["input_values"] or {}
+        out += ["", f'{r["name"]}: host timeline {r["host_timeline"] or "none"}; value profile '
+                    f'{values.get("profile") or "none"}, {values.get("leaves", 0)} prepared tensors filled']
     for r in rows:
         out += ["", f'Kernel time per op class, {r["name"]} (ms per iteration):', "",
                 "| class | original | replay | ratio |", "|---|---|---|---|"]

@@ -21,6 +21,13 @@ namespace mimic::cli {
 
 namespace {
 
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat x {
+  }, y{};
+  return stat(a.c_str(), &x) == 0 && stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev &&
+         x.st_ino == y.st_ino;
+}
+
 // A file the capture recorded beside the trace (`name`, as its manifest gives it; "" for none),
 // applied to the workload by `apply`: the host timeline, the value profile. One that cannot be
 // read leaves the trace's own figures in place, and the `source` it would have set says why.
@@ -74,8 +81,9 @@ Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto
   if (sample && out.workload.transformations_size() == 0) {
     eg::ApplyCaptureSample(*sample, manifest, out.workload);
     proto::Workload& w = out.workload;
-    // The timeline is placed on the steps of the Kineto trace captured with it.
-    if (kineto_path.empty() && !kineto.empty())
+    // The timeline is placed on the steps of the Kineto trace captured with it (the manifest's,
+    // linked by default or named by --kineto).
+    if (!kineto.empty() && SameFile(kineto, dir + "/" + sample->kineto))
       UseCaptureFile(
           dir, sample->host_timeline, w,
           [](const std::string& p, proto::Workload& x) { return eg::ApplyHostTimeline(p, x); },

@@ -311,6 +311,12 @@ class ReplayTest(unittest.TestCase):
                 self.assertIsNotNone(placed, values)
                 self.assertGreater(int(placed[1]), 0)
                 self.assertIn("input values: mlp.values.json.gz", r.stdout)
+                # Naming the Kineto trace captured with it changes nothing.
+                r = mimic("replay", os.path.join(d, "mlp.et.json.gz"), "--kineto",
+                          os.path.join(d, "mlp.kineto.json.gz"), "--warmup", "0", "--iters", "1",
+                          "--report", report)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(load_json(report)["host_gaps"]["timeline"], timeline)
             # A timeline that cannot be read leaves the trace's gaps, and the report says why.
             entry["host_timeline"] = "mlp.host_timeline.json.gz"
             with open(os.path.join(d, "manifest.json"), "w") as f:
