@@ -304,24 +304,29 @@ def profile_host_timeline(step: Callable[[], None], path: str,
             prof.step()
 
 
-def value_shares(x: torch.Tensor) -> dict[str, float] | None:
-    """The shares of zeros, all-zero rows (along dim 0) and subnormals in a float tensor; None
-    for another tensor, or one that holds none of them."""
+def value_shares(x: torch.Tensor) -> dict[str, Any] | None:
+    """The shape and the shares of zeros, all-zero rows (along dim 0) and subnormals of a float
+    tensor; None for another tensor, or one that holds none of them."""
     if not x.is_floating_point() or x.layout != torch.strided or x.numel() == 0:
         return None
+    tiny = torch.finfo(x.dtype).tiny
+    if x.element_size() == 1:  # float8: no comparison kernels; its values fit a float exactly
+        x = x.float()
     zero = x == 0
     zeros = zero.sum().item()
-    subnormals = ((x != 0) & (x.abs() < torch.finfo(x.dtype).tiny)).sum().item()
+    subnormals = ((x != 0) & (x.abs() < tiny)).sum().item()
     if zeros == 0 and subnormals == 0:
         return None
     zero_rows = zero.reshape(x.shape[0], -1).all(1).sum().item() / x.shape[0] if x.dim() >= 2 else 0.0
-    return {"zeros": zeros / x.numel(), "zero_rows": zero_rows, "subnormals": subnormals / x.numel()}
+    return {"shape": list(x.shape), "zeros": zeros / x.numel(), "zero_rows": zero_rows,
+            "subnormals": subnormals / x.numel()}
 
 
 class ValueProfile(TorchDispatchMode):
     """Counts the ops the dispatcher runs by name and records, for each float input that holds
-    zeros or subnormals, its shares by op name, call number and input position (the input
-    tensors in schema order, lists flattened): what eg/value_profile.h reads."""
+    zeros or subnormals, its shape and shares by op name, call number and input position (the
+    input tensors in schema order, lists flattened; an absent optional tensor is not counted,
+    where the execution trace counts it: eg/value_profile.h places by shape past it)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -335,7 +340,11 @@ class ValueProfile(TorchDispatchMode):
         self.calls[name] += 1
         tensors = [x for x in tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
         for i, x in enumerate(tensors):
-            if shares := value_shares(x):
+            try:
+                shares = value_shares(x)
+            except (RuntimeError, NotImplementedError):  # out of memory, say: not profiled
+                shares = None
+            if shares:
                 self.inputs.append({"op": name, "call": call, "input": i, **shares})
         return func(*args, **kwargs)
 

@@ -55,7 +55,7 @@ def sqrt_ms(rep: dict) -> str:
     the capture's host timeline, per iteration, and how many prepared tensors the replay filled
     with the capture's value profile (docs/replay.md, Input values)."""
     rows = [f"{op['replay_ms']:.2f}/{op['original_timeline_ms']:.2f}" for op in rep["ops"]
-            if "sqrt" in op["name"] and op.get("replay_ms") is not None
+            if op["name"] in ("aten::sqrt", "aten::_foreach_sqrt") and op.get("replay_ms") is not None
             and op.get("original_timeline_ms") is not None]
     filled = (rep["memory"].get("input_values") or {}).get("leaves")
     return (", ".join(rows) or "-") + ("" if filled is None else f" ({filled} filled)")

@@ -326,13 +326,17 @@ constexpr std::string_view kKeepSign[] = {"aten::add",
 
 // TimeDependsOnValues' operators: on this project's CPU host each takes at least 1.7x its time
 // on a uniform fill when its input holds zeros or subnormals (bench/fidelity/sqrt_values.py
-// --ops measures them: sqrt and pow 7x on zeros, 35x on subnormals; log 11x on either).
+// --ops measures them: sqrt and pow 7x on zeros, 35x on subnormals; log 11x on either; rsqrt,
+// exp, division and reciprocal 1.7-1.9x on subnormals alone). The fused optimizers' steps
+// (_fused_adam_ and the like) are not measured yet.
 constexpr std::string_view kTimeDependsOnValues[] = {"aten::sqrt",
                                                      "aten::sqrt_",
                                                      "aten::_foreach_sqrt",
                                                      "aten::_foreach_sqrt_",
                                                      "aten::rsqrt",
                                                      "aten::rsqrt_",
+                                                     "aten::_foreach_rsqrt",
+                                                     "aten::_foreach_rsqrt_",
                                                      "aten::pow",
                                                      "aten::pow_",
                                                      "aten::_foreach_pow",
@@ -354,7 +358,9 @@ constexpr std::string_view kTimeDependsOnValues[] = {"aten::sqrt",
                                                      "aten::_foreach_addcdiv",
                                                      "aten::_foreach_addcdiv_",
                                                      "aten::reciprocal",
-                                                     "aten::reciprocal_"};
+                                                     "aten::reciprocal_",
+                                                     "aten::_foreach_reciprocal",
+                                                     "aten::_foreach_reciprocal_"};
 
 // ChangesViewMetadata's operators.
 constexpr std::string_view kChangeViewMetadata[] = {"aten::resize_",

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "mimic/base/file.h"
@@ -16,6 +17,7 @@ struct ProfiledInput {
   std::string op;
   int64_t call = 0;
   proto::InputValues values;
+  std::optional<std::vector<int64_t>> shape;  // as the dispatcher saw the tensor
 };
 
 struct Profile {
@@ -35,7 +37,8 @@ Result<ProfiledInput> ParseInput(const std::string& where, simdjson::dom::elemen
   ProfiledInput p;
   std::string_view op;
   int64_t input = -1;
-  if (o["op"].get(op) != simdjson::SUCCESS) return Status::InvalidInput(where + ".op is missing");
+  if (o["op"].get(op) != simdjson::SUCCESS)
+    return Status::InvalidInput(where + ".op must be a string");
   if (o["call"].get(p.call) != simdjson::SUCCESS || p.call < 0)
     return Status::InvalidInput(where + ".call must be an integer >= 0");
   if (o["input"].get(input) != simdjson::SUCCESS || input < 0 || input > INT32_MAX)
@@ -51,6 +54,15 @@ Result<ProfiledInput> ParseInput(const std::string& where, simdjson::dom::elemen
   p.values.set_zeros(zeros);
   p.values.set_zero_rows(zero_rows);
   p.values.set_subnormals(subnormals);
+  if (simdjson::dom::array shape; o["shape"].get(shape) == simdjson::SUCCESS) {
+    p.shape.emplace();
+    for (simdjson::dom::element d : shape) {
+      int64_t n;
+      if (d.get(n) != simdjson::SUCCESS || n < 0)
+        return Status::InvalidInput(where + ".shape must hold integers >= 0");
+      p.shape->push_back(n);
+    }
+  }
   return p;
 }
 
@@ -81,7 +93,9 @@ Result<Profile> ParseProfile(const std::string& path, std::string_view json) {
     const std::string where = path + ": inputs[" + std::to_string(i++) + "]";
     MIMIC_ASSIGN_OR_RETURN(ProfiledInput in, ParseInput(where, e));
     auto count = p.calls.find(in.op);
-    if (count == p.calls.end() || in.call >= count->second)
+    if (count == p.calls.end())
+      return Status::InvalidInput(where + ": " + in.op + " is not in \"calls\"");
+    if (in.call >= count->second)
       return Status::InvalidInput(where + ": call " + std::to_string(in.call) + " of " + in.op +
                                   " is beyond the calls counted");
     p.inputs.push_back(std::move(in));
@@ -103,6 +117,22 @@ std::map<std::string, std::vector<int>, std::less<>> OpsByName(const proto::Work
   return out;
 }
 
+// The position among `op`'s input tensors of the profiled one: its own where the profile gave
+// no shape, else the first from there of the shape it saw. The trace also counts undefined
+// tensors (an absent weight), which the dispatcher never sees, so the position can only grow;
+// -1 when no tensor fits.
+int64_t InputOf(const proto::Workload& w, const proto::Op& op, const ProfiledInput& in) {
+  const int64_t n = InputTensorCount(op);
+  for (int64_t k = in.values.input(); k < n; ++k) {
+    const int t = InputTensorByOrdinal(op, k);
+    if (t < 0) continue;
+    if (!in.shape) return k;
+    const auto& shape = w.tensors(t).shape();
+    if (std::equal(shape.begin(), shape.end(), in.shape->begin(), in.shape->end())) return k;
+  }
+  return -1;
+}
+
 void Place(const Profile& p, proto::Workload& w) {
   const OpTree tree(w);
   proto::ValueProfile& v = *w.mutable_original()->mutable_values();
@@ -115,8 +145,11 @@ void Place(const Profile& p, proto::Workload& w) {
       if (ops == by_name.end() || static_cast<int64_t>(ops->second.size()) != p.calls.at(in.op))
         continue;
       proto::Op& op = *w.mutable_ops(ops->second[in.call]);
-      if (InputTensorByOrdinal(op, in.values.input()) < 0) continue;
-      *op.add_input_values() = in.values;
+      const int64_t input = InputOf(w, op, in);
+      if (input < 0) continue;
+      proto::InputValues& placed = *op.add_input_values();
+      placed = in.values;
+      placed.set_input(static_cast<int32_t>(input));
       v.set_inputs_placed(v.inputs_placed() + 1);
     }
   }

@@ -1,12 +1,12 @@
 #include "tensor_store.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/randint.h>
 #include <ATen/ops/randperm.h>
-#include <ATen/ops/where.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -370,15 +370,22 @@ Status TensorStore::AllocateBuffer(int64_t key, int64_t bytes) {
       at::Tensor flat = at::empty({0}, leaf_[t].options());
       flat.set_(buffer, tensor.offset(), {extent}, {1});
       Fill(flat, t);
-      if (auto v = values_.find(t); v != values_.end()) FillValues(leaf_[t], *v->second);
+    }
+  // The capture's values last, over every random fill of the buffer's views.
+  for (int t : leaves_of_[key])
+    if (auto v = values_.find(t); v != values_.end() && leaf_[t].defined()) {
+      try {
+        FillValues(leaf_[t], *v->second);
+      } catch (const c10::Error&) {  // out of memory, say: the leaf keeps its uniform fill
+      }
     }
   return Status::Ok();
 }
 
 namespace {
 
-// Half the smallest normal number of a floating dtype (a subnormal); 0 for one without them
-// that Mimic fills (float8).
+// Half the smallest normal number of a floating dtype (a subnormal); 0 for the float8 types,
+// which Mimic does not fill with values.
 double SubnormalOf(c10::ScalarType st) {
   switch (st) {
     case c10::kFloat:
@@ -400,7 +407,8 @@ double SubnormalOf(c10::ScalarType st) {
 // capture's share of the whole.
 void TensorStore::FillValues(at::Tensor v, const proto::InputValues& values) {
   at::NoGradGuard no_grad;
-  if (v.numel() == 0) return;
+  // A view whose elements share memory (expanded) cannot be written element by element.
+  if (v.numel() == 0 || at::has_internal_overlap(v) != at::MemOverlap::No) return;
   double row_share = 0;
   if (v.dim() >= 2 && v.size(0) > 0) {
     const int64_t rows = v.size(0), k = std::llround(values.zero_rows() * rows);
@@ -416,10 +424,10 @@ void TensorStore::FillValues(at::Tensor v, const proto::InputValues& values) {
   const double subnormal = SubnormalOf(v.scalar_type());
   if (zeros == 0 && (subnormals == 0 || subnormal == 0)) return;
   const at::Tensor u = at::empty(v.sizes(), v.options().dtype(at::kFloat)).uniform_(0, 1, gen_);
-  if (subnormals > 0 && subnormal > 0) {
-    const at::Tensor band =
-        u.ge(zeros).logical_and_(u.lt(zeros + subnormals)).logical_and_(v.ne(0));
-    v.copy_(at::where(band, v.sign().mul_(subnormal), v));
+  if (subnormals > 0 && subnormal > 0) {  // with the element's sign; none in the zero rows
+    const at::Tensor band = u.ge(zeros).logical_and_(u.lt(zeros + subnormals));
+    v.masked_fill_(v.gt(0).logical_and_(band), subnormal);
+    v.masked_fill_(v.lt(0).logical_and_(band), -subnormal);
   }
   if (zeros > 0) v.masked_fill_(u.lt(zeros), 0);
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "mimic/eg/workload.h"
@@ -88,6 +89,54 @@ TEST(ValueProfile, AppliedAgainItReplacesThePlacement) {
   EXPECT_EQ(DescribeValueProfile(w), "b.json, 0 of 0 inputs placed");
 }
 
+// An op reading a tensor of shape [4], an absent optional tensor (recorded undefined, never
+// seen by the dispatcher), a list of two [2, 3] tensors and a [5] one.
+proto::Workload WithUndefinedAndList() {
+  proto::Workload w = Steps(1, {"aten::foo"});
+  auto tensor = [&w](std::vector<int64_t> shape) {
+    proto::Tensor& t = *w.add_tensors();
+    t.set_tensor_id(w.tensors_size());
+    for (int64_t d : shape) t.add_shape(d);
+    return w.tensors_size() - 1;
+  };
+  proto::Op& op = *w.mutable_ops(1);
+  op.clear_inputs();
+  op.add_inputs()->set_tensor(tensor({4}));
+  op.add_inputs()->set_tensor(-1);
+  proto::ValueList& list = *op.add_inputs()->mutable_list();
+  list.add_items()->set_tensor(tensor({2, 3}));
+  list.add_items()->set_tensor(tensor({2, 3}));
+  op.add_inputs()->set_tensor(tensor({5}));
+  return w;
+}
+
+std::string Foo(int input, const std::string& shape) {
+  return Profile(R"("aten::foo": 1)", R"({"op": "aten::foo", "call": 0, "input": )" +
+                                          std::to_string(input) + shape +
+                                          R"(, "zeros": 0.5, "zero_rows": 0, "subnormals": 0})");
+}
+
+// The dispatcher's position 3 (the [5] tensor) is the trace's 4: the trace counts the absent
+// tensor too. The recorded shape finds it; without one, the next defined tensor stands.
+TEST(ValueProfile, TheShapeFindsTheInputPastAnUndefinedTensor) {
+  const std::vector<std::tuple<int, std::string, int>> cases = {{3, R"(, "shape": [5])", 4},
+                                                                {1, R"(, "shape": [2, 3])", 2},
+                                                                {0, R"(, "shape": [4])", 0},
+                                                                {1, "", 2},
+                                                                {3, R"(, "shape": [6])", -1}};
+  for (const auto& [input, shape, placed] : cases) {
+    proto::Workload w = WithUndefinedAndList();
+    const Status s = ApplyValueProfile("v.json", Foo(input, shape), w);
+    ASSERT_TRUE(s.ok()) << s.message();
+    if (placed < 0) {
+      EXPECT_TRUE(w.ops(1).input_values().empty()) << input << shape;
+      continue;
+    }
+    ASSERT_EQ(w.ops(1).input_values_size(), 1) << input << shape;
+    EXPECT_EQ(w.ops(1).input_values(0).input(), placed) << input << shape;
+  }
+}
+
 TEST(ValueProfile, MalformedFilesNameTheEntry) {
   proto::Workload w = Steps(1, {"aten::sqrt"});
   const std::string calls = R"("aten::sqrt": 1)";
@@ -109,6 +158,19 @@ TEST(ValueProfile, MalformedFilesNameTheEntry) {
             "v.json: inputs[0]: zero_rows above zeros, or zeros and subnormals above 1");
   EXPECT_EQ(error(Profile(R"("aten::sqrt": -1)", "")),
             "v.json: calls.aten::sqrt must be an integer >= 0");
+  EXPECT_EQ(error(R"({"format": 1, "inputs": []})"), "v.json: no \"calls\" object");
+  EXPECT_EQ(error(R"({"format": 1, "calls": {}})"), "v.json: no \"inputs\" list");
+  EXPECT_EQ(error(Profile(calls, "7")), "v.json: inputs[0] is not an object");
+  EXPECT_EQ(error(Profile(calls, R"({"op": 3, "call": 0, "input": 0})")),
+            "v.json: inputs[0].op must be a string");
+  EXPECT_EQ(error(Profile(calls, R"({"op": "aten::sqrt", "call": 0, "input": -2})")),
+            "v.json: inputs[0].input must be an integer >= 0");
+  EXPECT_EQ(error(Profile(calls, R"({"op": "aten::log", "call": 0, "input": 0, "zeros": 1,
+                                     "zero_rows": 0, "subnormals": 0})")),
+            "v.json: inputs[0]: aten::log is not in \"calls\"");
+  EXPECT_EQ(error(Profile(calls, R"({"op": "aten::sqrt", "call": 0, "input": 0, "zeros": 1,
+                                     "zero_rows": 0, "subnormals": 0, "shape": [-1]})")),
+            "v.json: inputs[0].shape must hold integers >= 0");
 }
 
 }  // namespace

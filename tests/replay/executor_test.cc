@@ -248,14 +248,22 @@ TEST(Executor, CaptureCostIsMeasuredAtSetupWhenNoneIsGiven) {
   options.warmup = 0;
   options.iters = 1;
   options.host_gaps = HostGaps::kRecorded;
-  auto r = Replay(b.workload(), options);
-  ASSERT_THAT(r, IsOk());
-  EXPECT_EQ(r->host_gaps.capture_cost_from, "measured at setup");
-  EXPECT_GT(r->host_gaps.capture_cost.boundary_us, 0);
-  // Its input tensors are priced too; it recorded no integer inputs, so their figures are not.
-  EXPECT_GT(r->host_gaps.capture_cost.input_tensor_us, 0);
-  EXPECT_EQ(r->host_gaps.capture_cost.range_us_per_melem, 0);
-  EXPECT_EQ(r->host_gaps.capture_cost.saved_us_per_mb, 0);
+  // Each figure is a slope or a median of gaps measured there; beside other tests on two cores
+  // a burst of other work can flatten one to 0 in one replay, so each must come out positive
+  // in one of three (as in CaptureCostGrowsWithTheInputTensorsValuesAndTheIntegerInputs).
+  double boundary_us = 0, input_tensor_us = 0;
+  for (int attempt = 0; attempt < 3 && (boundary_us <= 0 || input_tensor_us <= 0); ++attempt) {
+    auto r = Replay(b.workload(), options);
+    ASSERT_THAT(r, IsOk());
+    EXPECT_EQ(r->host_gaps.capture_cost_from, "measured at setup");
+    boundary_us = std::max(boundary_us, r->host_gaps.capture_cost.boundary_us);
+    // Its input tensors are priced too; it recorded no integer inputs, so their figures are not.
+    input_tensor_us = std::max(input_tensor_us, r->host_gaps.capture_cost.input_tensor_us);
+    EXPECT_EQ(r->host_gaps.capture_cost.range_us_per_melem, 0);
+    EXPECT_EQ(r->host_gaps.capture_cost.saved_us_per_mb, 0);
+  }
+  EXPECT_GT(boundary_us, 0);
+  EXPECT_GT(input_tensor_us, 0);
 }
 
 // The known loops: the observer's cost grows with the input tensors (aten::cat of up to 256

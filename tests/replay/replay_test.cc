@@ -172,7 +172,7 @@ struct Transformer {
 TEST(TensorStore, InputsOfSqrtAreFilledNonNegative) {
   const Transformer t;
   TensorStore store = t.Store();
-  t.Prepare(store);
+  ASSERT_NO_FATAL_FAILURE(t.Prepare(store));
   int sqrt_inputs = 0, symmetric = 0;
   for (int i : t.ops) {
     const proto::Op& op = t.w.ops(i);
@@ -192,8 +192,9 @@ TEST(TensorStore, InputsOfSqrtAreFilledNonNegative) {
 
 // The capture's value profile saw zero rows, scattered zeros and subnormals in what each
 // aten::sqrt read (AdamW's exp_avg_sq, after its in-place mul_ and addcmul_): the state's
-// prepared buffer holds them in those shares, over the non-negative fill.
-TEST(TensorStore, StateReadBySqrtHoldsTheProfilesZerosAndSubnormals) {
+// prepared buffer holds them in those shares, over the non-negative fill, before the replay's
+// own updates run.
+TEST(TensorStore, TheStateASqrtReadsIsPreparedWithTheProfilesShares) {
   Transformer t;
   std::set<int> states;
   for (int i : t.ops)
@@ -203,25 +204,26 @@ TEST(TensorStore, StateReadBySqrtHoldsTheProfilesZerosAndSubnormals) {
       states.insert(op.inputs(0).tensor());
     }
   TensorStore store = t.Store();
-  t.Prepare(store);
+  ASSERT_NO_FATAL_FAILURE(t.Prepare(store));
   EXPECT_EQ(store.value_fills().leaves, static_cast<int64_t>(states.size()));
   int checked = 0;
-  for (int t : states) {
-    const at::Tensor x = store.Get(t);
+  for (int state : states) {
+    const at::Tensor x = store.Get(state);
     const double n = static_cast<double>(x.numel());
     if (n < 4096) continue;  // shares of a few elements are too coarse to check
     ++checked;
     const at::Tensor zero = x.eq(0);
-    EXPECT_NEAR(zero.sum().item<double>() / n, 0.5, 0.03) << t;
+    EXPECT_NEAR(zero.sum().item<double>() / n, 0.5, 0.03) << state;
     EXPECT_NEAR(
         x.gt(0).logical_and_(x.lt(std::numeric_limits<float>::min())).sum().item<double>() / n,
         0.125, 0.03)
-        << t;
-    EXPECT_GE(x.min().item<float>(), 0.0f) << t;
-    if (x.dim() >= 2)
+        << state;
+    EXPECT_GE(x.min().item<float>(), 0.0f) << state;
+    if (x.dim() >= 2) {
       EXPECT_DOUBLE_EQ(zero.reshape({x.size(0), -1}).all(1).sum().item<double>(),
                        std::round(0.25 * x.size(0)))
-          << t;
+          << state;
+    }
   }
   EXPECT_GT(checked, 2);
 }
@@ -233,12 +235,14 @@ TEST(TensorStore, ProfiledInputsOfOtherOpsKeepTheUniformFill) {
     if (proto::Op& op = *t.w.mutable_ops(i); op.name() == "aten::addcmul_")
       op.add_input_values()->set_zeros(1);
   TensorStore store = t.Store();
-  t.Prepare(store);
+  ASSERT_NO_FATAL_FAILURE(t.Prepare(store));
   EXPECT_EQ(store.value_fills().inputs, 0);
   EXPECT_EQ(store.value_fills().leaves, 0);
-  for (int i : t.ops)
-    if (const proto::Op& op = t.w.ops(i); op.name() == "aten::addcmul_")
+  for (int i : t.ops) {
+    if (const proto::Op& op = t.w.ops(i); op.name() == "aten::addcmul_") {
       EXPECT_GT(store.Get(op.inputs(0).tensor()).ne(0).sum().item<int64_t>(), 0) << op.id();
+    }
+  }
 }
 
 }  // namespace
