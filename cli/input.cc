@@ -22,21 +22,10 @@ namespace mimic::cli {
 namespace {
 
 bool SameFile(const std::string& a, const std::string& b) {
-  struct stat x {
-  }, y{};
+  struct stat x {};
+  struct stat y {};
   return stat(a.c_str(), &x) == 0 && stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev &&
          x.st_ino == y.st_ino;
-}
-
-// A file the capture recorded beside the trace (`name`, as its manifest gives it; "" for none),
-// applied to the workload by `apply`: the host timeline, the value profile. One that cannot be
-// read leaves the trace's own figures in place, and the `source` it would have set says why.
-template <typename Apply, typename Source>
-void UseCaptureFile(const std::string& dir, const std::string& name, proto::Workload& w,
-                    Apply apply, Source source) {
-  if (name.empty()) return;
-  const std::string path = dir + "/" + name;
-  if (Status s = apply(path, w); !s.ok()) *source(w) = "not used: " + s.message();
 }
 
 }  // namespace
@@ -80,21 +69,16 @@ Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto
   if (sample && out.workload.transformations_size() == 0) {
     eg::ApplyCaptureSample(*sample, manifest, out.workload);
     proto::Workload& w = out.workload;
-    // The timeline is placed on the steps of the Kineto trace captured with it (the manifest's,
-    // linked by default or named by --kineto).
-    if (!kineto.empty() && SameFile(kineto, dir + "/" + sample->kineto))
-      UseCaptureFile(
-          dir, sample->host_timeline, w,
-          [](const std::string& p, proto::Workload& x) { return eg::ApplyHostTimeline(p, x); },
-          [](proto::Workload& x) {
-            return x.mutable_original()->mutable_host_timeline()->mutable_source();
-          });
-    UseCaptureFile(
-        dir, sample->values, w,
-        [](const std::string& p, proto::Workload& x) { return eg::ApplyValueProfile(p, x); },
-        [](proto::Workload& x) {
-          return x.mutable_original()->mutable_values()->mutable_source();
-        });
+    // The capture's files beside the trace. One that cannot be applied leaves the trace's own
+    // figures, and its source says why. The timeline is placed on the steps of the Kineto trace
+    // captured with it (the manifest's, linked by default or named by --kineto).
+    if (!sample->host_timeline.empty() && !kineto.empty() &&
+        SameFile(kineto, dir + "/" + sample->kineto))
+      if (Status s = eg::ApplyHostTimeline(dir + "/" + sample->host_timeline, w); !s.ok())
+        w.mutable_original()->mutable_host_timeline()->set_source("not used: " + s.message());
+    if (!sample->values.empty())
+      if (Status s = eg::ApplyValueProfile(dir + "/" + sample->values, w); !s.ok())
+        w.mutable_original()->mutable_values()->set_source("not used: " + s.message());
   }
   return out;
 }

@@ -54,10 +54,11 @@ def sqrt_ms(rep: dict) -> str:
     """The optimizer's sqrt (aten::sqrt, aten::_foreach_sqrt): its replay time against its time on
     the capture's host timeline, per iteration, and how many prepared tensors the replay filled
     with the capture's value profile (docs/replay.md, Input values)."""
-    rows = [f"{op['replay_ms']:.2f}/{op['original_timeline_ms']:.2f}" for op in rep["ops"]
+    rows = [f"{op['replay_ms']:.2f}/{op['original_timeline_ms']:.2f} "
+            f"({op['replay_ms'] / op['original_timeline_ms']:.2f})" for op in rep["ops"]
             if op["name"] in ("aten::sqrt", "aten::_foreach_sqrt") and op.get("replay_ms") is not None
-            and op.get("original_timeline_ms") is not None]
-    filled = (rep["memory"].get("input_values") or {}).get("leaves")
+            and op.get("original_timeline_ms")]
+    filled = (rep["memory"].get("input_values") or {}).get("leaves")  # None: a build without it
     return (", ".join(rows) or "-") + ("" if filled is None else f" ({filled} filled)")
 
 
@@ -117,18 +118,20 @@ def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, tup
         # The two builds take turns going first, so that neither always meets the machine as the
         # other one left it.
         if args.baseline and k % 2 == 0:
-            base = replay(work, name, args, args.baseline, ".baseline")["ratio"]
+            base_rep = replay(work, name, args, args.baseline, ".baseline")
             rep = replay(work, name, args)
         else:
             rep = replay(work, name, args)
-            base = replay(work, name, args, args.baseline, ".baseline")["ratio"] if args.baseline else None
+            base_rep = replay(work, name, args, args.baseline, ".baseline") if args.baseline else None
+        base = base_rep["ratio"] if base_rep else None
+        sqrt_cell = sqrt_ms(rep) + (f"; baseline {sqrt_ms(base_rep)}" if base_rep else "")
         ratio = rep["ratio"]
         ratios[name] = (ratio, base)
         cov = rep["coverage"]
         base_cell = f" {base:.3f} |" if args.baseline else ""
         print(f"| {name} | {rep['original_iteration_ms']:.2f} | {drift(rep)} | {rep['iteration_ms']['median']:.2f} | "
               f"{ratio:.3f} |{base_cell} {cpu_ratio(rep)} | {cov['replayed']}/{cov['total']} | {capture_cost(rep)} | "
-              f"{attribution(rep)} | {sqrt_ms(rep)} | "
+              f"{attribution(rep)} | {sqrt_cell} | "
               f"{system(rep['system']['original'])} | {system(rep['system']['replay'])} |", flush=True)
     return ratios
 

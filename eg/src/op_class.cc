@@ -431,22 +431,21 @@ std::span<const InputDomain> InputDomainsOf(std::string_view op_name) {
   return {};
 }
 
-bool KeepsSign(std::string_view op_name) {
-  const std::string_view name = BaseName(op_name);
-  return std::find(std::begin(kKeepSign), std::end(kKeepSign), name) != std::end(kKeepSign);
+namespace {
+
+// Whether `op_name`, overload dropped, is one of `table`'s operators.
+template <size_t N>
+bool Listed(const std::string_view (&table)[N], std::string_view op_name) {
+  return std::find(std::begin(table), std::end(table), BaseName(op_name)) != std::end(table);
 }
 
-bool TimeDependsOnValues(std::string_view op_name) {
-  const std::string_view name = BaseName(op_name);
-  return std::find(std::begin(kTimeDependsOnValues), std::end(kTimeDependsOnValues), name) !=
-         std::end(kTimeDependsOnValues);
-}
+}  // namespace
 
-bool ChangesViewMetadata(std::string_view op_name) {
-  const std::string_view name = BaseName(op_name);
-  return std::find(std::begin(kChangeViewMetadata), std::end(kChangeViewMetadata), name) !=
-         std::end(kChangeViewMetadata);
-}
+bool KeepsSign(std::string_view op_name) { return Listed(kKeepSign, op_name); }
+
+bool TimeDependsOnValues(std::string_view op_name) { return Listed(kTimeDependsOnValues, op_name); }
+
+bool ChangesViewMetadata(std::string_view op_name) { return Listed(kChangeViewMetadata, op_name); }
 
 std::string_view OpClassName(OpClass c) {
   for (const ClassRecord& r : kClasses)
@@ -614,10 +613,7 @@ const PortableEquivalent* PortableOf(std::string_view op_name) {
 bool OutputShapeIsTheDevices(std::string_view op_name, int output) {
   static constexpr std::string_view kEmbeddingBags[] = {
       "aten::embedding_bag", "aten::_embedding_bag", "aten::_embedding_bag_forward_only"};
-  const std::string_view base = BaseName(op_name);
-  return output >= 1 && output <= 3 &&
-         std::find(std::begin(kEmbeddingBags), std::end(kEmbeddingBags), base) !=
-             std::end(kEmbeddingBags);
+  return output >= 1 && output <= 3 && Listed(kEmbeddingBags, op_name);
 }
 
 std::string_view TargetOf(std::string_view device) {

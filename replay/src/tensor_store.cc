@@ -142,8 +142,7 @@ Status TensorStore::Plan(const std::vector<int>& ops) {
     // After the loop above, which gives a leaf on a reused storage id its own buffer key.
     for (const eg::InputDomain& r : eg::InputDomainsOf(op.name()))
       if (r.arg < op.inputs_size())
-        ForEachInputTensor(op.inputs(r.arg),
-                           [&](int t) { RequireDomain(ops, t, pos, r.domain, 8); });
+        ForEachInputTensor(op.inputs(r.arg), [&](int t) { RequireDomain(ops, t, pos, r.domain); });
     PlanValues(ops, static_cast<int>(pos));
     for (const proto::Value& v : op.outputs()) {
       ForEachInputTensor(v, [&](int t) {
@@ -288,43 +287,53 @@ int TensorStore::LatestProducer(int t, int before) const {
   return it == storage_producers_.end() ? -1 : latest(it->second);
 }
 
-// Input `t` of the op at position `before` must lie in `domain`: so must the prepared tensor it
-// is, or, for a non-negative one, the prepared tensors it is computed from through ops that pass
-// their inputs' sign on (eg::KeepsSign), up to `depth` ops back. SparseAdam's sqrt reads its
-// exp_avg_sq state through sparse_mask, _values and add_; filled symmetric, the state would make
-// NaNs from the second iteration on.
-void TensorStore::RequireDomain(const std::vector<int>& ops, int t, int before,
-                                eg::ValueDomain domain, int depth) {
+template <typename Next, typename AtLeaf>
+void TensorStore::WalkBack(const std::vector<int>& ops, int t, int before, int depth,
+                           const Next& next, const AtLeaf& at_leaf) const {
   const InputSource::Kind kind = SourceOf(before, t).kind;
   if (kind == InputSource::Kind::kLeaf || kind == InputSource::Kind::kLeafFresh) {
-    domain_[BufferKey(t)] = domain;
+    at_leaf(t);
     return;
   }
   const int pos = LatestProducer(t, before);
-  if (pos < 0) return;
-  const proto::Op& op = w_.ops(ops[pos]);
-  if (domain != eg::ValueDomain::kNonNegative || depth == 0 || !eg::KeepsSign(op.name())) return;
-  for (const proto::Value& v : op.inputs())
-    ForEachInputTensor(v, [&](int in) {
-      c10::ScalarType st;
-      if (ToScalarType(w_.tensors(in).dtype(), &st) && IsFloating(st))
-        RequireDomain(ops, in, pos, domain, depth - 1);
-    });
+  if (pos < 0 || depth == 0) return;
+  next(w_.ops(ops[pos]), t, [&](int in) { WalkBack(ops, in, pos, depth - 1, next, at_leaf); });
 }
 
-int TensorStore::StateLeaf(const std::vector<int>& ops, int t, int before, int depth) const {
-  const InputSource::Kind kind = SourceOf(before, t).kind;
-  if (kind == InputSource::Kind::kLeaf || kind == InputSource::Kind::kLeafFresh) return t;
-  const int pos = LatestProducer(t, before);
-  if (pos < 0 || depth == 0 || !HasStorage(w_.tensors(t))) return -1;
-  int same = -1;  // the producer's input on t's storage: an in-place update's self
-  for (const proto::Value& v : w_.ops(ops[pos]).inputs())
-    ForEachInputTensor(v, [&](int in) {
-      if (same < 0 && HasStorage(w_.tensors(in)) &&
-          w_.tensors(in).storage_id() == w_.tensors(t).storage_id())
-        same = in;
-    });
-  return same < 0 ? -1 : StateLeaf(ops, same, pos, depth - 1);
+// Input `t` of the op at position `before` must lie in `domain`: so must the prepared tensor it
+// is, or, for a non-negative one, the prepared tensors it is computed from through ops that pass
+// their inputs' sign on (eg::KeepsSign), up to 8 ops back. SparseAdam's sqrt reads its
+// exp_avg_sq state through sparse_mask, _values and add_; filled symmetric, the state would make
+// NaNs from the second iteration on.
+void TensorStore::RequireDomain(const std::vector<int>& ops, int t, int before,
+                                eg::ValueDomain domain) {
+  auto float_inputs_keeping_sign = [&](const proto::Op& op, int, const auto& follow) {
+    if (domain != eg::ValueDomain::kNonNegative || !eg::KeepsSign(op.name())) return;
+    for (const proto::Value& v : op.inputs())
+      ForEachInputTensor(v, [&](int in) {
+        c10::ScalarType st;
+        if (ToScalarType(w_.tensors(in).dtype(), &st) && IsFloating(st)) follow(in);
+      });
+  };
+  WalkBack(ops, t, before, 8, float_inputs_keeping_sign,
+           [&](int leaf) { domain_[BufferKey(leaf)] = domain; });
+}
+
+int TensorStore::StateLeaf(const std::vector<int>& ops, int t, int before) const {
+  auto same_storage = [&](const proto::Op& op, int out, const auto& follow) {
+    if (!HasStorage(w_.tensors(out))) return;
+    int same = -1;  // the producer's input on out's storage: an in-place update's self
+    for (const proto::Value& v : op.inputs())
+      ForEachInputTensor(v, [&](int in) {
+        if (same < 0 && HasStorage(w_.tensors(in)) &&
+            w_.tensors(in).storage_id() == w_.tensors(out).storage_id())
+          same = in;
+      });
+    if (same >= 0) follow(same);
+  };
+  int leaf = -1;
+  WalkBack(ops, t, before, 8, same_storage, [&](int l) { leaf = l; });
+  return leaf;
 }
 
 // An optimizer's sqrt reads its state after the step's in-place updates (Adam's mul_ and
@@ -335,7 +344,7 @@ void TensorStore::PlanValues(const std::vector<int>& ops, int pos) {
   for (const proto::InputValues& v : op.input_values()) {
     ++value_fills_.inputs;
     const int t = eg::InputTensorByOrdinal(op, v.input());
-    const int leaf = t < 0 ? -1 : StateLeaf(ops, t, pos, 8);
+    const int leaf = t < 0 ? -1 : StateLeaf(ops, t, pos);
     c10::ScalarType st;
     if (leaf >= 0 && ToScalarType(w_.tensors(leaf).dtype(), &st) && IsFloating(st) &&
         values_.emplace(leaf, &v).second)

@@ -111,11 +111,16 @@ class TensorStore final : public ops::TensorSource {
   Status AllocateBuffer(int64_t key, int64_t bytes);
   void Fill(const at::Tensor& view_of_extent, int t);
   int LatestProducer(int t, int before) const;
-  void RequireDomain(const std::vector<int>& ops, int t, int before, eg::ValueDomain domain,
-                     int depth);
+  // Walks from input `t` of the op at position `before` back to the prepared leaves it is
+  // computed from, up to `depth` producers: at each producer, `next(op, output, follow)` calls
+  // `follow(input)` for the inputs to go on from; `at_leaf(leaf)` for each leaf reached.
+  template <typename Next, typename AtLeaf>
+  void WalkBack(const std::vector<int>& ops, int t, int before, int depth, const Next& next,
+                const AtLeaf& at_leaf) const;
+  void RequireDomain(const std::vector<int>& ops, int t, int before, eg::ValueDomain domain);
   // The leaf whose buffer input `t` of the op at position `before` is, directly or through ops
   // that updated its storage in place; -1 where that storage is computed in the iteration.
-  int StateLeaf(const std::vector<int>& ops, int t, int before, int depth) const;
+  int StateLeaf(const std::vector<int>& ops, int t, int before) const;
   // Plan's part for the profiled inputs of the op at `pos` (Op.input_values).
   void PlanValues(const std::vector<int>& ops, int pos);
   void FillValues(at::Tensor view, const proto::InputValues& values);

@@ -1,11 +1,12 @@
 #include "mimic/synth/transform.h"
 
+#include <simdjson.h>
+
 #include <algorithm>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <simdjson.h>
+#include <vector>
 
 #include "mimic/base/file.h"
 #include "mimic/eg/collective.h"
@@ -524,14 +525,16 @@ proto::Op Replacement(proto::Workload& out, const proto::Op& op, const Substitut
   *n.mutable_kernels() = op.kernels();
   (*n.mutable_attrs())["replaces"].set_string_value(op.name());
   // The capture's values of the input tensors it keeps, at their places among its own.
+  std::vector<int> kept;  // its input tensors, in order
+  for (int64_t k = 0; !op.input_values().empty() && k < eg::InputTensorCount(n); ++k)
+    kept.push_back(eg::InputTensorByOrdinal(n, k));
   for (const proto::InputValues& v : op.input_values()) {
     const int t = eg::InputTensorByOrdinal(op, v.input());
-    for (int64_t k = 0; t >= 0 && k < eg::InputTensorCount(n); ++k)
-      if (eg::InputTensorByOrdinal(n, k) == t) {
-        *n.add_input_values() = v;
-        n.mutable_input_values()->rbegin()->set_input(static_cast<int32_t>(k));
-        break;
-      }
+    const auto at = std::find(kept.begin(), kept.end(), t);
+    if (t < 0 || at == kept.end()) continue;
+    proto::InputValues& moved = *n.add_input_values();
+    moved = v;
+    moved.set_input(static_cast<int32_t>(at - kept.begin()));
   }
   return n;
 }
