@@ -9,10 +9,12 @@ after binary's op classes, so both predictions are judged on the same ops. Print
   python3 bench/zoo_predict_ab.py --dir /tmp/zooq \\
       --before-bin /work/main/build/default/cli/mimic --before-platform /work/main/platforms/cpu_host.json \\
       --after-bin build/default/cli/mimic --after-platform platforms/cpu_host.json
+  python3 bench/zoo_predict_ab.py --dir D --before-bin B --after-bin B --after-platform P \\
+      --before-without cpu_overheads.in_turn,value_slowdown   # one build, P less some figures
 """
-import argparse, collections, json, subprocess
+import argparse, collections, json, os, subprocess, tempfile
 
-NAMES = ["gpt_mini", "vit_tiny", "moe", "dlrm_adagrad", "wide_deep", "conv_ae", "graph_sage", "lstm_tagger"]
+NAMES = "gpt_mini,vit_tiny,moe,dlrm_adagrad,wide_deep,conv_ae,graph_sage,lstm_tagger"
 
 
 def predict(binary, platform, d, n):
@@ -29,13 +31,30 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
     ap.add_argument("--before-bin", required=True)
-    ap.add_argument("--before-platform", required=True)
+    ap.add_argument("--before-platform", help="default: the after platform less --before-without")
+    ap.add_argument("--before-without", default="",
+                    help="comma-separated platform fields (cpu_overheads.X or X) taken out of the after "
+                         "platform to make the before one, e.g. cpu_overheads.in_turn,value_slowdown")
     ap.add_argument("--after-bin", required=True)
     ap.add_argument("--after-platform", required=True)
     ap.add_argument("--classes", default="embedding,conv,reduction_norm,elementwise")
+    ap.add_argument("--only", default=NAMES, help="the models, comma-separated (default: %(default)s)")
     a = ap.parse_args()
+    if not a.before_platform:
+        if not a.before_without:
+            raise SystemExit("give --before-platform or --before-without")
+        platform = json.load(open(a.after_platform))
+        for field in a.before_without.split(","):
+            *path, key = field.split(".")
+            node = platform
+            for part in path:
+                node = node.get(part, {})
+            node.pop(key, None)
+        a.before_platform = os.path.join(tempfile.mkdtemp(), "before.json")
+        with open(a.before_platform, "w") as f:
+            json.dump(platform, f)
     rows, cls_rows, eb, ea = [], [], [], []
-    for n in NAMES:
+    for n in a.only.split(","):
         c = json.load(open(f"{a.dir}/{n}.compare.json"))
         B = predict(a.before_bin, a.before_platform, a.dir, n)
         A = predict(a.after_bin, a.after_platform, a.dir, n)

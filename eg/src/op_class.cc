@@ -445,6 +445,16 @@ bool KeepsSign(std::string_view op_name) { return Listed(kKeepSign, op_name); }
 
 bool TimeDependsOnValues(std::string_view op_name) { return Listed(kTimeDependsOnValues, op_name); }
 
+std::string_view ValueDependentKind(std::string_view op_name) {
+  if (!TimeDependsOnValues(op_name)) return {};
+  std::string_view kind = op_name;
+  if (const size_t ns = kind.find("::"); ns != std::string_view::npos) kind.remove_prefix(ns + 2);
+  kind = kind.substr(0, kind.find('.'));
+  if (kind.starts_with("_foreach_")) kind.remove_prefix(9);
+  if (kind.ends_with('_')) kind.remove_suffix(1);
+  return kind;
+}
+
 bool ChangesViewMetadata(std::string_view op_name) { return Listed(kChangeViewMetadata, op_name); }
 
 std::string_view OpClassName(OpClass c) {

@@ -525,21 +525,28 @@ const std::string_view kViewOps[] = {
 
 // True when every output shares storage with an input and the op is not in place (a
 // trailing '_'): a view, whatever its name.
-bool AliasesInputs(const Ctx& c) {
-  if (c.out.empty() || c.name.empty() || c.name.back() == '_') return false;
-  for (const proto::Tensor* o : c.out) {
+bool AliasesInputs(std::string_view name, const std::vector<const proto::Tensor*>& in,
+                   const std::vector<const proto::Tensor*>& out) {
+  if (out.empty() || name.empty() || name.back() == '_') return false;
+  for (const proto::Tensor* o : out) {
     bool shared = false;
-    for (const proto::Tensor* i : c.in) shared |= i->storage_id() == o->storage_id() && o->storage_id() != 0;
+    for (const proto::Tensor* i : in)
+      shared |= i->storage_id() == o->storage_id() && o->storage_id() != 0;
     if (!shared) return false;
   }
   return true;
 }
 
-OpCost OtherModel(const Ctx& c) {
-  bool view = AliasesInputs(c);
+bool IsView(std::string_view name, const std::vector<const proto::Tensor*>& in,
+            const std::vector<const proto::Tensor*>& out) {
   // "detach" without a namespace: the autograd-level twin under aten::detach.
-  for (std::string_view v : kViewOps) view |= v == c.name || v.substr(6) == c.name;
-  if (view) {
+  for (std::string_view v : kViewOps)
+    if (v == name || v.substr(6) == name) return true;
+  return AliasesInputs(name, in, out);
+}
+
+OpCost OtherModel(const Ctx& c) {
+  if (IsView(c.name, c.in, c.out)) {
     OpCost cost;
     cost.model = "view";
     cost.launches = false;
@@ -747,12 +754,66 @@ const char* UnmodelledReason(const Ctx& c, OpClass cls) {
 
 }  // namespace
 
+int ForeachCalls(const proto::Op& op) {
+  if (op.name().rfind("aten::_foreach_", 0) != 0) return 0;
+  int n = 0;
+  for (const proto::Value& v : op.inputs())
+    if (v.kind_case() == proto::Value::kList) n = std::max(n, v.list().items_size());
+  return n;
+}
+
+namespace {
+
+// Call `i` of a _foreach_ op: each of its list arguments and outputs cut to its i-th item, with
+// the values the capture recorded in item i of its first list (tensor i) as its first input's.
+proto::Op ForeachCall(const proto::Op& op, int i) {
+  proto::Op call = op;
+  for (auto* values : {call.mutable_inputs(), call.mutable_outputs()})
+    for (proto::Value& v : *values)
+      if (v.kind_case() == proto::Value::kList && i < v.list().items_size()) {
+        proto::Value item = v.list().items(i);
+        v = std::move(item);
+      }
+  call.clear_input_values();
+  for (const proto::InputValues& v : op.input_values())
+    if (v.input() == i) (*call.add_input_values() = v).set_input(0);
+  return call;
+}
+
+// How much longer `op` takes on `p` for the values the capture's profile recorded in its first
+// input than on a uniform fill: 1 + each share times its measured slow-down less one
+// (value_slowdown of its eg::ValueDependentKind); 1 where nothing was recorded or measured.
+double ValueSlowdownOf(const proto::Op& op, const proto::Platform& p) {
+  const std::string_view kind = eg::ValueDependentKind(op.name());
+  if (kind.empty()) return 1;
+  for (const proto::InputValues& v : op.input_values()) {
+    if (v.input() != 0) continue;
+    for (const proto::ValueSlowdown& s : p.value_slowdown())
+      if (s.kind() == kind)
+        return 1 + v.zeros() * (s.zeros() - 1) + v.subnormals() * (s.subnormals() - 1);
+  }
+  return 1;
+}
+
+}  // namespace
+
 OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p,
                 const OpEvidence& e) {
   // A vendor op (cuDNN, MIOpen, oneDNN) costs what its portable equivalent does.
   if (const eg::PortableEquivalent* v = eg::PortableOf(op.name())) {
     proto::Op portable = op;
     if (eg::RewriteAsPortable(*v, &portable)) return LeafCost(w, portable, p, e);
+  }
+  // On the CPU a _foreach_ op calls its op once per position of its lists (ATen has no fused
+  // CPU kernels): each call priced at its own tensors' size.
+  if (const int n = ForeachCalls(op); !IsGpu(p) && n > 1) {
+    OpCost cost;
+    for (int i = 0; i < n; ++i) {
+      const OpCost one = LeafCost(w, ForeachCall(op, i), p, e);
+      cost.model = one.model, cost.unmodelled = one.unmodelled, cost.launches = one.launches;
+      cost.flops += one.flops, cost.bytes += one.bytes, cost.compute_us += one.compute_us;
+    }
+    return cost;
   }
   std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
   std::vector<const proto::Tensor*> out = OutputsOf(w, op, in);
@@ -767,8 +828,15 @@ OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Plat
   if (cost.compute_us == 0 && cost.launches && std::string_view(cost.model) != "view")
     cost = BandwidthModel(c, "unary", TouchedBytes(c.in, c.out));
   if (cost.launches && !cost.unmodelled) cost.unmodelled = UnmodelledReason(c, cls);
+  if (!IsGpu(p)) cost.compute_us *= ValueSlowdownOf(op, p);
   if (IsGpu(p) && cost.launches) cost.compute_us = std::max(cost.compute_us, p.min_kernel_us());
   return cost;
+}
+
+bool IsViewOp(const proto::Workload& w, const proto::Op& op) {
+  if (eg::ClassOf(op.name()) != OpClass::kOther) return false;
+  const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
+  return IsView(BaseName(op.name()), in, OutputsOf(w, op, in));
 }
 
 std::map<int, int> PairTbeOps(const proto::Workload& w, const std::vector<int>& ops) {

@@ -57,6 +57,13 @@ std::vector<const proto::Tensor*> OutputsOf(const proto::Workload& w, const prot
 OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Platform& p,
                 const OpEvidence& e = {});
 
+// How many calls of its op a _foreach_ op makes on the CPU: one per position of its lists (ATen
+// has no fused CPU kernels); 0 for any other op. LeafCost prices a CPU _foreach_ op call by call.
+int ForeachCalls(const proto::Op& op);
+
+// Whether the model prices `op` as a view or metadata op (no data moves, only the dispatch).
+bool IsViewOp(const proto::Workload& w, const proto::Op& op);
+
 // Pairs fbgemm's TBE backward nodes with their forward ops among `ops` (indices into w.ops(),
 // in start order), by optimizer: the autograd engine runs the ready node created last first,
 // so each backward takes the latest unpaired forward before it. Returns both directions.

@@ -26,6 +26,31 @@ Status CheckNonNegative(const std::string& path, const std::string& field, doubl
   return Status::Ok();
 }
 
+Status CheckInTurn(const std::string& path, const std::string& field,
+                   const google::protobuf::RepeatedPtrField<proto::InTurnPoint>& points) {
+  for (int i = 0; i < points.size(); ++i) {
+    const std::string f = field + "[" + std::to_string(i) + "]";
+    if (points[i].distinct_ops() < 1) return Bad(path, f + ".distinct_ops", "must be at least 1");
+    if (i > 0 && points[i].distinct_ops() <= points[i - 1].distinct_ops())
+      return Bad(path, f + ".distinct_ops", "must grow from point to point");
+    MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, f + ".extra_us", points[i].extra_us()));
+  }
+  return Status::Ok();
+}
+
+Status CheckTraffic(const std::string& path, const std::string& field,
+                    const google::protobuf::RepeatedPtrField<proto::TrafficPoint>& points) {
+  for (int i = 0; i < points.size(); ++i) {
+    const std::string f = field + "[" + std::to_string(i) + "]";
+    if (!(points[i].bytes() > 0) || !std::isfinite(points[i].bytes()))
+      return Bad(path, f + ".bytes", "must be positive");
+    if (i > 0 && points[i].bytes() <= points[i - 1].bytes())
+      return Bad(path, f + ".bytes", "must grow from point to point");
+    MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, f + ".extra_us", points[i].extra_us()));
+  }
+  return Status::Ok();
+}
+
 Status CheckEfficiency(const std::string& path, const std::string& field,
                        const proto::EfficiencyPoint& e) {
   if (e.m() <= 0 || e.n() <= 0 || e.k() <= 0 || e.batch() < 0 || e.time_us() < 0)
@@ -86,6 +111,20 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
   for (const eg::CaptureFigure& figure : eg::kCaptureFigures)
     MIMIC_RETURN_IF_ERROR(CheckNonNegative(
         path, std::string("cpu_overheads.") + figure.platform_field, capture.*figure.member));
+  const proto::CpuOverheads& c = p.cpu_overheads();
+  MIMIC_RETURN_IF_ERROR(CheckInTurn(path, "cpu_overheads.in_turn", c.in_turn()));
+  MIMIC_RETURN_IF_ERROR(CheckInTurn(path, "cpu_overheads.in_turn_views", c.in_turn_views()));
+  MIMIC_RETURN_IF_ERROR(CheckTraffic(path, "cpu_overheads.after_traffic", c.after_traffic()));
+  MIMIC_RETURN_IF_ERROR(
+      CheckTraffic(path, "cpu_overheads.after_traffic_views", c.after_traffic_views()));
+  for (int i = 0; i < p.value_slowdown_size(); ++i) {
+    const proto::ValueSlowdown& v = p.value_slowdown(i);
+    const std::string f = "value_slowdown[" + std::to_string(i) + "]";
+    if (v.kind().empty()) return Bad(path, f + ".kind", "is missing");
+    if (!(v.zeros() > 0) || !(v.subnormals() > 0) || !std::isfinite(v.zeros()) ||
+        !std::isfinite(v.subnormals()))
+      return Bad(path, f, "zeros and subnormals must be positive");
+  }
   for (int i = 0; i < p.gemm_efficiency_size(); ++i)
     MIMIC_RETURN_IF_ERROR(
         CheckEfficiency(path, "gemm_efficiency[" + std::to_string(i) + "]", p.gemm_efficiency(i)));
@@ -123,6 +162,41 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
       return Bad(path, std::string("sources.") + field,
                  "every platform must say where its figures come from");
   return Status::Ok();
+}
+
+namespace {
+
+// Linear in log2(x) between the points (x, y) of `points`, x growing; their ends' y beyond them.
+template <typename Points, typename X, typename Y>
+double LogInterpolate(const Points& points, double x, X x_of, Y y_of) {
+  if (points.empty()) return 0;
+  if (x <= x_of(points[0])) return y_of(points[0]);
+  for (int i = 1; i < points.size(); ++i) {
+    if (x > x_of(points[i])) continue;
+    const double x0 = x_of(points[i - 1]), x1 = x_of(points[i]);
+    const double f = std::log2(x / x0) / std::log2(x1 / x0);
+    return y_of(points[i - 1]) + f * (y_of(points[i]) - y_of(points[i - 1]));
+  }
+  return y_of(points[points.size() - 1]);
+}
+
+}  // namespace
+
+double ColdDispatchUs(const proto::CpuOverheads& overheads, bool view, int distinct_ops,
+                      double bytes) {
+  const auto& in_turn =
+      view && !overheads.in_turn_views().empty() ? overheads.in_turn_views() : overheads.in_turn();
+  const auto& traffic = view && !overheads.after_traffic_views().empty()
+                            ? overheads.after_traffic_views()
+                            : overheads.after_traffic();
+  return std::max(
+      LogInterpolate(
+          in_turn, distinct_ops,
+          [](const proto::InTurnPoint& p) { return static_cast<double>(p.distinct_ops()); },
+          [](const proto::InTurnPoint& p) { return p.extra_us(); }),
+      LogInterpolate(
+          traffic, bytes, [](const proto::TrafficPoint& p) { return p.bytes(); },
+          [](const proto::TrafficPoint& p) { return p.extra_us(); }));
 }
 
 Result<proto::Platform> ParsePlatform(const std::string& name, std::string_view json) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "mimic/base/stats.h"
@@ -17,6 +18,7 @@
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 #include "mimic/model/host_gaps.h"
+#include "mimic/model/platform.h"
 #include "op_models.h"
 
 namespace mimic::model {
@@ -175,6 +177,10 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
     return;
   }
   if (PricedWhole(w, tree, index)) {
+    // A CPU _foreach_ op dispatches its op once per position of its lists: recorded as its
+    // children where the trace has them, counted here where it does not.
+    if (p.device_type() != "cuda" && tree.Children(index).empty())
+      acc.nodes += std::max(0, ForeachCalls(op) - 1);
     OpEvidence e;
     // Count the children's dispatches, not their compute; the sparse values the op read are the
     // outputs of the `aten::_values` among them.
@@ -367,6 +373,67 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
   return o;
 }
 
+// One op a step dispatches, in order: its name and, for a leaf, the bytes its model says it
+// reads and writes (an embedding's rows gathered, not its table; none for a view).
+struct Dispatch {
+  std::string_view name;
+  double bytes = 0;
+  bool view = false;  // priced as a view (IsViewOp)
+};
+
+// What `index` dispatches in order on `p`: itself, then each child's, depth first.
+void DispatchOrder(const proto::Workload& w, const eg::OpTree& tree, const proto::Platform& p,
+                   int index, std::vector<Dispatch>& out) {
+  const proto::Op& op = w.ops(index);
+  Dispatch d{op.name(), 0, IsViewOp(w, op)};
+  if (tree.Children(index).empty() && !d.view) d.bytes = LeafCost(w, op, p).bytes;
+  out.push_back(d);
+  for (int c : tree.Children(index)) DispatchOrder(w, tree, p, c, out);
+}
+
+// What each top-level op's dispatches cost on a CPU platform beyond dispatch_us because their
+// code went cold since their op's last call, by op index: ColdDispatchUs at the distinct ops
+// dispatched since (itself included: ops called in turn, as calibrate measures them, are each at
+// the distance of their number) and at the bytes the other ops moved since. The step
+// repeats: a first call's distances run back into the step before. Empty on a GPU platform and
+// where calibrate measured neither.
+std::unordered_map<int, double> ColdDispatchCosts(const proto::Workload& w, const eg::OpTree& tree,
+                                                  const std::vector<int>& top,
+                                                  const proto::Platform& p,
+                                                  std::vector<std::string>& notes) {
+  std::unordered_map<int, double> cost;
+  const proto::CpuOverheads& c = p.cpu_overheads();
+  if (p.device_type() == "cuda" || (c.in_turn().empty() && c.after_traffic().empty())) return cost;
+  std::vector<std::vector<Dispatch>> order(top.size());
+  for (size_t t = 0; t < top.size(); ++t) DispatchOrder(w, tree, p, top[t], order[t]);
+  std::vector<std::string_view> recency;                      // most recent first
+  std::unordered_map<std::string_view, double> last_traffic;  // traffic when each op last ended
+  double traffic = 0, total = 0;
+  int dispatches = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t t = 0; t < top.size(); ++t)
+      for (const Dispatch& d : order[t]) {
+        auto it = std::find(recency.begin(), recency.end(), d.name);
+        const int distance = static_cast<int>(it - recency.begin()) + 1;
+        if (it != recency.end()) recency.erase(it);
+        recency.insert(recency.begin(), d.name);
+        if (pass == 1) {
+          const double us = ColdDispatchUs(c, d.view, distance, traffic - last_traffic[d.name]);
+          cost[top[t]] += us, total += us, ++dispatches;
+        }
+        traffic += d.bytes;
+        last_traffic[d.name] = traffic;
+      }
+  char buf[260];
+  std::snprintf(buf, sizeof(buf),
+                "each dispatch pays for its code gone cold since its op's last call (cpu_overheads."
+                "in_turn by the distinct ops, after_traffic by the bytes in between): %.3f ms in "
+                "the step, %.2f us a dispatch",
+                total / 1000, dispatches ? total / dispatches : 0.0);
+  notes.push_back(buf);
+  return cost;
+}
+
 // Where the model's T1 comes from without a Kineto trace: the platform's per-issuer figures.
 std::string IssuerT1Note(const proto::Platform& p) {
   const proto::CpuOverheads& c = p.cpu_overheads();
@@ -418,6 +485,8 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   const bool gpu = p.device_type() == "cuda";
   const bool trace_gpu = w.kineto().kernels_linked() > 0;
   const Overheads oh = TraceOverheads(w, top, p, tree, opts.overheads_from_trace, pred.notes);
+  const std::unordered_map<int, double> cold_dispatch =
+      ColdDispatchCosts(w, tree, top, p, pred.notes);
   const std::map<int, int> tbe = PairTbeOps(w, top);
   std::optional<eg::RecordedHostGaps> trace_gaps;
   if (oh.t1_from_trace) trace_gaps.emplace(w, step_start_us, oh.capture);
@@ -556,7 +625,9 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
     } else if (!gpu) {
       // A CPU platform: the op runs on its thread; the replay's own cost of issuing it, each
       // dispatch the platform's dispatcher overhead, the leaves their compute.
-      o.overhead_us = oh.framework + sc.nodes * oh.dispatch;
+      const auto cold = cold_dispatch.find(i);
+      o.overhead_us =
+          oh.framework + sc.nodes * oh.dispatch + (cold == cold_dispatch.end() ? 0 : cold->second);
       o.predicted_us = o.compute_us + o.overhead_us;
       cursor += o.predicted_us;
       cpu_overhead_us += o.overhead_us;

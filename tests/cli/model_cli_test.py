@@ -180,6 +180,25 @@ class CalibrateTest(unittest.TestCase):
             self.assertIn("framework_us = the replay's time per op", p["sources"]["cpu_overheads"])
             self.assertIn("capture_cost_us, capture_input_tensor_us = half the intercept", p["sources"]["cpu_overheads"])
             self.assertGreater(p["cpu_overheads"]["capture_input_tensor_us"], 0)
+            # A dispatch once its code went cold, for ops that compute and for views: by the
+            # distinct ops called in turn and by the bytes copied since the op's last call.
+            cold = p["cpu_overheads"]
+            for key, arg in (("in_turn", "distinct_ops"), ("in_turn_views", "distinct_ops"),
+                             ("after_traffic", "bytes"), ("after_traffic_views", "bytes")):
+                xs = [float(q[arg]) for q in cold[key]]
+                self.assertGreaterEqual(len(xs), 5, key)
+                self.assertEqual(xs, sorted(set(xs)), key)
+                self.assertTrue(all(q.get("extra_us", 0) >= 0 for q in cold[key]), key)
+            # 64 MiB through the caches cost the next call more than 16 KiB did.
+            self.assertGreater(cold["after_traffic"][-1]["extra_us"], cold["after_traffic"][0].get("extra_us", 0))
+            self.assertIn("in_turn, after_traffic = each call's time beyond", p["sources"]["cpu_overheads"])
+            # The ops whose time their values set, each on zeros and on subnormals against a
+            # uniform fill.
+            slow = {v["kind"]: v for v in p["value_slowdown"]}
+            self.assertEqual(sorted(slow), sorted(["sqrt", "rsqrt", "pow", "log", "exp", "reciprocal", "div",
+                                                   "addcdiv"]))
+            self.assertTrue(all(v["zeros"] > 0 and v["subnormals"] > 0 for v in slow.values()))
+            self.assertGreater(slow["sqrt"]["subnormals"], 1)
             self.assertTrue(p["gemm_efficiency"] and p["conv_efficiency"] and p["bandwidth"])
             for e in p["gemm_efficiency"]:
                 self.assertTrue(0 < e["efficiency"] <= 1)
@@ -219,6 +238,26 @@ class CalibrateTest(unittest.TestCase):
             r = mimic("calibrate", "--quick", "--only", "index", "-o", only)  # no --base
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn("--base", r.stderr)
+            # The cold-dispatch figures alone: measured again, said so, the rest kept.
+            r = mimic("calibrate", "--trials", "1", "--threads", "1", "--only", "cold_dispatch", "--base", out,
+                      "-o", only)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(only) as f:
+                q = json.load(f)
+            self.assertIn("--only cold_dispatch", q["sources"]["cpu_overheads.cold_dispatch"])
+            self.assertIn("Cold dispatch (cpu_overheads.in_turn, after_traffic): measured by", q["description"])
+            for key in ("in_turn", "in_turn_views", "after_traffic", "after_traffic_views"):
+                self.assertEqual(len(q["cpu_overheads"][key]), len(p["cpu_overheads"][key]), key)
+            for key in ("gemm_efficiency", "index_ops", "bandwidth", "peak_flops", "calibrated_at"):
+                self.assertEqual(q[key], p[key], key)
+            self.assertEqual(q["cpu_overheads"]["dispatch_us"], p["cpu_overheads"]["dispatch_us"])
+            r = mimic("calibrate", "--trials", "1", "--threads", "1", "--only", "values", "--base", out, "-o", only)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(only) as f:
+                q = json.load(f)
+            self.assertEqual(sorted(v["kind"] for v in q["value_slowdown"]), sorted(slow))
+            self.assertIn("--only values", q["sources"]["value_slowdown"])
+            self.assertEqual(q["cpu_overheads"], p["cpu_overheads"])
 
     def test_a_cpu_replay_takes_the_capture_cost_from_this_hosts_calibration(self):
         """`calibrate --cache` keeps this host's cpu_host; a replay with recorded host gaps then

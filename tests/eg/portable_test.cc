@@ -206,6 +206,12 @@ TEST(OpFacts, InputDomainsNameRecordedTensorArguments) {
   EXPECT_FALSE(KeepsSign("aten::pow.Tensor_Scalar"));
   EXPECT_TRUE(ChangesViewMetadata("aten::resize_"));
   EXPECT_FALSE(ChangesViewMetadata("aten::resize"));
+  // The op calibrate measures a value-dependent operator by: in place, foreach and overloads
+  // name the same one.
+  EXPECT_EQ(ValueDependentKind("aten::_foreach_sqrt_"), "sqrt");
+  EXPECT_EQ(ValueDependentKind("aten::div_.Tensor"), "div");
+  EXPECT_EQ(ValueDependentKind("aten::_foreach_addcdiv_.ScalarList"), "addcdiv");
+  EXPECT_EQ(ValueDependentKind("aten::mul_"), "");
 }
 
 // The index-op records and the class table agree: every index op is of class embedding, and

@@ -111,6 +111,48 @@ TEST(Platform, RejectsImpossibleFiguresNamingTheField) {
   p = *base;
   p.mutable_sources()->erase("peak_flops");
   EXPECT_THAT(CheckPlatform("p.json", p).message(), ::testing::HasSubstr("sources.peak_flops"));
+
+  p = *base;
+  p.mutable_cpu_overheads()->add_in_turn_views()->set_distinct_ops(0);
+  EXPECT_THAT(CheckPlatform("p.json", p).message(),
+              ::testing::HasSubstr("cpu_overheads.in_turn_views[0].distinct_ops"));
+  p = *base;
+  for (double bytes : {1024.0, 1024.0})
+    p.mutable_cpu_overheads()->add_after_traffic()->set_bytes(bytes);
+  EXPECT_THAT(CheckPlatform("p.json", p).message(),
+              ::testing::HasSubstr("cpu_overheads.after_traffic[1].bytes: must grow"));
+  p = *base;
+  p.mutable_cpu_overheads()->add_after_traffic()->set_bytes(1024);
+  p.mutable_cpu_overheads()->mutable_after_traffic(0)->set_extra_us(-1);
+  EXPECT_THAT(CheckPlatform("p.json", p).message(),
+              ::testing::HasSubstr("cpu_overheads.after_traffic[0].extra_us"));
+  p = *base;
+  p.add_value_slowdown()->set_kind("sqrt");
+  EXPECT_THAT(CheckPlatform("p.json", p).message(), ::testing::HasSubstr("value_slowdown[0]"));
+}
+
+// What a dispatch costs once its code went cold: each figure linear in log2 of its argument
+// between the measured points, the ends' beyond them, the larger of the two; views read their
+// own series where measured.
+TEST(Platform, ColdDispatchIsTheLargerOfInTurnAndAfterTraffic) {
+  proto::CpuOverheads c;
+  EXPECT_EQ(ColdDispatchUs(c, false, 100, 1e9), 0);
+  for (auto [ops, us] : {std::pair{1, 0.0}, {64, 2.0}}) {
+    proto::InTurnPoint* t = c.add_in_turn();
+    t->set_distinct_ops(ops), t->set_extra_us(us);
+  }
+  for (auto [bytes, us] : {std::pair{1 << 20, 0.5}, {64 << 20, 10.5}}) {
+    proto::TrafficPoint* t = c.add_after_traffic();
+    t->set_bytes(bytes), t->set_extra_us(us);
+  }
+  EXPECT_DOUBLE_EQ(ColdDispatchUs(c, false, 8, 0), 1.0);        // 2 x log2(8) / log2(64); 0.5
+  EXPECT_DOUBLE_EQ(ColdDispatchUs(c, false, 1000, 0), 2.0);     // beyond the last point
+  EXPECT_DOUBLE_EQ(ColdDispatchUs(c, false, 1, 8 << 20), 5.5);  // 0.5 + 10 x 3 / 6
+  EXPECT_DOUBLE_EQ(ColdDispatchUs(c, true, 1, 8 << 20), 5.5);   // no view series: the same
+  proto::TrafficPoint* v = c.add_after_traffic_views();
+  v->set_bytes(1 << 20), v->set_extra_us(0.25);
+  EXPECT_DOUBLE_EQ(ColdDispatchUs(c, true, 1, 8 << 20), 0.25);
+  EXPECT_DOUBLE_EQ(ColdDispatchUs(c, true, 8, 8 << 20), 1.0);  // in_turn_views unmeasured
 }
 
 TEST(Platform, PeakFallsBackToFp32AndToVectorUnits) {
@@ -1149,6 +1191,131 @@ TEST(Predict, ThePublicTracesTbeAndCompiledRegionsArePricedAndReportedApart) {
   EXPECT_GT(r->unmodelled.original_gpu_active_ms, 0);
   EXPECT_LT(r->modelled.original_ms, r->compute.original_ms);
   EXPECT_LT(r->compute.original_ms, r->original_gpu_active_ms);  // NCCL kernels left out
+}
+
+// Ops named in turn on one thread, each reading a tensor of `numel` floats of its own and
+// writing another.
+proto::Workload OpsInTurn(const std::vector<std::string>& names, int64_t numel) {
+  proto::Workload w;
+  w.add_types("");
+  w.add_schemas("aten::op(Tensor self) -> Tensor");
+  for (size_t i = 0; i < names.size(); ++i) {
+    for (int k = 0; k < 2; ++k) {
+      proto::Tensor* t = w.add_tensors();
+      const int64_t id = w.tensors_size();
+      t->set_tensor_id(id), t->set_storage_id(id), t->set_itemsize(4);
+      t->set_dtype(proto::FLOAT32), t->add_shape(numel), t->set_numel(numel), t->set_device("cpu");
+    }
+    proto::Op* o = w.add_ops();
+    o->set_id(i + 1), o->set_name(names[i]), o->set_schema(0), o->set_thread(1);
+    o->add_inputs()->set_tensor(2 * i), o->add_outputs()->set_tensor(2 * i + 1);
+    o->set_has_cpu_span(true), o->set_cpu_start_us(10.0 * i), o->set_cpu_duration_us(5);
+  }
+  return w;
+}
+
+// sqrt of a state the capture's value profile found 40 % zeros and 10 % subnormals, priced
+// with the platform's measured slow-downs on each: 1 + 0.4 x (3 - 1) + 0.1 x (21 - 1) = 3.8
+// times its uniform time. A _foreach_sqrt prices each tensor by its own values. Only CPU
+// platforms measure it.
+TEST(Predict, AnOpWhoseTimeDependsOnValuesPaysForTheValuesTheCaptureRecorded) {
+  proto::Workload w = OpsInTurn({"aten::sqrt", "aten::mul"}, 1 << 16);
+  proto::Platform p = Builtin("cpu_host");
+  p.clear_value_slowdown();
+  auto base = Predict(w, p);
+  proto::ValueSlowdown* s = p.add_value_slowdown();
+  s->set_kind("sqrt"), s->set_zeros(3), s->set_subnormals(21);
+  auto uniform = Predict(w, p);
+  proto::InputValues* v = w.mutable_ops(0)->add_input_values();
+  v->set_input(0), v->set_zeros(0.4), v->set_subnormals(0.1);
+  *w.mutable_ops(1)->add_input_values() = *v;  // mul does not depend on them
+  auto profiled = Predict(w, p);
+  ASSERT_THAT(base, IsOk());
+  ASSERT_THAT(uniform, IsOk());
+  ASSERT_THAT(profiled, IsOk());
+  EXPECT_DOUBLE_EQ(uniform->ops[0].compute_us, base->ops[0].compute_us);
+  EXPECT_NEAR(profiled->ops[0].compute_us, 3.8 * uniform->ops[0].compute_us, 1e-9);
+  EXPECT_DOUBLE_EQ(profiled->ops[1].compute_us, uniform->ops[1].compute_us);
+
+  // Two tensors in a _foreach_sqrt, the second one profiled: it alone pays.
+  proto::Workload f = OpsInTurn({"aten::_foreach_sqrt"}, 1 << 16);
+  proto::Op& op = *f.mutable_ops(0);
+  for (auto* values : {op.mutable_inputs(), op.mutable_outputs()}) {
+    proto::Value one = values->Get(0);
+    proto::Value& list = *values->Mutable(0);
+    list.mutable_list()->add_items()->CopyFrom(one);
+    list.mutable_list()->add_items()->CopyFrom(one);
+  }
+  const proto::Workload unprofiled = f;
+  *op.add_input_values() = *v;
+  op.mutable_input_values(0)->set_input(1);
+  auto plain = Predict(unprofiled, p), second = Predict(f, p);
+  ASSERT_THAT(plain, IsOk());
+  ASSERT_THAT(second, IsOk());
+  EXPECT_NEAR(second->ops[0].compute_us, plain->ops[0].compute_us * (1 + 3.8) / 2, 1e-9);
+  // Its trace records no children: each of its two calls is a dispatch of its own.
+  const proto::CpuOverheads& c = p.cpu_overheads();
+  EXPECT_NEAR(plain->ops[0].overhead_us - ColdDispatchUs(c, false, 1, 0),
+              c.framework_us() + 2 * c.dispatch_us(), 1e-9);
+  auto gpu = Predict(f, Builtin("h200")), gpu_plain = Predict(unprofiled, Builtin("h200"));
+  ASSERT_THAT(gpu, IsOk());
+  ASSERT_THAT(gpu_plain, IsOk());
+  EXPECT_DOUBLE_EQ(gpu->ops[0].compute_us, gpu_plain->ops[0].compute_us);
+}
+
+// What each op's overhead gains from `c`'s cold-dispatch figures on `platform`.
+std::vector<double> ColdDispatchOf(const proto::Workload& w, const char* platform,
+                                   const proto::CpuOverheads& c) {
+  proto::Platform bare = Builtin(platform);
+  for (auto* points : {bare.mutable_cpu_overheads()->mutable_in_turn(),
+                       bare.mutable_cpu_overheads()->mutable_in_turn_views()})
+    points->Clear();
+  bare.mutable_cpu_overheads()->clear_after_traffic();
+  bare.mutable_cpu_overheads()->clear_after_traffic_views();
+  proto::Platform with = bare;
+  with.mutable_cpu_overheads()->MergeFrom(c);
+  auto a = Predict(w, bare), b = Predict(w, with);
+  EXPECT_THAT(a, IsOk());
+  EXPECT_THAT(b, IsOk());
+  std::vector<double> extra;
+  if (a.ok() && b.ok())
+    for (size_t i = 0; i < a->ops.size(); ++i)
+      extra.push_back(b->ops[i].overhead_us - a->ops[i].overhead_us);
+  return extra;
+}
+
+// A dispatch pays for its code gone cold since its op's last call: at the distinct ops called
+// since, itself included, and at the bytes the ops in between read and wrote. The step repeats,
+// so its first calls count back into the step before. A GPU platform pays nothing of it.
+TEST(Predict, ADispatchPaysForItsCodeGoneColdSinceItsOpsLastCall) {
+  proto::CpuOverheads in_turn;
+  for (auto [ops, us] : {std::pair{1, 0.0}, {2, 1.0}, {4, 3.0}}) {
+    proto::InTurnPoint* t = in_turn.add_in_turn();
+    t->set_distinct_ops(ops), t->set_extra_us(us);
+  }
+  auto near = [](const std::vector<double>& a, const std::vector<double>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-9) << i;
+  };
+  // add after add (the step before's last op), mul after add, add after mul.
+  near(ColdDispatchOf(OpsInTurn({"aten::add", "aten::mul", "aten::add"}, 16), "cpu_host", in_turn),
+       {0, 1, 1});
+  near(ColdDispatchOf(OpsInTurn({"aten::add", "aten::mul", "aten::sub", "aten::relu"}, 16),
+                      "cpu_host", in_turn),
+       {3, 3, 3, 3});
+  near(ColdDispatchOf(OpsInTurn({"aten::add", "aten::mul"}, 16), "h200", in_turn), {0, 0});
+
+  // Each op reads and writes 8 KiB: 8 KiB went by since each one's last call.
+  proto::CpuOverheads traffic;
+  for (auto [bytes, us] : {std::pair{4 << 10, 0.0}, {256 << 10, 6.0}}) {
+    proto::TrafficPoint* t = traffic.add_after_traffic();
+    t->set_bytes(bytes), t->set_extra_us(us);
+  }
+  near(ColdDispatchOf(OpsInTurn({"aten::add", "aten::mul"}, 1024), "cpu_host", traffic), {1, 1});
+  // A view reads the views' series, and moves no bytes.
+  proto::TrafficPoint* v = traffic.add_after_traffic_views();
+  v->set_bytes(1), v->set_extra_us(0.5);
+  near(ColdDispatchOf(OpsInTurn({"aten::t", "aten::mul"}, 1024), "cpu_host", traffic), {0.5, 0});
 }
 
 // Every op the replay issues on a CPU platform pays the replay's own cost (framework_us) once,

@@ -7,16 +7,19 @@
 #include <ATen/ops/_embedding_bag.h>
 #include <ATen/ops/_embedding_bag_backward.h>
 #include <ATen/ops/add.h>
+#include <ATen/ops/addcdiv.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
+#include <ATen/ops/div.h>
 #include <ATen/ops/dropout.h>
 #include <ATen/ops/embedding_bag.h>
 #include <ATen/ops/embedding_dense_backward.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/exp.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/gather.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/index.h>
@@ -33,10 +36,12 @@
 #include <ATen/ops/native_batch_norm.h>
 #include <ATen/ops/native_batch_norm_backward.h>
 #include <ATen/ops/ones.h>
+#include <ATen/ops/pow.h>
 #include <ATen/ops/rand.h>
 #include <ATen/ops/randint.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/randn_like.h>
+#include <ATen/ops/reciprocal.h>
 #include <ATen/ops/relu.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
@@ -57,6 +62,7 @@
 #include <fstream>
 #include <vector>
 
+#include "cold_dispatch.h"
 #include "mimic/base/clock.h"
 #include "mimic/base/host.h"
 #include "mimic/base/stats.h"
@@ -224,6 +230,56 @@ std::string MeasureReplayOverheads(const CalibrateOptions& o, c10::Device device
     }
   }
   return how + CalibrateCaptureCost(o, device, c, log);
+}
+
+// The ops eg::ValueDependentKind names, each called with the values under test in its first
+// input `x`, and `y` (a uniform fill) wherever it takes more.
+using ValueFn = at::Tensor (*)(const at::Tensor& x, const at::Tensor& y);
+const std::pair<const char*, ValueFn> kValueKinds[] = {
+    {"sqrt", [](const at::Tensor& x, const at::Tensor&) { return at::sqrt(x); }},
+    {"rsqrt", [](const at::Tensor& x, const at::Tensor&) { return at::rsqrt(x); }},
+    {"pow", [](const at::Tensor& x, const at::Tensor&) { return at::pow(x, 0.5); }},
+    {"log", [](const at::Tensor& x, const at::Tensor&) { return at::log(x); }},
+    {"exp", [](const at::Tensor& x, const at::Tensor&) { return at::exp(x); }},
+    {"reciprocal", [](const at::Tensor& x, const at::Tensor&) { return at::reciprocal(x); }},
+    {"div", [](const at::Tensor& x, const at::Tensor& y) { return at::div(x, y); }},
+    {"addcdiv", [](const at::Tensor& x, const at::Tensor& y) { return at::addcdiv(x, y, y); }}};
+
+struct ValueProbe {
+  const char* kind;
+  int uniform, zeros, subnormals;
+};
+
+// Each of kValueKinds on 2^18 floats (1 MiB, in cache: the arithmetic sets the time) holding a
+// uniform fill in [0.5, 1.5), all zeros and all subnormals (1e-40).
+std::vector<ValueProbe> AddValueProbes(Probes& probes, const at::TensorOptions& f32) {
+  const int64_t n = 1 << 18;
+  const at::Tensor uniform = at::rand({n}, f32).add_(0.5), zeros = at::zeros({n}, f32),
+                   subnormals = at::full({n}, 1e-40, f32), y = at::rand({n}, f32).add_(0.5);
+  std::vector<ValueProbe> out;
+  for (const auto& [kind, fn] : kValueKinds) {
+    auto probe = [&probes, fn = fn, y](const at::Tensor& x) {
+      return probes.Add([fn, x, y] { fn(x, y); });
+    };
+    out.push_back({kind, probe(uniform), probe(zeros), probe(subnormals)});
+  }
+  return out;
+}
+
+void RecordValueSlowdowns(const std::vector<ValueProbe>& value, const Probes& probes,
+                          const std::string& how, proto::Platform& p) {
+  p.clear_value_slowdown();
+  for (const ValueProbe& v : value) {
+    proto::ValueSlowdown* s = p.add_value_slowdown();
+    s->set_kind(v.kind);
+    s->set_zeros(probes.Us(v.zeros) / probes.Us(v.uniform));
+    s->set_subnormals(probes.Us(v.subnormals) / probes.Us(v.uniform));
+  }
+  (*p.mutable_sources())["value_slowdown"] =
+      how +
+      ": sqrt, rsqrt, pow(x, 0.5), log, exp, reciprocal, div(x, y) and addcdiv(x, y, y) on "
+      "2^18 floats x all zeros and all subnormals (1e-40), over the same on a uniform fill "
+      "in [0.5, 1.5)";
 }
 
 // The dispatcher's fixed cost per op, boxed as replay calls it: probes of a view (aten::t), an
@@ -425,7 +481,7 @@ void RecordConvTransposePoints(const std::vector<ConvProbe>& points, const Probe
       "convolution whose data gradient it is (m = N*H_in*W_in, n = C_in, k = C_out*4)";
 }
 
-// `--only index` or `--only conv_transpose`: the base platform with that sweep's points
+// `--only index`, `conv_transpose` or `values`: the base platform with that sweep's points
 // measured again, nothing else changed.
 Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
                                       const std::function<void(const std::string&)>& log) {
@@ -444,13 +500,15 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
   const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat);
   try {
     const std::vector<int> dispatch = AddDispatchProbes(probes, f32);
-    const bool index_sweep = o.only == "index";
     const std::vector<IndexProbe> index =
-        index_sweep ? AddIndexProbes(o, probes, f32) : std::vector<IndexProbe>{};
-    const std::vector<ConvProbe> transposed =
-        index_sweep ? std::vector<ConvProbe>{} : AddConvTransposeProbes(o, probes, f32);
-    log(std::to_string(index.size() + transposed.size()) + " " + o.only + " probes, " +
-        std::to_string(o.trials) + " rounds");
+        o.only == "index" ? AddIndexProbes(o, probes, f32) : std::vector<IndexProbe>{};
+    const std::vector<ConvProbe> transposed = o.only == "conv_transpose"
+                                                  ? AddConvTransposeProbes(o, probes, f32)
+                                                  : std::vector<ConvProbe>{};
+    const std::vector<ValueProbe> value =
+        o.only == "values" ? AddValueProbes(probes, f32) : std::vector<ValueProbe>{};
+    log(std::to_string(index.size() + transposed.size() + 3 * value.size()) + " " + o.only +
+        " probes, " + std::to_string(o.trials) + " rounds");
     probes.RunRounds();
     const std::string where = HostName() + " (" + CpuModel() + ", " +
                               std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " cpus, " +
@@ -458,10 +516,10 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
     const std::string how = "measured by mimic calibrate --only " + o.only + " on " + where +
                             " at " + UtcNowIso8601() + ", " + o.statistic + " of " +
                             std::to_string(o.trials) + " round-robin trials";
-    if (index_sweep)
-      RecordIndexPoints(index, probes, DispatchUs(probes, dispatch), how, p);
-    else
+    if (!index.empty()) RecordIndexPoints(index, probes, DispatchUs(probes, dispatch), how, p);
+    if (!transposed.empty())
       RecordConvTransposePoints(transposed, probes, DispatchUs(probes, dispatch), how, p);
+    if (!value.empty()) RecordValueSlowdowns(value, probes, how, p);
   } catch (const c10::Error& e) {
     return Status::Internal(std::string("calibration failed in LibTorch: ") +
                             e.what_without_backtrace());
@@ -470,27 +528,32 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
   return p;
 }
 
-// --only capture: the capture's cost alone into a copy of --base (a CPU platform of this host,
-// as the replay takes it from; docs/model.md).
-Result<proto::Platform> CalibrateCaptureOnly(const CalibrateOptions& o,
-                                             const std::function<void(const std::string&)>& log) {
+// --only capture and --only cold_dispatch: one group of cpu_overheads measured into a copy of
+// --base (a CPU platform of this host, say). `measure` fills them and says how; the platform's
+// source `source` and a sentence of its description starting `sentence` say when and where.
+Result<proto::Platform> CalibrateOverheadsOnly(
+    const CalibrateOptions& o, const std::string& source, std::string_view sentence,
+    const std::function<std::string(c10::Device, proto::CpuOverheads&)>& measure) {
   if (o.base.empty())
-    return Status::InvalidInput("--only capture: give --base P, the platform the figures go into");
+    return Status::InvalidInput("--only " + o.only +
+                                ": give --base P, the platform the figures go into");
   MIMIC_ASSIGN_OR_RETURN(proto::Platform p, model::FindPlatform(o.base));
   Result<std::unique_ptr<replay::Executor>> executor = replay::CreateExecutor(o.device);
   if (!executor.ok()) return executor.status();
   if (o.threads > 0) at::set_num_threads(o.threads);
-  const std::string how =
-      CalibrateCaptureCost(o, (*executor)->device(), *p.mutable_cpu_overheads(), log);
-  const std::string measured = "measured by `mimic calibrate --only capture` on " + HostName() +
-                               " (" + CpuModel() + ") at " + UtcNowIso8601();
-  (*p.mutable_sources())["cpu_overheads.capture"] = measured + ": " + how;
+  const std::string how = measure((*executor)->device(), *p.mutable_cpu_overheads());
+  const std::string measured = "measured by `mimic calibrate --only " + o.only + "` on " +
+                               HostName() + " (" + CpuModel() + ") at " + UtcNowIso8601();
+  (*p.mutable_sources())[source] = measured + ": " + how;
   // The description says which figures came later, and from where (another host, maybe).
-  constexpr std::string_view kSentence = " Capture cost (cpu_overheads.capture_*): ";
   std::string d = p.description();
-  if (const size_t at = d.find(kSentence); at != std::string::npos) d.resize(at);
+  if (const size_t at = d.find(sentence); at != std::string::npos) {
+    const size_t end = d.find(". ", at);
+    d.erase(at, end == std::string::npos ? std::string::npos : end + 1 - at);
+  }
+  while (!d.empty() && d.back() == ' ') d.pop_back();
   if (!d.empty() && d.back() != '.') d += '.';
-  p.set_description(d + std::string(kSentence) + measured + ".");
+  p.set_description(d + std::string(sentence) + measured + ".");
   MIMIC_RETURN_IF_ERROR(model::CheckPlatform("calibrated platform", p));
   return p;
 }
@@ -512,10 +575,26 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   };
   if (o.statistic != "median" && o.statistic != "min")
     return Status::InvalidInput("--statistic " + o.statistic + ": must be median or min");
-  if (o.only == "index" || o.only == "conv_transpose") return CalibrateOnly(o, log);
-  if (o.only == "capture") return CalibrateCaptureOnly(o, log);
+  if (o.only == "index" || o.only == "conv_transpose" || o.only == "values")
+    return CalibrateOnly(o, log);
+  if (o.only == "capture")
+    return CalibrateOverheadsOnly(o, "cpu_overheads.capture",
+                                  " Capture cost (cpu_overheads.capture_*): ",
+                                  [&](c10::Device device, proto::CpuOverheads& c) {
+                                    return CalibrateCaptureCost(o, device, c, log);
+                                  });
+  if (o.only == "cold_dispatch") {
+    if (o.device != "cpu")
+      return Status::InvalidInput("--only cold_dispatch: measures the CPU only");
+    return CalibrateOverheadsOnly(o, "cpu_overheads.cold_dispatch",
+                                  " Cold dispatch (cpu_overheads.in_turn, after_traffic): ",
+                                  [&](c10::Device, proto::CpuOverheads& c) {
+                                    return MeasureColdDispatch(std::max(o.trials, 5), c, log);
+                                  });
+  }
   if (!o.only.empty())
-    return Status::InvalidInput("--only " + o.only + ": must be index, conv_transpose or capture");
+    return Status::InvalidInput(
+        "--only " + o.only + ": must be index, conv_transpose, values, capture or cold_dispatch");
   // The replay's executor: the same device selection, allocator and synchronization.
   Result<std::unique_ptr<replay::Executor>> executor = replay::CreateExecutor(o.device);
   if (!executor.ok()) return executor.status();
@@ -557,6 +636,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   try {
     // Register every probe first; time them all in rounds; then turn times into figures.
     const std::vector<int> dispatch_probes = AddDispatchProbes(probes, f32);
+    const std::vector<ValueProbe> value =
+        gpu ? std::vector<ValueProbe>{} : AddValueProbes(probes, f32);
     int launch_probe = -1;
     if (gpu) {
       at::Tensor small = at::zeros({32}, f32);
@@ -861,8 +942,10 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     (*p.mutable_sources())["cpu_overheads"] =
         measured +
         ": dispatch_us = mean boxed call of aten::t, aten::add, aten::mul_ on one-element tensors" +
-        std::string(gpu ? "; t4_us = a tiny aten::add_ launch minus dispatch" : "") + "; " +
-        MeasureReplayOverheads(o, device, *p.mutable_cpu_overheads(), log);
+        std::string(gpu ? "; t4_us = a tiny aten::add_ launch minus dispatch"
+                        : "; " + MeasureColdDispatch(std::max(o.trials, 5),
+                                                     *p.mutable_cpu_overheads(), log)) +
+        "; " + MeasureReplayOverheads(o, device, *p.mutable_cpu_overheads(), log);
     log("dispatch: " + std::to_string(dispatch_us) + " us per op");
     MeasureHostT1(o, p, log);
     // CPU kernels run inside the dispatch they are timed with; subtract it (never below 10%).
@@ -921,6 +1004,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
                    : "steps 16, 64 x batch 8, 32 x hidden 64, 256") +
           (o.workloads.empty() ? "" : " and the workloads' layers") + ", " + how;
     if (!index.empty()) RecordIndexPoints(index, probes, dispatch_us, measured + ", " + how, p);
+    if (!value.empty()) RecordValueSlowdowns(value, probes, measured + ", " + how, p);
     RecordConvTransposePoints(transposed, probes, gpu ? 0.0 : dispatch_us, measured + ", " + how,
                               p);
     (*p.mutable_sources())["attention_efficiency"] =

@@ -54,6 +54,10 @@ bool KeepsSign(std::string_view op_name);
 // subnormals. A replay fills the state it prepares for one with the shares of zeros and
 // subnormals the capture's value profile saw (Op.input_values).
 bool TimeDependsOnValues(std::string_view op_name);
+// The op such an operator computes, by which its time's dependence on values is measured
+// (calibrate's value_slowdown): its name without the namespace, _foreach_ or a trailing '_'
+// ("aten::_foreach_sqrt_" -> "sqrt"); "" for an operator whose time does not depend on them.
+std::string_view ValueDependentKind(std::string_view op_name);
 // Whether an operator changes its input view's own metadata (shape, strides, storage:
 // resize_, set_, transpose_, ...), so that a view shared by other uses must not reach it.
 bool ChangesViewMetadata(std::string_view op_name);

@@ -40,6 +40,14 @@ std::string PlatformToJson(const proto::Platform& platform);
 // dtype the platform does not list. 0 when nothing applies.
 double PeakFlops(const proto::Platform& platform, std::string_view dtype, bool tensor_core);
 
+// What a dispatcher call of an op costs beyond the same call right after it, with
+// `distinct_ops` ops called (itself included) and `bytes` read and written since its op's last
+// call: the larger of cpu_overheads.in_turn and after_traffic (their *_views for a `view`, where
+// measured), each linear in log2 of its argument between the measured points and the end
+// points' figure beyond them; 0 where neither was measured.
+double ColdDispatchUs(const proto::CpuOverheads& overheads, bool view, int distinct_ops,
+                      double bytes);
+
 // A GPU as a Kineto trace's deviceProperties describe it (0 where a figure is not recorded).
 struct DeviceProperties {
   std::string name;         // "Tesla V100-SXM2-16GB", "NVIDIA A100-PG509-200", ...
