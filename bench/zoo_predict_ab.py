@@ -33,8 +33,9 @@ def main():
     ap.add_argument("--before-bin", required=True)
     ap.add_argument("--before-platform", help="default: the after platform less --before-without")
     ap.add_argument("--before-without", default="",
-                    help="comma-separated platform fields (cpu_overheads.X or X) taken out of the after "
-                         "platform to make the before one, e.g. cpu_overheads.in_turn,value_slowdown")
+                    help="comma-separated platform fields (cpu_overheads.X or X, or a list's items: "
+                         "X[key=value]) taken out of the after platform to make the before one, e.g. "
+                         "cpu_overheads.in_turn,value_slowdown,gemm_efficiency[dtype=bf16],peak_flops.bf16")
     ap.add_argument("--after-bin", required=True)
     ap.add_argument("--after-platform", required=True)
     ap.add_argument("--classes", default="embedding,conv,reduction_norm,elementwise")
@@ -45,11 +46,18 @@ def main():
             raise SystemExit("give --before-platform or --before-without")
         platform = json.load(open(a.after_platform))
         for field in a.before_without.split(","):
+            match = None  # "gemm_efficiency[dtype=bf16]": that list's items with that value
+            if field.endswith("]") and "[" in field:
+                field, cond = field[:-1].split("[", 1)
+                match = tuple(cond.split("=", 1))
             *path, key = field.split(".")
             node = platform
             for part in path:
                 node = node.get(part, {})
-            node.pop(key, None)
+            if match is None:
+                node.pop(key, None)
+            else:
+                node[key] = [x for x in node.get(key, []) if str(x.get(match[0])) != match[1]]
         a.before_platform = os.path.join(tempfile.mkdtemp(), "before.json")
         with open(a.before_platform, "w") as f:
             json.dump(platform, f)

@@ -202,6 +202,10 @@ class CalibrateTest(unittest.TestCase):
             self.assertTrue(p["gemm_efficiency"] and p["conv_efficiency"] and p["bandwidth"])
             for e in p["gemm_efficiency"]:
                 self.assertTrue(0 < e["efficiency"] <= 1)
+            # bf16 (autocast's CPU dtype) measured as such, against the best bf16 rate measured.
+            for table in ("gemm_efficiency", "conv_efficiency"):
+                self.assertEqual(sorted({e["dtype"] for e in p[table]}), ["bf16", "fp32"], table)
+            self.assertGreater(p["peak_flops"]["bf16"]["no_tensor_core"], 0)
             self.assertIn("measured by mimic calibrate", p["sources"]["gemm_efficiency"])
             # oneDNN's LSTM layer, forward and backward, measured as a layer.
             self.assertEqual(sorted(e.get("pass") for e in p["rnn_efficiency"]), ["backward", "forward"])

@@ -644,11 +644,11 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       launch_probe = probes.Add([small]() mutable { small.add_(1.0); });
     }
 
-    // GEMM sweep: m (rows, usually the batch) x n x k, fp32 (and bf16 on a GPU).
+    // GEMM sweep: m (rows, usually the batch) x n x k, fp32 and bf16 (autocast's CPU dtype,
+    // which CPUs with AVX-512 BF16 or AMX run faster than fp32, and slower without).
     const std::vector<int64_t> ms = o.quick ? std::vector<int64_t>{16, 256} : std::vector<int64_t>{8, 32, 128, 512, 2048};
     const std::vector<int64_t> nks = o.quick ? std::vector<int64_t>{64, 512} : std::vector<int64_t>{16, 64, 256, 1024};
-    std::vector<std::string> dtypes = {"fp32"};
-    if (gpu) dtypes.push_back("bf16");
+    const std::vector<std::string> dtypes = {"fp32", "bf16"};
     struct Point {
       proto::EfficiencyPoint point;
       double flops;
@@ -672,7 +672,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     // The workloads' own GEMMs (their dtype where this device has it).
     for (const model::WorkloadShapes& ws : o.workloads)
       for (const model::GemmShape& g : ws.gemms) {
-        if (g.dtype != "fp32" && !(gpu && (g.dtype == "bf16" || g.dtype == "fp16"))) continue;
+        if (g.dtype != "fp32" && g.dtype != "bf16" && !(gpu && g.dtype == "fp16")) continue;
         if (2.0 * g.batch * g.m * g.n * g.k > 5e10) continue;  // minutes on a CPU
         const at::TensorOptions opt = f32.dtype(g.dtype == "bf16" ? at::kBFloat16 : g.dtype == "fp16" ? at::kHalf : at::kFloat);
         Point pt;
@@ -691,7 +691,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     // The workloads' own convolutions, forward or backward as recorded.
     for (const model::WorkloadShapes& ws : o.workloads)
       for (const model::ConvShape& cs : ws.convs) {
-        if (cs.dtype != "fp32" && !gpu) continue;
+        if (cs.dtype != "fp32" && cs.dtype != "bf16" && !gpu) continue;
         const at::TensorOptions opt = f32.dtype(cs.dtype == "bf16" ? at::kBFloat16 : cs.dtype == "fp16" ? at::kHalf : at::kFloat);
         at::Tensor x = at::randn(cs.input, opt), w = at::randn(cs.weight, opt);
         const std::vector<int64_t> out_pad(cs.stride.size(), 0);
@@ -795,28 +795,35 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     const std::vector<int64_t> cins = o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{3, 16, 64};
     const std::vector<int64_t> couts = o.quick ? std::vector<int64_t>{32} : std::vector<int64_t>{16, 64, 128};
     const std::vector<int64_t> sizes = o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{8, 32};
-    for (int64_t nb : batches)
-      for (int64_t ci : cins)
-        for (int64_t co : couts)
-          for (int64_t hw : sizes) {
-            at::Tensor x = at::randn({nb, ci, hw, hw}, f32), w = at::randn({co, ci, 3, 3}, f32);
-            at::Tensor y = at::convolution(x, w, {}, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1);
-            const double m = static_cast<double>(nb * hw * hw);
-            for (const char* pass : {"forward", "backward"}) {
-              const bool bwd = std::string_view(pass) == "backward";
-              Point pt;
-              pt.point.set_m(nb * hw * hw), pt.point.set_n(co), pt.point.set_k(ci * 9), pt.point.set_batch(1);
-              pt.point.set_dtype("fp32"), pt.point.set_pass(pass);
-              pt.flops = 2.0 * m * static_cast<double>(co) * static_cast<double>(ci * 9) * (bwd ? 2 : 1);
-              if (bwd)
-                pt.probe = probes.Add([x, w, y] {
-                  (void)at::convolution_backward(y, x, w, std::nullopt, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1, {true, true, false});
-                });
-              else
-                pt.probe = probes.Add([x, w] { (void)at::convolution(x, w, {}, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1); });
-              conv.push_back(pt);
+    for (const std::string& dt : dtypes)
+      for (int64_t nb : batches)
+        for (int64_t ci : cins)
+          for (int64_t co : couts)
+            for (int64_t hw : sizes) {
+              const at::TensorOptions opt = f32.dtype(dt == "bf16" ? at::kBFloat16 : at::kFloat);
+              at::Tensor x = at::randn({nb, ci, hw, hw}, opt), w = at::randn({co, ci, 3, 3}, opt);
+              at::Tensor y = at::convolution(x, w, {}, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1);
+              const double m = static_cast<double>(nb * hw * hw);
+              for (const char* pass : {"forward", "backward"}) {
+                const bool bwd = std::string_view(pass) == "backward";
+                Point pt;
+                pt.point.set_m(nb * hw * hw), pt.point.set_n(co), pt.point.set_k(ci * 9),
+                    pt.point.set_batch(1);
+                pt.point.set_dtype(dt), pt.point.set_pass(pass);
+                pt.flops =
+                    2.0 * m * static_cast<double>(co) * static_cast<double>(ci * 9) * (bwd ? 2 : 1);
+                if (bwd)
+                  pt.probe = probes.Add([x, w, y] {
+                    (void)at::convolution_backward(y, x, w, std::nullopt, {1, 1}, {1, 1}, {1, 1},
+                                                   false, {0, 0}, 1, {true, true, false});
+                  });
+                else
+                  pt.probe = probes.Add([x, w] {
+                    (void)at::convolution(x, w, {}, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1);
+                  });
+                conv.push_back(pt);
+              }
             }
-          }
 
     // Memory-bound kinds by size: bytes as the model counts them (inputs + outputs).
     struct Traffic {
@@ -952,13 +959,23 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     auto net_us = [&](double us) { return std::max(us - (gpu ? 0.0 : dispatch_us), us * 0.1); };
 
     // Peaks: a datasheet base keeps its figures; otherwise the best throughput measured.
-    double best = 0;
-    for (const std::vector<Point>* points : {&gemm, &conv})
-      for (const Point& pt : *points)
-        if (pt.point.dtype() == "fp32") best = std::max(best, pt.flops / (net_us(probes.Us(pt.probe)) * 1e-6));
+    auto best = [&](std::string_view dtype) {
+      double flops = 0;
+      for (const std::vector<Point>* points : {&gemm, &conv})
+        for (const Point& pt : *points)
+          if (pt.point.dtype() == dtype)
+            flops = std::max(flops, pt.flops / (net_us(probes.Us(pt.probe)) * 1e-6));
+      return flops;
+    };
     if (o.base.empty() || model::PeakFlops(p, "fp32", false) <= 0) {
-      (*p.mutable_peak_flops())["fp32"].set_no_tensor_core(best);
+      (*p.mutable_peak_flops())["fp32"].set_no_tensor_core(best("fp32"));
       (*p.mutable_sources())["peak_flops"] = measured + ": the best fp32 GEMM/conv throughput of the sweep (not a datasheet peak)";
+    }
+    // A CPU's bf16 runs on its vector units at a rate of its own: the best bf16 throughput.
+    if (!gpu && !p.peak_flops().contains("bf16")) {
+      (*p.mutable_peak_flops())["bf16"].set_no_tensor_core(best("bf16"));
+      (*p.mutable_sources())["peak_flops"] +=
+          "; bf16: the best bf16 GEMM/conv throughput of the sweep";
     }
     // Efficiency against the peak the model prices that dtype with (tensor cores below fp32).
     auto record = [&](std::vector<Point>& points, google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>* table) {
@@ -975,10 +992,14 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     record(attention, p.mutable_attention_efficiency());
     record(rnn, p.mutable_rnn_efficiency());
     const std::string how = o.statistic + " of " + std::to_string(o.trials) + " round-robin trials";
-    (*p.mutable_sources())["gemm_efficiency"] = measured + ": aten::mm, " + how + ", dispatch subtracted" +
+    (*p.mutable_sources())["gemm_efficiency"] = measured + ": aten::mm, fp32 and bf16, " + how +
+                                                ", dispatch subtracted" +
                                                 (heap.empty() ? "" : ", heap " + heap);
     (*p.mutable_sources())["conv_efficiency"] =
-        measured + ": aten::convolution / convolution_backward 3x3, m = N*H*W, n = C_out, k = C_in*9, " + how;
+        measured +
+        ": aten::convolution / convolution_backward 3x3, fp32 and bf16, m = N*H*W, n = C_out, k = "
+        "C_in*9, " +
+        how;
     double dram = 0;
     for (const Traffic& t : traffic) {
       proto::BandwidthPoint* bp = p.add_bandwidth();
