@@ -447,9 +447,8 @@ bool TimeDependsOnValues(std::string_view op_name) { return Listed(kTimeDependsO
 
 std::string_view ValueDependentKind(std::string_view op_name) {
   if (!TimeDependsOnValues(op_name)) return {};
-  std::string_view kind = op_name;
-  if (const size_t ns = kind.find("::"); ns != std::string_view::npos) kind.remove_prefix(ns + 2);
-  kind = kind.substr(0, kind.find('.'));
+  std::string_view kind = BaseName(op_name);  // listed ops are all aten::
+  kind.remove_prefix(kind.find("::") + 2);
   if (kind.starts_with("_foreach_")) kind.remove_prefix(9);
   if (kind.ends_with('_')) kind.remove_suffix(1);
   return kind;

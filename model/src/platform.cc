@@ -26,29 +26,39 @@ Status CheckNonNegative(const std::string& path, const std::string& field, doubl
   return Status::Ok();
 }
 
-Status CheckInTurn(const std::string& path, const std::string& field,
-                   const google::protobuf::RepeatedPtrField<proto::InTurnPoint>& points) {
+// What a cold-dispatch point is measured at: distinct ops in turn, or bytes of traffic.
+double ArgumentOf(const proto::InTurnPoint& p) { return p.distinct_ops(); }
+double ArgumentOf(const proto::TrafficPoint& p) { return p.bytes(); }
+
+// A cold-dispatch curve (`field`, its argument named `argument`): arguments positive and
+// growing, figures finite and >= 0.
+template <typename Points>
+Status CheckCurve(const std::string& path, const std::string& field, const char* argument,
+                  const Points& points) {
   for (int i = 0; i < points.size(); ++i) {
     const std::string f = field + "[" + std::to_string(i) + "]";
-    if (points[i].distinct_ops() < 1) return Bad(path, f + ".distinct_ops", "must be at least 1");
-    if (i > 0 && points[i].distinct_ops() <= points[i - 1].distinct_ops())
-      return Bad(path, f + ".distinct_ops", "must grow from point to point");
+    const double x = ArgumentOf(points[i]);
+    if (!(x > 0) || !std::isfinite(x)) return Bad(path, f + "." + argument, "must be positive");
+    if (i > 0 && x <= ArgumentOf(points[i - 1]))
+      return Bad(path, f + "." + argument, "must grow from point to point");
     MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, f + ".extra_us", points[i].extra_us()));
   }
   return Status::Ok();
 }
 
-Status CheckTraffic(const std::string& path, const std::string& field,
-                    const google::protobuf::RepeatedPtrField<proto::TrafficPoint>& points) {
-  for (int i = 0; i < points.size(); ++i) {
-    const std::string f = field + "[" + std::to_string(i) + "]";
-    if (!(points[i].bytes() > 0) || !std::isfinite(points[i].bytes()))
-      return Bad(path, f + ".bytes", "must be positive");
-    if (i > 0 && points[i].bytes() <= points[i - 1].bytes())
-      return Bad(path, f + ".bytes", "must grow from point to point");
-    MIMIC_RETURN_IF_ERROR(CheckNonNegative(path, f + ".extra_us", points[i].extra_us()));
+// The figure of a cold-dispatch curve at argument `x`: linear in log2(x) between its points, their
+// ends' figure beyond them; 0 with no points.
+template <typename Points>
+double LogInterpolate(const Points& points, double x) {
+  if (points.empty()) return 0;
+  if (x <= ArgumentOf(points[0])) return points[0].extra_us();
+  for (int i = 1; i < points.size(); ++i) {
+    if (x > ArgumentOf(points[i])) continue;
+    const double x0 = ArgumentOf(points[i - 1]), x1 = ArgumentOf(points[i]);
+    const double f = std::log2(x / x0) / std::log2(x1 / x0);
+    return points[i - 1].extra_us() + f * (points[i].extra_us() - points[i - 1].extra_us());
   }
-  return Status::Ok();
+  return points[points.size() - 1].extra_us();
 }
 
 Status CheckEfficiency(const std::string& path, const std::string& field,
@@ -112,11 +122,13 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
     MIMIC_RETURN_IF_ERROR(CheckNonNegative(
         path, std::string("cpu_overheads.") + figure.platform_field, capture.*figure.member));
   const proto::CpuOverheads& c = p.cpu_overheads();
-  MIMIC_RETURN_IF_ERROR(CheckInTurn(path, "cpu_overheads.in_turn", c.in_turn()));
-  MIMIC_RETURN_IF_ERROR(CheckInTurn(path, "cpu_overheads.in_turn_views", c.in_turn_views()));
-  MIMIC_RETURN_IF_ERROR(CheckTraffic(path, "cpu_overheads.after_traffic", c.after_traffic()));
+  MIMIC_RETURN_IF_ERROR(CheckCurve(path, "cpu_overheads.in_turn", "distinct_ops", c.in_turn()));
   MIMIC_RETURN_IF_ERROR(
-      CheckTraffic(path, "cpu_overheads.after_traffic_views", c.after_traffic_views()));
+      CheckCurve(path, "cpu_overheads.in_turn_views", "distinct_ops", c.in_turn_views()));
+  MIMIC_RETURN_IF_ERROR(
+      CheckCurve(path, "cpu_overheads.after_traffic", "bytes", c.after_traffic()));
+  MIMIC_RETURN_IF_ERROR(
+      CheckCurve(path, "cpu_overheads.after_traffic_views", "bytes", c.after_traffic_views()));
   for (int i = 0; i < p.value_slowdown_size(); ++i) {
     const proto::ValueSlowdown& v = p.value_slowdown(i);
     const std::string f = "value_slowdown[" + std::to_string(i) + "]";
@@ -164,24 +176,6 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
   return Status::Ok();
 }
 
-namespace {
-
-// Linear in log2(x) between the points (x, y) of `points`, x growing; their ends' y beyond them.
-template <typename Points, typename X, typename Y>
-double LogInterpolate(const Points& points, double x, X x_of, Y y_of) {
-  if (points.empty()) return 0;
-  if (x <= x_of(points[0])) return y_of(points[0]);
-  for (int i = 1; i < points.size(); ++i) {
-    if (x > x_of(points[i])) continue;
-    const double x0 = x_of(points[i - 1]), x1 = x_of(points[i]);
-    const double f = std::log2(x / x0) / std::log2(x1 / x0);
-    return y_of(points[i - 1]) + f * (y_of(points[i]) - y_of(points[i - 1]));
-  }
-  return y_of(points[points.size() - 1]);
-}
-
-}  // namespace
-
 double ColdDispatchUs(const proto::CpuOverheads& overheads, bool view, int distinct_ops,
                       double bytes) {
   const auto& in_turn =
@@ -189,14 +183,7 @@ double ColdDispatchUs(const proto::CpuOverheads& overheads, bool view, int disti
   const auto& traffic = view && !overheads.after_traffic_views().empty()
                             ? overheads.after_traffic_views()
                             : overheads.after_traffic();
-  return std::max(
-      LogInterpolate(
-          in_turn, distinct_ops,
-          [](const proto::InTurnPoint& p) { return static_cast<double>(p.distinct_ops()); },
-          [](const proto::InTurnPoint& p) { return p.extra_us(); }),
-      LogInterpolate(
-          traffic, bytes, [](const proto::TrafficPoint& p) { return p.bytes(); },
-          [](const proto::TrafficPoint& p) { return p.extra_us(); }));
+  return std::max(LogInterpolate(in_turn, distinct_ops), LogInterpolate(traffic, bytes));
 }
 
 Result<proto::Platform> ParsePlatform(const std::string& name, std::string_view json) {

@@ -1267,11 +1267,9 @@ TEST(Predict, AnOpWhoseTimeDependsOnValuesPaysForTheValuesTheCaptureRecorded) {
 std::vector<double> ColdDispatchOf(const proto::Workload& w, const char* platform,
                                    const proto::CpuOverheads& c) {
   proto::Platform bare = Builtin(platform);
-  for (auto* points : {bare.mutable_cpu_overheads()->mutable_in_turn(),
-                       bare.mutable_cpu_overheads()->mutable_in_turn_views()})
-    points->Clear();
-  bare.mutable_cpu_overheads()->clear_after_traffic();
-  bare.mutable_cpu_overheads()->clear_after_traffic_views();
+  proto::CpuOverheads& o = *bare.mutable_cpu_overheads();
+  o.clear_in_turn(), o.clear_in_turn_views(), o.clear_after_traffic(),
+      o.clear_after_traffic_views();
   proto::Platform with = bare;
   with.mutable_cpu_overheads()->MergeFrom(c);
   auto a = Predict(w, bare), b = Predict(w, with);

@@ -946,13 +946,14 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     const double dispatch_us = DispatchUs(probes, dispatch_probes);
     p.mutable_cpu_overheads()->set_dispatch_us(dispatch_us);
     if (gpu) p.mutable_cpu_overheads()->set_t4_us(std::max(0.0, probes.Us(launch_probe) - dispatch_us));
+    const std::string per_device =
+        gpu ? "t4_us = a tiny aten::add_ launch minus dispatch"
+            : MeasureColdDispatch(std::max(o.trials, 5), *p.mutable_cpu_overheads(), log);
     (*p.mutable_sources())["cpu_overheads"] =
         measured +
-        ": dispatch_us = mean boxed call of aten::t, aten::add, aten::mul_ on one-element tensors" +
-        std::string(gpu ? "; t4_us = a tiny aten::add_ launch minus dispatch"
-                        : "; " + MeasureColdDispatch(std::max(o.trials, 5),
-                                                     *p.mutable_cpu_overheads(), log)) +
-        "; " + MeasureReplayOverheads(o, device, *p.mutable_cpu_overheads(), log);
+        ": dispatch_us = mean boxed call of aten::t, aten::add, aten::mul_ on one-element "
+        "tensors; " +
+        per_device + "; " + MeasureReplayOverheads(o, device, *p.mutable_cpu_overheads(), log);
     log("dispatch: " + std::to_string(dispatch_us) + " us per op");
     MeasureHostT1(o, p, log);
     // CPU kernels run inside the dispatch they are timed with; subtract it (never below 10%).
