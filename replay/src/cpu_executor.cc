@@ -103,8 +103,10 @@ class CpuExecutor final : public Executor {
     lanes_.clear();
     for (int k = 0; k < std::max(lanes, 1); ++k) lanes_.push_back(std::make_unique<Lane>());
     first_threaded_ = lanes_.size() == 1 ? 1 : 0;
+    const int threads = at::get_num_threads();
     for (size_t k = first_threaded_; k < lanes_.size(); ++k)
-      lanes_[k]->thread = std::thread([this, k] { LaneLoop(*lanes_[k], static_cast<int>(k)); });
+      lanes_[k]->thread =
+          std::thread([this, k, threads] { LaneLoop(*lanes_[k], static_cast<int>(k), threads); });
     return Status::Ok();
   }
 
@@ -196,7 +198,11 @@ class CpuExecutor final : public Executor {
     }
   }
 
-  void LaneLoop(Lane& l, int lane) {
+  // A new thread starts with OpenMP's and MKL's default thread count, not the one the replay
+  // set on its driving thread: each lane takes the driver's, or two lanes would each run a pool
+  // of all the host's cores.
+  void LaneLoop(Lane& l, int lane, int threads) {
+    at::set_num_threads(threads);
     std::unique_lock<std::mutex> lock(l.mu);
     while (true) {
       l.wake.wait(lock, [&l] { return l.stop || !l.queue.empty(); });

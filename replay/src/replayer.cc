@@ -803,8 +803,12 @@ class Session {
       return outcome[0];
     }
     std::vector<std::thread> threads;
+    const int num_threads = at::get_num_threads();  // a new thread would start with the host's
     for (size_t k = 0; k < runners_.size(); ++k)
-      threads.emplace_back([&, k] { outcome[k] = runners_[k]->Iterate(first, measure); });
+      threads.emplace_back([&, k] {
+        at::set_num_threads(num_threads);
+        outcome[k] = runners_[k]->Iterate(first, measure);
+      });
     for (std::thread& t : threads) t.join();
     for (const Result<double>& o : outcome)
       if (!o.ok()) return o.status();

@@ -2,11 +2,13 @@
 // their data meets; an out-of-memory stops the replay; memory, lazy allocation and profiles.
 #include "mimic/replay/executor.h"
 
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 #include "mimic/base/file.h"
@@ -68,6 +70,42 @@ TEST(Executor, TwoStreamsOverlapAndJoinWhereTheirDataMeets) {
       << "the two products did not overlap";
   EXPECT_GE(tc.start_ms, ta.start_ms + ta.duration_ms);
   EXPECT_GE(tc.start_ms, tb.start_ms + tb.duration_ms);
+}
+
+// The host's threads, this process's included.
+int64_t ThreadsOfThisProcess() {
+  int64_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) n += e.exists();
+  return n;
+}
+
+struct ThreadsSeen {
+  at::Tensor a = at::ones({512, 512});  // made on the driving thread, as a replay's state is
+  int64_t during_product = 0;
+};
+
+// A matrix product first thing on its thread: a BLAS call that no at::parallel_for preceded.
+void ProductThenCountThreads(void* ctx, int32_t) {
+  auto& seen = *static_cast<ThreadsSeen*>(ctx);
+  (void)at::mm(seen.a, seen.a);
+  seen.during_product = ThreadsOfThisProcess();
+}
+
+// A lane runs with the thread count the replay set, not with the host's: a lane's matrix
+// product at one thread starts no thread pool of its own (before, each lane's BLAS ran a pool
+// of every core, and its threads outlived the lane).
+TEST(Executor, ALaneRunsWithTheReplaysThreadCount) {
+  at::set_num_threads(1);
+  auto executor = CreateExecutor("cpu");
+  ASSERT_THAT(executor, IsOk());
+  const int64_t before = ThreadsOfThisProcess();
+  const Status configured = (*executor)->Configure(2, 0, 0, false);
+  ASSERT_TRUE(configured.ok()) << configured.message();
+  (*executor)->BeginIteration();
+  ThreadsSeen seen;
+  (*executor)->Submit(1, {}, Work{ProductThenCountThreads, &seen, 0}, -1, -1);
+  (*executor)->EndIteration();
+  EXPECT_EQ(seen.during_product, before + 2) << "two lanes' threads and nothing else";
 }
 
 // Stream 20 waited for an event recorded on stream 7 after its product was launched (a
