@@ -341,13 +341,14 @@ OpCost TbeModel(const Ctx& c) {
 OpCost EmbeddingModel(const Ctx& c) {
   if (eg::TbeOf(c.op.name()).pass != eg::TbePass::kNone) return TbeModel(c);
   if (IndexShape s; IndexShapeOf(c.w, c.op, &s)) {
-    // Measured as such where the platform has the kind (calibrate's index sweep).
+    // Measured as such where the platform has the kind (calibrate's index sweep); its cold
+    // share of the inputs at the slow-down measured on tensors out of cache.
     const double us = IndexOpUs(c.p, s);
     if (us >= 0) {
       OpCost cost;
       cost.model = "index";
       cost.bytes = TouchedBytes(c.in, c.out);
-      cost.compute_us = us;
+      cost.compute_us = us * (1 + c.e.cold_fraction * (IndexColdSlowdown(c.p, s) - 1));
       return cost;
     }
   }
@@ -1085,29 +1086,36 @@ Bracket BracketOf(const std::vector<double>& values, double x) {
 
 }  // namespace
 
-double IndexOpUs(const proto::Platform& p, const IndexShape& s) {
-  const double x[3] = {static_cast<double>(s.indices), static_cast<double>(s.row_width),
-                       static_cast<double>(s.rows)};
-  std::map<std::array<double, 3>, double> time;  // (L, D, R) -> us
-  std::vector<double> axis[3];
-  for (const proto::IndexPoint& pt : p.index_ops()) {
-    if (pt.kind() != s.kind) continue;
-    const std::array<double, 3> key = {static_cast<double>(pt.indices()),
-                                       static_cast<double>(pt.row_width()),
-                                       static_cast<double>(pt.rows())};
-    time[key] = pt.time_us();
-    for (int a = 0; a < 3; ++a) axis[a].push_back(key[a]);
-  }
-  if (time.empty()) return -1;
-  if (auto it = time.find({x[0], x[1], x[2]}); it != time.end()) return it->second;
-  // Trilinear in log time over log L, log D, log R on the sweep's grid.
+namespace {
+
+using IndexGrid = std::map<std::array<double, 3>, double>;  // (L, D, R) -> value
+
+// The index_ops points of `kind`, hot or cold, by (L, D, R): their times.
+IndexGrid IndexTimes(const proto::Platform& p, std::string_view kind, bool cold) {
+  IndexGrid time;
+  for (const proto::IndexPoint& pt : p.index_ops())
+    if (pt.kind() == kind && pt.cold() == cold)
+      time[{static_cast<double>(pt.indices()), static_cast<double>(pt.row_width()),
+            static_cast<double>(pt.rows())}] = pt.time_us();
+  return time;
+}
+
+// `grid`'s value at `x`: trilinear in log value over log L, log D, log R (`extrapolate`: past
+// the grid's last values along the last two, else held at the edge); where the grid has no full
+// cell around `x`, the nearest point's, times `scale(x, nearest)`.
+double LogTrilinear(const IndexGrid& grid, const std::array<double, 3>& x, bool extrapolate,
+                    double (*scale)(const std::array<double, 3>&, const std::array<double, 3>&)) {
+  if (auto it = grid.find(x); it != grid.end()) return it->second;
   Bracket b[3];
   for (int a = 0; a < 3; ++a) {
-    std::sort(axis[a].begin(), axis[a].end());
-    axis[a].erase(std::unique(axis[a].begin(), axis[a].end()), axis[a].end());
-    b[a] = BracketOf(axis[a], x[a]);
+    std::vector<double> axis;
+    for (const auto& [key, v] : grid) axis.push_back(key[a]);
+    std::sort(axis.begin(), axis.end());
+    axis.erase(std::unique(axis.begin(), axis.end()), axis.end());
+    b[a] = BracketOf(axis, x[a]);
+    if (!extrapolate) b[a].t = std::clamp(b[a].t, 0.0, 1.0);
   }
-  double log_us = 0;
+  double log_v = 0;
   for (int corner = 0; corner < 8; ++corner) {
     std::array<double, 3> key;
     double weight = 1;
@@ -1117,23 +1125,49 @@ double IndexOpUs(const proto::Platform& p, const IndexShape& s) {
       weight *= high ? b[a].t : 1 - b[a].t;
     }
     if (weight == 0) continue;
-    auto it = time.find(key);
-    if (it == time.end()) {
-      // Not a full grid around it (extra points only): the nearest point, scaled by the
-      // elements moved, (L + R) x D.
-      auto nearest = time.begin();
+    auto it = grid.find(key);
+    if (it == grid.end()) {  // not a full grid around x (extra points only)
+      auto nearest = grid.begin();
       double best = 1e300;
-      for (auto t = time.begin(); t != time.end(); ++t) {
+      for (auto t = grid.begin(); t != grid.end(); ++t) {
         double d2 = 0;
         for (int a = 0; a < 3; ++a) d2 += std::pow(std::log2(x[a] / t->first[a]), 2);
         if (d2 < best) best = d2, nearest = t;
       }
-      const auto& k = nearest->first;
-      return nearest->second * ((x[0] + x[2]) * x[1]) / ((k[0] + k[2]) * k[1]);
+      return nearest->second * scale(x, nearest->first);
     }
-    log_us += weight * std::log(it->second);
+    log_v += weight * std::log(it->second);
   }
-  return std::exp(log_us);
+  return std::exp(log_v);
+}
+
+// The elements an index op moves, (L + R) x D, at `x` over at `k`.
+double ElementsMoved(const std::array<double, 3>& x, const std::array<double, 3>& k) {
+  return ((x[0] + x[2]) * x[1]) / ((k[0] + k[2]) * k[1]);
+}
+double Unscaled(const std::array<double, 3>&, const std::array<double, 3>&) { return 1; }
+
+std::array<double, 3> GridKey(const IndexShape& s) {
+  return {static_cast<double>(s.indices), static_cast<double>(s.row_width),
+          static_cast<double>(s.rows)};
+}
+
+}  // namespace
+
+double IndexOpUs(const proto::Platform& p, const IndexShape& s) {
+  const IndexGrid time = IndexTimes(p, s.kind, /*cold=*/false);
+  return time.empty() ? -1 : LogTrilinear(time, GridKey(s), /*extrapolate=*/true, ElementsMoved);
+}
+
+double IndexColdSlowdown(const proto::Platform& p, const IndexShape& s) {
+  const IndexGrid hot = IndexTimes(p, s.kind, false), cold = IndexTimes(p, s.kind, true);
+  IndexGrid ratio;  // cold over hot where both were measured
+  for (const auto& [key, us] : cold)
+    if (auto it = hot.find(key); it != hot.end() && it->second > 0)
+      ratio[key] = std::max(1.0, us / it->second);
+  return ratio.empty()
+             ? 1
+             : std::max(1.0, LogTrilinear(ratio, GridKey(s), /*extrapolate=*/false, Unscaled));
 }
 
 namespace {

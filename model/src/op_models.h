@@ -100,6 +100,11 @@ double ShapeEfficiency(const proto::Platform& p,
 // kind.
 double IndexOpUs(const proto::Platform& p, const IndexShape& s);
 
+// How much slower an index op of shape `s` runs when its tensors are out of cache: the cold
+// over the hot time of the points measured both ways (IndexPoint.cold), trilinear in log over
+// their grid and held at its edges; at least 1, and 1 where the platform measured none.
+double IndexColdSlowdown(const proto::Platform& p, const IndexShape& s);
+
 // The bandwidth kind `mimic calibrate` measures for a math-heavy elementwise op ("sqrt",
 // "exp", "tanh", "gelu", ...), or "" for ops priced as plain unary/binary traffic.
 std::string_view MathKindOf(std::string_view op);

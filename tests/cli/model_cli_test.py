@@ -214,17 +214,20 @@ class CalibrateTest(unittest.TestCase):
             self.assertEqual(sorted(e.get("pass") for e in p["rnn_efficiency"]), ["backward", "forward"])
             for e in p["rnn_efficiency"]:
                 self.assertTrue(0 < e["efficiency"] <= 1 and e["time_us"] > 0, e)
-            # Index/scatter ops by kind (quick grid: L 256, 2048 x D 16 x R 1024) and transposed
-            # convolutions under their own passes.
+            # Index/scatter ops by kind (quick grid: L 256, 2048 x D 16 x R 1024; cold: L 2048, the
+            # tensors out of cache) and transposed convolutions under their own passes.
             kinds = {}
             for x in p["index_ops"]:
                 self.assertGreater(x["time_us"], 0, x)
-                kinds.setdefault(x["kind"], []).append((int(x["indices"]), int(x["row_width"]), int(x["rows"])))
+                kinds.setdefault(x["kind"], []).append(
+                    (int(x["indices"]), int(x["row_width"]), int(x["rows"]), x.get("cold", False)))
             self.assertEqual(sorted(kinds), sorted(["index_select", "index", "gather", "scatter_add", "index_add",
                                                     "index_put_accumulate", "embedding_dense_backward",
                                                     "embedding_bag_backward"]))
             for k, shapes in kinds.items():
-                self.assertEqual(sorted(shapes), [(256, 16, 1024), (2048, 16, 1024)], k)
+                self.assertEqual(sorted(shapes), [(256, 16, 1024, False), (2048, 16, 1024, False),
+                                                  (2048, 16, 1024, True)], k)
+            self.assertIn("cold points", p["sources"]["index_ops"])
             passes = sorted(e.get("pass") for e in p["conv_efficiency"] if e.get("pass", "").startswith("transposed_"))
             self.assertEqual(passes, ["transposed_backward", "transposed_forward"])
             r = mimic("predict", *sample("cnn_bn"), "--platform", out, "--json")

@@ -999,6 +999,41 @@ TEST(IndexOps, PricedByTheMeasuredRateOfTheirKind) {
   EXPECT_EQ(r->ops[1].model, "embedding");
 }
 
+// Index ops whose tensors a step's traffic left out of cache pay the slow-down measured on
+// tensors out of cache (cold over hot at the same shape, interpolated like the times); their
+// in-cache time is the hot points' alone.
+TEST(IndexOps, ColdTensorsPayTheSlowDownMeasuredOutOfCache) {
+  proto::Workload w = GraphSageIndexOps();
+  // As an execution trace records them: tensors the cache model follows, ops with schemas.
+  w.mutable_provenance()->clear_schema();
+  w.add_schemas("aten::op(Tensor self) -> Tensor");
+  for (proto::Op& op : *w.mutable_ops()) op.set_schema(0);
+  proto::Platform p = Builtin("cpu_host");
+  p.clear_index_ops();
+  auto point = [&](int64_t d, double us, bool cold) {
+    proto::IndexPoint* x = p.add_index_ops();
+    x->set_kind("scatter_add"), x->set_indices(16000), x->set_row_width(d), x->set_rows(2000);
+    x->set_dtype("fp32"), x->set_time_us(us), x->set_cold(cold);
+  };
+  point(32, 200, false), point(128, 1000, false);
+  const IndexShape scatter{"scatter_add", 16000, 64, 2000, "fp32"};
+  EXPECT_DOUBLE_EQ(IndexColdSlowdown(p, scatter), 1);  // none measured cold
+  point(32, 600, true), point(128, 2000, true);        // 3x and 2x
+  EXPECT_NEAR(IndexOpUs(p, scatter), std::sqrt(200.0 * 1000.0), 1e-9);
+  EXPECT_NEAR(IndexColdSlowdown(p, scatter), std::sqrt(3.0 * 2.0), 1e-9);
+  // Past the measured widths the slow-down is held at the edge, not extrapolated.
+  EXPECT_NEAR(IndexColdSlowdown(p, IndexShape{"scatter_add", 16000, 512, 2000, "fp32"}), 2, 1e-9);
+  EXPECT_DOUBLE_EQ(IndexColdSlowdown(p, IndexShape{"gather", 16000, 64, 2000, "fp32"}), 1);
+
+  auto hot = Predict(w, p, Options(false));
+  p.set_l2_bytes(1);  // a cache that holds nothing: every input cold
+  auto cold = Predict(w, p, Options(false));
+  ASSERT_THAT(hot, IsOk());
+  ASSERT_THAT(cold, IsOk());
+  EXPECT_NEAR(hot->ops[0].compute_us, std::sqrt(200.0 * 1000.0), 1e-9);
+  EXPECT_NEAR(cold->ops[0].compute_us, std::sqrt(200.0 * 1000.0) * std::sqrt(6.0), 1e-9);
+}
+
 // The shipped CPU host has every kind measured, and prices the zoo's shapes from them.
 TEST(IndexOps, ShippedCpuHostHasEveryKind) {
   const proto::Platform p = Builtin("cpu_host");

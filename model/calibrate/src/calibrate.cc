@@ -317,39 +317,69 @@ double DispatchUs(const Probes& probes, const DispatchProbes& ids) {
   return us;
 }
 
-// One call of index kind `s.kind` (eg::IndexOpOf) on L = s.indices uniformly random indices
-// into R = s.rows rows of D = s.row_width fp32 elements, laid out as the model reads the kind's
-// tensors (gather and scatter_add: an index of L x D, one row index broadcast along each row);
-// nullptr for a kind this sweep does not know.
-std::function<void()> IndexCall(const model::IndexShape& s, const at::TensorOptions& f32) {
-  const int64_t l = s.indices, d = s.row_width, r = s.rows;
-  const at::TensorOptions i64 = f32.dtype(at::kLong);
-  at::Tensor table = at::randn({r, d}, f32), idx = at::randint(r, {l}, i64);
-  // gather/scatter_add move whole rows: the row's index broadcast along it (stride 0), as
-  // scatter-by-row code (torch_scatter, PyG's message passing) calls them.
-  at::Tensor rows = at::randn({l, d}, f32), idx2 = idx.unsqueeze(1).expand({l, d});
+// The tensors of one index call: L = s.indices uniformly random indices into R = s.rows rows of
+// D = s.row_width fp32 elements, and L rows to scatter (gather and scatter_add: an index of
+// L x D, one row index broadcast along each row, as scatter-by-row code such as torch_scatter
+// and PyG's message passing calls them).
+struct IndexTensors {
+  at::Tensor table, idx, rows, idx2;
+  IndexTensors(const model::IndexShape& s, const at::TensorOptions& f32)
+      : table(at::randn({s.rows, s.row_width}, f32)),
+        idx(at::randint(s.rows, {s.indices}, f32.dtype(at::kLong))),
+        rows(at::randn({s.indices, s.row_width}, f32)),
+        idx2(idx.unsqueeze(1).expand({s.indices, s.row_width})) {}
+  double Bytes() const {
+    return static_cast<double>(table.nbytes() + idx.nbytes() + rows.nbytes());
+  }
+};
+
+// One call of index kind `kind` (eg::IndexOpOf) on `t`, laid out as the model reads the kind's
+// tensors; nullptr for a kind this sweep does not know.
+std::function<void()> IndexCall(const std::string& k, const IndexTensors& t) {
+  const at::Tensor table = t.table, idx = t.idx, rows = t.rows, idx2 = t.idx2;
   c10::List<std::optional<at::Tensor>> list;
   list.push_back(idx);
-  const std::string& k = s.kind;
   if (k == "index_select") return [=] { (void)at::index_select(table, 0, idx); };
   if (k == "index") return [=] { (void)at::index(table, list); };
   if (k == "gather") return [=] { (void)at::gather(table, 0, idx2); };
   if (k == "scatter_add") return [=] { (void)at::scatter_add(table, 0, idx2, rows); };
   if (k == "index_add") return [=] { (void)at::index_add(table, 0, idx, rows); };
-  if (k == "index_put_accumulate") return [=]() mutable { table.index_put_(list, rows, true); };
+  if (k == "index_put_accumulate")
+    return [=]() mutable { at::Tensor(table).index_put_(list, rows, true); };
+  const int64_t r = table.size(0), l = idx.size(0), d = table.size(1);
   if (k == "embedding_dense_backward")
     return [=] { (void)at::embedding_dense_backward(rows, idx, r, -1, false); };
   if (k == "embedding_bag_backward") {
     const int64_t bags = std::max<int64_t>(l / 8, 1);
-    at::Tensor offsets = at::arange(0, bags, i64).mul_(l / bags);
+    at::Tensor offsets = at::arange(0, bags, idx.options()).mul_(l / bags);
     auto fwd = at::_embedding_bag(table, idx, offsets, false, 0);
-    at::Tensor grad = at::randn({bags, d}, f32);
+    at::Tensor grad = at::randn({bags, d}, table.options());
     return [=] {
       (void)at::_embedding_bag_backward(grad, idx, offsets, std::get<1>(fwd), std::get<2>(fwd),
                                         std::get<3>(fwd), r, false, 0, false, {}, -1);
     };
   }
   return nullptr;
+}
+
+// Copies of one shape's index tensors that together pass twice the last-level cache: a call on
+// the next copy finds its tensors out of cache, as a step's traffic leaves them.
+struct ColdIndexTensors {
+  std::vector<IndexTensors> copies;
+  ColdIndexTensors(const model::IndexShape& s, const at::TensorOptions& f32, double llc_bytes) {
+    copies.emplace_back(s, f32);
+    const double n = std::clamp(std::ceil(2 * llc_bytes / copies[0].Bytes()) + 1, 2.0, 1024.0);
+    while (copies.size() < n) copies.emplace_back(s, f32);
+  }
+};
+
+// The call of `kind` on each copy in turn.
+std::function<void()> ColdIndexCall(const std::string& kind, const ColdIndexTensors& pool) {
+  auto calls = std::make_shared<std::vector<std::function<void()>>>();
+  for (const IndexTensors& t : pool.copies) calls->push_back(IndexCall(kind, t));
+  if (!calls->front()) return nullptr;
+  auto next = std::make_shared<size_t>(0);
+  return [calls, next] { (*calls)[*next = (*next + 1) % calls->size()](); };
 }
 
 constexpr const char* kIndexKinds[] = {"index_select",
@@ -362,13 +392,14 @@ constexpr const char* kIndexKinds[] = {"index_select",
                                        "embedding_bag_backward"};
 
 // The index sweep: every kind at L x D x R on a grid (and the workloads' own index shapes, fp32),
-// registered as probes.
+// registered as probes; on a sub-grid, each also on tensors out of cache (`llc_bytes` > 0).
 struct IndexProbe {
   model::IndexShape shape;
   int probe;
+  bool cold = false;
 };
 std::vector<IndexProbe> AddIndexProbes(const CalibrateOptions& o, Probes& probes,
-                                       const at::TensorOptions& f32) {
+                                       const at::TensorOptions& f32, double llc_bytes) {
   using V = std::vector<int64_t>;
   // L doubles: a kernel's time jumps where the rows it moves outgrow a cache (scatter_add of
   // 128-wide rows: 0.23 us per index at L = 16384, 0.55 at 32768 on a 2-core EPYC VM), and a
@@ -388,8 +419,25 @@ std::vector<IndexProbe> AddIndexProbes(const CalibrateOptions& o, Probes& probes
         shapes.push_back(s);
   std::vector<IndexProbe> out;
   for (const model::IndexShape& s : shapes)
-    if (std::function<void()> call = IndexCall(s, f32))
+    if (std::function<void()> call = IndexCall(s.kind, IndexTensors(s, f32)))
       out.push_back({s, probes.Add(std::move(call))});
+  if (llc_bytes <= 0) return out;
+  // Cold on a sub-grid of tables of 64 KiB and more, one pool of copies per shape shared by
+  // the kinds (each pool about twice the last-level cache).
+  const V cold_ls = o.quick ? V{2048} : V{512, 4096};
+  const V cold_ds = o.quick ? V{16} : V{16, 128};
+  for (int64_t l : cold_ls)
+    for (int64_t d : cold_ds)
+      for (int64_t r : rs) {
+        if (r * d * 4 < (64 << 10)) continue;
+        auto pool = std::make_shared<ColdIndexTensors>(model::IndexShape{"", l, d, r, "fp32"}, f32,
+                                                       llc_bytes);
+        for (const char* kind : kIndexKinds)
+          if (std::function<void()> call = ColdIndexCall(kind, *pool))
+            out.push_back({{kind, l, d, r, "fp32"},
+                           probes.Add([pool, call = std::move(call)] { call(); }),
+                           true});
+      }
   return out;
 }
 
@@ -402,7 +450,7 @@ void RecordIndexPoints(const std::vector<IndexProbe>& index, const Probes& probe
     proto::IndexPoint* pt = p.add_index_ops();
     pt->set_kind(x.shape.kind), pt->set_indices(x.shape.indices),
         pt->set_row_width(x.shape.row_width);
-    pt->set_rows(x.shape.rows), pt->set_dtype(x.shape.dtype);
+    pt->set_rows(x.shape.rows), pt->set_dtype(x.shape.dtype), pt->set_cold(x.cold);
     pt->set_time_us(std::max(us - dispatch_us, us * 0.1));
   }
   (*p.mutable_sources())["index_ops"] =
@@ -410,7 +458,9 @@ void RecordIndexPoints(const std::vector<IndexProbe>& index, const Probes& probe
       ": index_select, index, gather, scatter_add, index_add, index_put_ (accumulate), "
       "embedding_dense_backward and _embedding_bag_backward (8 lookups per bag) on uniformly "
       "random fp32 rows, L (indices) x D (row width) x R (rows) = " +
-      std::to_string(index.size()) + " points, dispatch subtracted";
+      std::to_string(index.size()) +
+      " points, dispatch subtracted; cold points (a sub-grid) on copies of the tensors cycled "
+      "through twice the last-level cache";
 }
 
 // Transposed convolutions (2x2, stride 2: the upsampling layer of decoders and U-Nets),
@@ -511,7 +561,8 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
   try {
     const DispatchProbes dispatch = AddDispatchProbes(probes, f32);
     const std::vector<IndexProbe> index =
-        o.only == "index" ? AddIndexProbes(o, probes, f32) : std::vector<IndexProbe>{};
+        o.only == "index" ? AddIndexProbes(o, probes, f32, LastLevelCacheBytes())
+                          : std::vector<IndexProbe>{};
     const std::vector<ConvProbe> transposed = o.only == "conv_transpose"
                                                   ? AddConvTransposeProbes(o, probes, f32)
                                                   : std::vector<ConvProbe>{};
@@ -944,7 +995,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     // Index- and scatter-style ops, measured as such (CPU: their kernels sort, loop serially
     // or accumulate, far from a copy's rate).
     const std::vector<IndexProbe> index =
-        gpu ? std::vector<IndexProbe>{} : AddIndexProbes(o, probes, f32);
+        gpu ? std::vector<IndexProbe>{} : AddIndexProbes(o, probes, f32, llc);
     const std::vector<ConvProbe> transposed = AddConvTransposeProbes(o, probes, f32);
 
     log(std::to_string(probes.size()) + " probes (" + std::to_string(gemm.size()) + " gemm, " +
