@@ -109,7 +109,6 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
       {"cpu_overheads.t4_us", p.cpu_overheads().t4_us()},
       {"cpu_overheads.t5_us", p.cpu_overheads().t5_us()},
       {"cpu_overheads.dispatch_us", p.cpu_overheads().dispatch_us()},
-      {"cpu_overheads.dispatch_view_us", p.cpu_overheads().dispatch_view_us()},
       {"cpu_overheads.framework_us", p.cpu_overheads().framework_us()},
       {"cpu_overheads.t1_forward_us", p.cpu_overheads().t1_forward_us()},
       {"cpu_overheads.t1_backward_us", p.cpu_overheads().t1_backward_us()},

@@ -76,8 +76,7 @@ class CacheModel {
 struct SubtreeCost {
   double compute_us = 0;  // sum of leaf compute
   double flops = 0, bytes = 0;
-  int nodes = 0;       // ops dispatched (the op and everything under it)
-  int view_nodes = 0;  // the views among them (IsViewOp)
+  int nodes = 0;     // ops dispatched (the op and everything under it)
   int launches = 0;  // leaves that launch a kernel
   const char* model = "none";
   const char* unmodelled = nullptr;  // why no model sees some of its work (OpCost::unmodelled)
@@ -167,7 +166,6 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
                 const std::map<int, int>& tbe, int index, CacheModel& cache, SubtreeCost& acc) {
   const proto::Op& op = w.ops(index);
   acc.nodes += 1;
-  acc.view_nodes += IsViewOp(w, op);
   if (eg::IsDelayOp(op)) {
     // synth's substitution: the op is replaced by a spin of attrs["delay_us"].
     auto it = op.attrs().find("delay_us");
@@ -191,7 +189,6 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
       const int c = stack.back();
       stack.pop_back();
       acc.nodes += 1;
-      acc.view_nodes += IsViewOp(w, w.ops(c));
       if (IsValuesOp(w.ops(c).name()))
         for (const proto::Tensor* t : Tensors(w, w.ops(c).outputs()))
           e.sparse_values_bytes += Bytes(t);
@@ -326,13 +323,7 @@ bool IsSyncOp(const proto::Workload& w, const proto::Op& op) {
 // T1-T5 from the workload's Kineto spans, where it has them (medians over the selection).
 struct Overheads {
   double t1 = 0, t2 = 0, t3 = 0, t4 = 0, t5 = 0, dispatch = 0;
-  double dispatch_view = 0;  // a view's dispatch (dispatch where the platform has none)
-  double framework = 0;      // CPU: the replay's own cost per op it issues, beyond dispatch
-
-  // What dispatching a subtree's ops costs: each view at dispatch_view, each other op dispatch.
-  double DispatchUs(const SubtreeCost& sc) const {
-    return (sc.nodes - sc.view_nodes) * dispatch + sc.view_nodes * dispatch_view;
-  }
+  double framework = 0;  // CPU: the replay's own cost per op it issues, beyond dispatch
   eg::CaptureCost capture;  // the capture's cost, taken off T1 read from a trace
   bool t1_from_trace = false;
 };
@@ -341,15 +332,8 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
                          const proto::Platform& p, const eg::OpTree& tree, bool from_trace,
                          std::vector<std::string>& notes) {
   const proto::CpuOverheads& c = p.cpu_overheads();
-  Overheads o{c.t1_us(),
-              c.t2_us(),
-              c.t3_us(),
-              c.t4_us(),
-              c.t5_us(),
-              c.dispatch_us(),
-              c.dispatch_view_us() > 0 ? c.dispatch_view_us() : c.dispatch_us(),
-              c.framework_us(),
-              eg::CaptureCostFor(w, CaptureCostOf(c)),
+  Overheads o{c.t1_us(), c.t2_us(),       c.t3_us(),        c.t4_us(),
+              c.t5_us(), c.dispatch_us(), c.framework_us(), eg::CaptureCostFor(w, CaptureCostOf(c)),
               false};
   if (!from_trace || !w.kineto().present()) return o;
   std::vector<double> t2, t3, t5;
@@ -643,7 +627,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
       // dispatch the platform's dispatcher overhead, the leaves their compute.
       const auto cold = cold_dispatch.find(i);
       o.overhead_us =
-          oh.framework + oh.DispatchUs(sc) + (cold == cold_dispatch.end() ? 0 : cold->second);
+          oh.framework + sc.nodes * oh.dispatch + (cold == cold_dispatch.end() ? 0 : cold->second);
       o.predicted_us = o.compute_us + o.overhead_us;
       cursor += o.predicted_us;
       cpu_overhead_us += o.overhead_us;
@@ -659,13 +643,13 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
         ++host_ops;
         o.compute_us = 0;
         sc.launches = 0;
-        if (op.has_cpu_span()) sc.nodes = sc.view_nodes = 0, o.overhead_us = op.cpu_duration_us();
+        if (op.has_cpu_span()) sc.nodes = 0, o.overhead_us = op.cpu_duration_us();
       }
       const int n = std::max(sc.launches, 0);
       const int64_t stream =
           !ks.empty() ? ks.front()->stream() : (collective ? kCommStream : kDefaultStream);
-      double cpu_us =
-          n > 0 ? oh.t2 + n * oh.t4 + (n - 1) * oh.t5 + oh.t3 : o.overhead_us + oh.DispatchUs(sc);
+      double cpu_us = n > 0 ? oh.t2 + n * oh.t4 + (n - 1) * oh.t5 + oh.t3
+                            : o.overhead_us + sc.nodes * oh.dispatch;
       const double launch_end = cursor + (n > 0 ? oh.t2 + n * oh.t4 + (n - 1) * oh.t5 : 0);
       o.overhead_us = cpu_us;
       o.predicted_us = o.compute_us;

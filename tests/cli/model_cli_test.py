@@ -174,9 +174,6 @@ class CalibrateTest(unittest.TestCase):
             self.assertGreater(p["peak_flops"]["fp32"]["no_tensor_core"], 0)
             self.assertGreater(p["memory_bandwidth_bytes_per_s"], 0)
             self.assertGreater(p["cpu_overheads"]["dispatch_us"], 0)
-            # A view's call (aten::t) measured apart from the ops that compute.
-            self.assertGreater(p["cpu_overheads"]["dispatch_view_us"], 0)
-            self.assertIn("dispatch_view_us = the same of aten::t", p["sources"]["cpu_overheads"])
             # The replay's own cost per op and the capture's per event boundary, on known loops.
             self.assertGreater(p["cpu_overheads"]["capture_cost_us"], 0)
             self.assertGreaterEqual(p["cpu_overheads"].get("framework_us", 0), 0)  # JSON omits a 0

@@ -1249,29 +1249,6 @@ proto::Workload OpsInTurn(const std::vector<std::string>& names, int64_t numel) 
   return w;
 }
 
-// A composite op's dispatches: narrow runs slice, which runs as_strided, all three views; an
-// add computes. Each view costs dispatch_view_us, the add dispatch_us; without a measured
-// view figure (a platform calibrated before it) a view costs dispatch_us.
-TEST(Predict, AViewsDispatchCostsTheMeasuredViewCall) {
-  proto::Workload w =
-      OpsInTurn({"aten::narrow", "aten::slice", "aten::as_strided", "aten::add"}, 64);
-  w.mutable_ops(1)->set_parent(1), w.mutable_ops(2)->set_parent(2);
-  proto::Platform p = Builtin("cpu_host");
-  proto::CpuOverheads& c = *p.mutable_cpu_overheads();
-  c.clear_in_turn(), c.clear_after_traffic(), c.clear_in_turn_views(),
-      c.clear_after_traffic_views();
-  c.set_dispatch_us(0.9), c.set_dispatch_view_us(0.2);
-  auto measured = Predict(w, p);
-  c.set_dispatch_view_us(0);
-  auto unmeasured = Predict(w, p);
-  ASSERT_THAT(measured, IsOk());
-  ASSERT_THAT(unmeasured, IsOk());
-  ASSERT_EQ(measured->ops.size(), 2u);  // the top-level narrow and add
-  EXPECT_NEAR(measured->ops[0].overhead_us, c.framework_us() + 3 * 0.2, 1e-9);
-  EXPECT_NEAR(measured->ops[1].overhead_us, c.framework_us() + 0.9, 1e-9);
-  EXPECT_NEAR(unmeasured->ops[0].overhead_us, c.framework_us() + 3 * 0.9, 1e-9);
-}
-
 // sqrt of a state the capture's value profile found 40 % zeros and 10 % subnormals, priced
 // with the platform's measured slow-downs on each: 1 + 0.4 x (3 - 1) + 0.1 x (21 - 1) = 3.8
 // times its uniform time. A _foreach_sqrt prices each tensor by its own values. Only CPU

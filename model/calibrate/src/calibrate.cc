@@ -282,38 +282,32 @@ void RecordValueSlowdowns(const std::vector<ValueProbe>& value, const Probes& pr
       "in [0.5, 1.5)";
 }
 
-// The dispatcher's fixed cost per op, boxed as replay calls it, on one-element tensors where
-// the data costs nothing: a view (aten::t) and ops that compute, one allocating (aten::add) and
-// one in place (aten::mul_).
-struct DispatchProbes {
-  int view = -1;
-  std::vector<int> compute;
-};
-DispatchProbes AddDispatchProbes(Probes& probes, const at::TensorOptions& f32) {
+// The dispatcher's fixed cost per op, boxed as replay calls it: probes of a view (aten::t), an
+// allocating op (aten::add) and an in-place op (aten::mul_) on one-element tensors, where the
+// data costs nothing. Their mean is dispatch_us.
+std::vector<int> AddDispatchProbes(Probes& probes, const at::TensorOptions& f32) {
   at::Tensor one = at::randn({1, 1}, f32), other = at::randn({1, 1}, f32);
-  DispatchProbes ids;
+  std::vector<int> ids;
   for (const auto& [name, overload] : {std::pair<const char*, const char*>{"aten::t", ""},
                                        {"aten::add", "Tensor"},
                                        {"aten::mul_", "Tensor"}}) {
     const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
     const bool binary = std::string_view(name) != "aten::t";
     const bool alpha = std::string_view(name) == "aten::add";
-    const int id = probes.Add([one, other, op, binary, alpha] {
+    ids.push_back(probes.Add([one, other, op, binary, alpha] {
       torch::jit::Stack stack;
       stack.emplace_back(one);
       if (binary) stack.emplace_back(other);
       if (alpha) stack.emplace_back(c10::Scalar(1));
       op.callBoxed(stack);
-    });
-    binary ? ids.compute.push_back(id) : void(ids.view = id);
+    }));
   }
   return ids;
 }
 
-// dispatch_us: the mean of the ops that compute (what a kernel's probe time includes).
-double DispatchUs(const Probes& probes, const DispatchProbes& ids) {
+double DispatchUs(const Probes& probes, const std::vector<int>& ids) {
   double us = 0;
-  for (int i : ids.compute) us += probes.Us(i) / static_cast<double>(ids.compute.size());
+  for (int i : ids) us += probes.Us(i) / static_cast<double>(ids.size());
   return us;
 }
 
@@ -559,7 +553,7 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
   Probes probes(o, **executor);
   const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat);
   try {
-    const DispatchProbes dispatch = AddDispatchProbes(probes, f32);
+    const std::vector<int> dispatch = AddDispatchProbes(probes, f32);
     const std::vector<IndexProbe> index =
         o.only == "index" ? AddIndexProbes(o, probes, f32, LastLevelCacheBytes())
                           : std::vector<IndexProbe>{};
@@ -696,7 +690,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat).device(device);
   try {
     // Register every probe first; time them all in rounds; then turn times into figures.
-    const DispatchProbes dispatch_probes = AddDispatchProbes(probes, f32);
+    const std::vector<int> dispatch_probes = AddDispatchProbes(probes, f32);
     const std::vector<ValueProbe> value =
         gpu ? std::vector<ValueProbe>{} : AddValueProbes(probes, f32);
     int launch_probe = -1;
@@ -1006,15 +1000,14 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
 
     const double dispatch_us = DispatchUs(probes, dispatch_probes);
     p.mutable_cpu_overheads()->set_dispatch_us(dispatch_us);
-    p.mutable_cpu_overheads()->set_dispatch_view_us(probes.Us(dispatch_probes.view));
     if (gpu) p.mutable_cpu_overheads()->set_t4_us(std::max(0.0, probes.Us(launch_probe) - dispatch_us));
     const std::string per_device =
         gpu ? "t4_us = a tiny aten::add_ launch minus dispatch"
             : MeasureColdDispatch(std::max(o.trials, 5), *p.mutable_cpu_overheads(), log);
     (*p.mutable_sources())["cpu_overheads"] =
         measured +
-        ": dispatch_us = mean boxed call of aten::add, aten::mul_ on one-element tensors, "
-        "dispatch_view_us = the same of aten::t; " +
+        ": dispatch_us = mean boxed call of aten::t, aten::add, aten::mul_ on one-element "
+        "tensors; " +
         per_device + "; " + MeasureReplayOverheads(o, device, *p.mutable_cpu_overheads(), log);
     log("dispatch: " + std::to_string(dispatch_us) + " us per op");
     MeasureHostT1(o, p, log);
