@@ -228,7 +228,11 @@ Runner AddCompare(CLI::App& app) {
   app.add_option("--seed", args->options.seed, "Seed of all random tensor contents")
       ->capture_default_str();
   app.add_flag(
-      "--heap-trim,!--no-heap-trim", [args](int64_t n) { args->options.retain_heap = n <= 0; },
+      "--heap-trim,!--no-heap-trim",
+      [args](int64_t n) {
+        args->options.heap =
+            n > 0 ? replay::ReplayOptions::Heap::kTrimmed : replay::ReplayOptions::Heap::kRetained;
+      },
       "Let the C library hand freed host memory back to the kernel during the replay (see replay "
       "--help)");
   app.add_option("--report", args->report, "JSON report to write ('-' for stdout)")->required();

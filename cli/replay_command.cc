@@ -50,9 +50,20 @@ void AddReplayOptions(CLI::App& app, replay::ReplayOptions& o, std::string& repo
   app.add_option("--label", o.label, "Replay a \"## label ##\" range instead of an iteration");
   app.add_option("--threads", o.num_threads, "Intra-op threads (default: the original run's when known, else LibTorch's)");
   app.add_option("--seed", o.seed, "Seed of all random tensor contents")->capture_default_str();
-  app.add_flag("--heap-trim,!--no-heap-trim", [&o](int64_t n) { o.retain_heap = n <= 0; },
-               "Let the C library hand freed host memory back to the kernel, as glibc does by default; host tensors "
-               "then page-fault afresh each iteration (default: the heap is kept, as a long-running training process's is)");
+  app.add_flag(
+      "--heap-trim,!--no-heap-trim",
+      [&o](int64_t n) {
+        o.heap =
+            n > 0 ? replay::ReplayOptions::Heap::kTrimmed : replay::ReplayOptions::Heap::kRetained;
+      },
+      "Let the C library hand freed host memory back to the kernel, as glibc does by default; host "
+      "tensors "
+      "then page-fault afresh each iteration. --no-heap-trim keeps the heap, as a long-running "
+      "process's is. "
+      "Default: as the original did where its capture recorded its page faults per step (warm up "
+      "trimmed, "
+      "keep the heap unless the original faulted at least half as often as this replay trimmed), "
+      "else kept");
   app.add_flag("!--no-decompose", o.decompose,
                "Run composite ops (those with no kernel of their own, like max_pool2d or linear) as themselves, "
                "not as the ops the trace recorded under them");

@@ -10,8 +10,11 @@ With --baseline BIN, each capture is also replayed by another mimic binary (an o
 right before or after (the two take turns going first, run by run), and the table sets its ratio
 beside this one's: a change measured side by side on the same captures in one run.
 
+Each model is captured in a process of its own and replayed right after; --one-process captures
+them all in one process first (as before 2026-11-27).
+
 Usage: python3 bench/fidelity/run.py [--runs 5] [--only a,b] [--work DIR] [--host-gaps recorded|none]
-                                     [--baseline BIN]
+                                     [--baseline BIN] [--one-process]
 Environment: MIMIC (default build/default/cli/mimic)."""
 import argparse
 import datetime
@@ -101,20 +104,31 @@ def drift(rep: dict) -> str:
     return "-" if d is None else f"{d * 100:+.0f}%"
 
 
+def capture(work: str, names: list[str]) -> None:
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "fidelity", "zoo.py"), "--out", work,
+                    "--only", ",".join(names)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def one_run(k: int, args: argparse.Namespace, names: list[str]) -> dict[str, tuple[float, float | None]]:
     work = os.path.join(args.work, f"run{k}")
     os.makedirs(work, exist_ok=True)
-    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "fidelity", "zoo.py"), "--out", work,
-                    "--only", ",".join(names)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if args.one_process:
+        capture(work, names)
     ratios = {}
     start = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    print(f"\n### Run {k} ({start}, 1-minute load {os.getloadavg()[0]:.2f} after the captures)\n")
+    when = "after the captures" if args.one_process else "at the start"
+    print(f"\n### Run {k} ({start}, 1-minute load {os.getloadavg()[0]:.2f} {when})\n")
     base_col = " baseline ratio |" if args.baseline else ""
     print(f"| model | original ms | original's drift | replay ms | ratio |{base_col} CPU ratio | coverage |"
           " capture's cost taken off | largest per-op differences (ms) | sqrt replay/timeline ms |"
           " original system | replay system |")
     print("|---|---:|---:|---:|---:|" + ("---:|" if args.baseline else "") + "---:|---|---|---|---|---|---|")
     for name in names:
+        # Each model in a process of its own, as its replay runs in one: a process that already
+        # trained other models has another heap and RSS (cnn_bf16, captured tenth, replayed
+        # 0.68-1.01x its original that way). Then its replay, at once.
+        if not args.one_process:
+            capture(work, [name])
         # The two builds take turns going first, so that neither always meets the machine as the
         # other one left it.
         if args.baseline and k % 2 == 0:
@@ -145,6 +159,9 @@ def main() -> None:
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--host-gaps", default="recorded", choices=("recorded", "none"))
     p.add_argument("--baseline", default="", help="another mimic binary to replay each capture with too")
+    p.add_argument("--one-process", action="store_true",
+                   help="capture every model in one process before any replay (the harness before "
+                        "2026-11-27), not each in its own process right before its replay")
     args = p.parse_args()
     args.work = args.work or tempfile.mkdtemp(prefix="mimic_zoo.")
     listed = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "fidelity", "zoo.py"), "--list"],

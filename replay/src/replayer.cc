@@ -669,8 +669,7 @@ class Session {
     if (options_.dist) MIMIC_RETURN_IF_ERROR(CheckLaunchMatchesTrace(*options_.dist, w_));
     MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> first, CreateExecutor(device));
     if (options_.num_threads > 0) at::set_num_threads(options_.num_threads);
-    result_.heap = options_.retain_heap ? RetainFreedHeap() : "";
-    if (result_.heap.empty()) result_.heap = "default";
+    ChooseHeapAtStart();
     result_.num_threads = at::get_num_threads();
     result_.device = first->Describe();
     result_.executor = first->type();
@@ -815,6 +814,33 @@ class Session {
     return MsSince(t0);
   }
 
+  // --heap: retained or trimmed as asked; auto follows the original's recorded faults per step
+  // (ChooseHeap after the probe iteration), else retained.
+  void ChooseHeapAtStart() {
+    using Heap = ReplayOptions::Heap;
+    heap_probe_ = options_.heap == Heap::kAuto && w_.original().has_page_faults_per_iteration();
+    if (heap_probe_) {
+      options_.warmup = std::max(options_.warmup, kHeapProbeIteration + 2);
+      result_.heap = "default";  // until ChooseHeap
+      return;
+    }
+    result_.heap = options_.heap == Heap::kTrimmed ? "" : RetainFreedHeap();
+    if (result_.heap.empty()) result_.heap = "default";
+  }
+
+  // After the probe iteration, run with the C library's trimming heap (`faults` page faults in
+  // it): keeps the heap unless the original faulted at least half as often, the mode whose
+  // faults per iteration are nearer the original's (a kept heap faults about never).
+  void ChooseHeap(int64_t faults) {
+    const double original = w_.original().page_faults_per_iteration();
+    const bool keep = 2 * original < static_cast<double>(faults);
+    std::string kept = keep ? RetainFreedHeap() : "";
+    result_.heap = (kept.empty() ? std::string("default") : kept) +
+                   ", chosen: the original faulted " + std::to_string(std::llround(original)) +
+                   " times per step, this replay " + std::to_string(faults) +
+                   " in a warm-up iteration with the default heap";
+  }
+
   Status Iterate(const ProgressFn& progress) {
     Executor& lead = runners_[0]->executor();
     const int total = options_.warmup + options_.iters;
@@ -822,8 +848,10 @@ class Session {
       const bool measure = it >= options_.warmup;
       if (it == options_.warmup) MIMIC_RETURN_IF_ERROR(StartMeasuring(lead));
       if (profile_) profile_->BeginIteration(it - options_.warmup + 1);
+      const int64_t faults = MinorPageFaults();
       Result<double> ms = IterateOnce(/*first=*/it == 0, measure);
       if (profile_) profile_->EndIteration();
+      if (it == kHeapProbeIteration && heap_probe_) ChooseHeap(MinorPageFaults() - faults);
       if (!ms.ok()) {  // the iteration in flight is dropped; the completed ones are reported
         result_.stop_reason = ms.status().message();
         stopped_ = true;
@@ -918,6 +946,10 @@ class Session {
   bool sampling_ = false, stopped_ = false;
   int64_t faults_at_first_measured_ = 0;
   ProcessUsage usage_at_first_measured_;
+  // --heap auto: the warm-up iteration whose page faults decide the heap (the first one also
+  // touches every page for the first time), and whether it is still to come.
+  static constexpr int kHeapProbeIteration = 1;
+  bool heap_probe_ = false;
 };
 
 }  // namespace

@@ -108,6 +108,44 @@ TEST(Executor, ALaneRunsWithTheReplaysThreadCount) {
   EXPECT_EQ(seen.during_product, before + 2) << "two lanes' threads and nothing else";
 }
 
+// --heap auto follows the original's recorded page faults per step: an original that faulted
+// far more than the trimming heap makes this replay fault keeps that heap; one that never
+// faulted gets the retained heap. Either way the warm-up covers the probe iteration and one
+// more, and the report says what was chosen and why.
+TEST(Executor, TheHeapFollowsTheOriginalsPageFaults) {
+  WorkloadBuilder b;
+  b.Step(1);
+  // 34 MB: past glibc's largest dynamic mmap threshold, so its default heap maps and unmaps the
+  // output every iteration and the probe always sees faults.
+  const int x = b.Tensor({4096, 2100}), y = b.Tensor({4096, 2100});
+  b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(y)});
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 1;
+  options.iters = 2;
+  for (const double original : {1e9, 0.0}) {
+    proto::Workload w = b.workload();
+    w.mutable_original()->set_page_faults_per_iteration(original);
+    auto r = Replay(w, options);
+    ASSERT_THAT(r, IsOk());
+    EXPECT_EQ(r->iteration_ms.size(), 2u);
+    EXPECT_THAT(r->heap, ::testing::HasSubstr("chosen: the original faulted"));
+    if (original > 0)
+      EXPECT_THAT(r->heap, ::testing::StartsWith("default"));
+    else
+      EXPECT_THAT(r->heap, ::testing::StartsWith("retained"));
+  }
+  // Asked for, or nothing recorded to follow: as asked, else retained.
+  options.heap = ReplayOptions::Heap::kTrimmed;
+  auto trimmed = Replay(b.workload(), options);
+  options.heap = ReplayOptions::Heap::kAuto;
+  auto unrecorded = Replay(b.workload(), options);
+  ASSERT_THAT(trimmed, IsOk());
+  ASSERT_THAT(unrecorded, IsOk());
+  EXPECT_EQ(trimmed->heap, "default");
+  EXPECT_THAT(unrecorded->heap, ::testing::StartsWith("retained"));
+}
+
 // Stream 20 waited for an event recorded on stream 7 after its product was launched (a
 // "Stream Wait Event" the trace recorded): the add on stream 20 waits for that product although
 // it does not read it; without the recorded wait the lanes would not meet at all.

@@ -49,9 +49,16 @@ struct ReplayOptions {
   // Bounds the rendezvous and every collective: a rank that died or hung makes the others
   // stop within it, naming the rank and the collective.
   int64_t comm_timeout_ms = 300000;
-  // Keep freed host memory in the heap (RetainFreedHeap, base/host.h) so host tensors do not
-  // page-fault afresh each iteration; false leaves the C library's default (trimming).
-  bool retain_heap = true;
+  // The host heap. kRetained keeps freed memory (RetainFreedHeap, base/host.h), so host tensors
+  // do not page-fault afresh each iteration; kTrimmed leaves the C library's default, which
+  // hands freed memory back to the kernel. kAuto follows the original where its capture
+  // recorded its page faults per step (OriginalRun.page_faults_per_iteration): the replay
+  // warms up trimmed, counts its own faults in its second warm-up iteration, and keeps the
+  // heap from then on unless the original faulted at least half as often (the mode nearer the
+  // original's faults); it warms up for at least three iterations. Without recorded faults,
+  // kAuto retains.
+  enum class Heap { kAuto, kRetained, kTrimmed };
+  Heap heap = Heap::kAuto;
   // Run a composite op (no kernel of its own) as the ops the trace recorded under it; false
   // runs it as itself, as LibTorch decomposes it without autograd.
   bool decompose = true;
