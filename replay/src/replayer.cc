@@ -815,10 +815,12 @@ class Session {
   }
 
   // --heap: retained or trimmed as asked; auto follows the original's recorded faults per step
-  // (ChooseHeap after the probe iteration), else retained.
+  // (ChooseHeap after the probe iteration), else retained. A rank of a multi-rank job keeps
+  // the heap: its warm-up may not grow where its peers' does not.
   void ChooseHeapAtStart() {
     using Heap = ReplayOptions::Heap;
-    heap_probe_ = options_.heap == Heap::kAuto && w_.original().has_page_faults_per_iteration();
+    heap_probe_ = options_.heap == Heap::kAuto && !options_.dist &&
+                  w_.original().has_page_faults_per_iteration();
     if (heap_probe_) {
       options_.warmup = std::max(options_.warmup, kHeapProbeIteration + 2);
       result_.heap = "default";  // until ChooseHeap

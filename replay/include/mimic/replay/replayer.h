@@ -56,7 +56,7 @@ struct ReplayOptions {
   // warms up trimmed, counts its own faults in its second warm-up iteration, and keeps the
   // heap from then on unless the original faulted at least half as often (the mode nearer the
   // original's faults); it warms up for at least three iterations. Without recorded faults,
-  // kAuto retains.
+  // and in a multi-rank replay (whose ranks must run the same iterations), kAuto retains.
   enum class Heap { kAuto, kRetained, kTrimmed };
   Heap heap = Heap::kAuto;
   // Run a composite op (no kernel of its own) as the ops the trace recorded under it; false
