@@ -348,7 +348,9 @@ OpCost EmbeddingModel(const Ctx& c) {
       OpCost cost;
       cost.model = "index";
       cost.bytes = TouchedBytes(c.in, c.out);
-      cost.compute_us = us * (1 + c.e.cold_fraction * (IndexColdSlowdown(c.p, s) - 1));
+      cost.compute_us = us;
+      if (c.e.cold_fraction > 0)
+        cost.compute_us *= 1 + c.e.cold_fraction * (IndexColdSlowdown(c.p, s) - 1);
       return cost;
     }
   }

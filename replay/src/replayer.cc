@@ -850,10 +850,11 @@ class Session {
       const bool measure = it >= options_.warmup;
       if (it == options_.warmup) MIMIC_RETURN_IF_ERROR(StartMeasuring(lead));
       if (profile_) profile_->BeginIteration(it - options_.warmup + 1);
-      const int64_t faults = MinorPageFaults();
+      const bool probe = heap_probe_ && it == kHeapProbeIteration;
+      const int64_t faults = probe ? MinorPageFaults() : 0;
       Result<double> ms = IterateOnce(/*first=*/it == 0, measure);
       if (profile_) profile_->EndIteration();
-      if (it == kHeapProbeIteration && heap_probe_) ChooseHeap(MinorPageFaults() - faults);
+      if (probe) ChooseHeap(MinorPageFaults() - faults);
       if (!ms.ok()) {  // the iteration in flight is dropped; the completed ones are reported
         result_.stop_reason = ms.status().message();
         stopped_ = true;
