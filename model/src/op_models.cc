@@ -47,6 +47,12 @@ double Prod(const proto::Tensor* t, int from, int to) {
   return p;
 }
 
+// Whether input `pos` of `op` is a recorded `true` (false where absent or of another kind).
+bool BoolArg(const proto::Op& op, int pos) {
+  return pos >= 0 && pos < op.inputs_size() &&
+         op.inputs(pos).kind_case() == proto::Value::kBoolValue && op.inputs(pos).bool_value();
+}
+
 int64_t Dim(const proto::Tensor* t, int i) {
   if (i < 0) i += t->shape_size();
   return (i >= 0 && i < t->shape_size()) ? t->shape(i) : 1;
@@ -336,6 +342,41 @@ OpCost TbeModel(const Ctx& c) {
   return cost;
 }
 
+// Whether `t` is laid out row-major without gaps (as assumed where no strides were recorded).
+bool IsContiguous(const proto::Tensor* t) {
+  if (t->strides_size() == 0) return true;
+  if (t->strides_size() != t->shape_size()) return false;
+  int64_t expected = 1;
+  for (int i = t->shape_size() - 1; i >= 0; --i) {
+    if (t->shape(i) != 1 && t->strides(i) != expected) return false;
+    expected *= t->shape(i);
+  }
+  return true;
+}
+
+// A backward that returns its gradient as a sparse tensor (IndexOp::sparse_arg) accumulates
+// nothing into a table. embedding's takes the gradient's rows as the values: a reshape, a view
+// of a contiguous gradient (no kernel) and a copy of another. An embedding bag's gathers them
+// per lookup (grad.index_select(0, offset2bag)). The caller counts its children's dispatches.
+OpCost SparseGradientModel(const Ctx& c) {
+  const proto::Tensor* grad = c.in[0];
+  OpCost cost;
+  if (c.name == "aten::embedding_backward" && IsContiguous(grad)) {
+    cost.model = "view";
+    cost.launches = false;
+    return cost;
+  }
+  if (c.name == "aten::embedding_backward") {
+    cost = BandwidthModel(c, "copy", 2 * Bytes(grad));
+  } else {
+    const double lookups = c.in.size() >= 2 ? static_cast<double>(c.in[1]->numel()) : 0;
+    const double rows = lookups * static_cast<double>(Dim(grad, -1) * grad->itemsize());
+    cost = BandwidthModel(c, "gather", 2 * rows + (c.in.size() >= 2 ? Bytes(c.in[1]) : 0));
+  }
+  cost.model = "embedding";
+  return cost;
+}
+
 // Embedding lookups: the rows gathered (from cache when the table's touched rows fit), the
 // output, the indices; backward: the dense gradient written plus the scattered rows.
 OpCost EmbeddingModel(const Ctx& c) {
@@ -375,6 +416,8 @@ OpCost EmbeddingModel(const Ctx& c) {
     cost.compute_us = cost.bytes / EffectiveBandwidth(c.p, "gather", std::max(working_set, 1.0)) * 1e6;
     return cost;
   }
+  if (const eg::IndexOp* r = eg::IndexOpOf(c.op.name()); r && BoolArg(c.op, r->sparse_arg))
+    return SparseGradientModel(c);
   if (backward || scatter) {
     // grad (or src) rows scattered into the output; the output is written once whole.
     const proto::Tensor* grad = c.in[0];
@@ -411,7 +454,10 @@ OpCost ReductionNormModel(const Ctx& c) {
   // Pooling and training-mode batch norm make several passes or gather windows: kinds of
   // their own where calibrated (EffectiveBandwidth falls back to "binary" otherwise).
   std::string_view kind = "reduction";
-  if (c.name.find("softmax") != std::string_view::npos) kind = "softmax";
+  if (const std::string_view math = MathKindOf(c.name); !math.empty() && HasKind(c.p, math))
+    kind = math;
+  else if (c.name.find("softmax") != std::string_view::npos)
+    kind = "softmax";
   // Adaptive average pooling to a small output (a global average) is a mean over each map.
   else if (c.name.find("adaptive_avg_pool") != std::string_view::npos && c.name.find("backward") == std::string_view::npos) kind = "reduction";
   else if (c.name.find("pool") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "pool_backward" : "pool";
@@ -616,16 +662,33 @@ std::string_view MathKindOf(std::string_view op) {
     std::string_view op, kind;
   };
   // The backwards that evaluate the same function price as it; tanh's and sigmoid's reuse
-  // the forward's output and are plain arithmetic (binary).
+  // the forward's output and are plain arithmetic (binary). Binary cross-entropy's CPU
+  // kernels are scalar loops, measured as such.
   static constexpr MathOp kMathOps[] = {
-      {"aten::sqrt", "sqrt"},       {"aten::sqrt_", "sqrt"},       {"aten::_foreach_sqrt", "sqrt"},
-      {"aten::_foreach_sqrt_", "sqrt"}, {"aten::rsqrt", "rsqrt"},  {"aten::rsqrt_", "rsqrt"},
-      {"aten::exp", "exp"},         {"aten::exp_", "exp"},         {"aten::_foreach_exp", "exp"},
-      {"aten::log", "log"},         {"aten::log_", "log"},         {"aten::_foreach_log", "log"},
-      {"aten::tanh", "tanh"},       {"aten::tanh_", "tanh"},       {"aten::sigmoid", "sigmoid"},
-      {"aten::sigmoid_", "sigmoid"}, {"aten::gelu", "gelu"},       {"aten::gelu_", "gelu"},
-      {"aten::gelu_backward", "gelu"}, {"aten::silu", "silu"},     {"aten::silu_", "silu"},
-      {"aten::silu_backward", "silu"}};
+      {"aten::sqrt", "sqrt"},
+      {"aten::sqrt_", "sqrt"},
+      {"aten::_foreach_sqrt", "sqrt"},
+      {"aten::_foreach_sqrt_", "sqrt"},
+      {"aten::rsqrt", "rsqrt"},
+      {"aten::rsqrt_", "rsqrt"},
+      {"aten::exp", "exp"},
+      {"aten::exp_", "exp"},
+      {"aten::_foreach_exp", "exp"},
+      {"aten::log", "log"},
+      {"aten::log_", "log"},
+      {"aten::_foreach_log", "log"},
+      {"aten::tanh", "tanh"},
+      {"aten::tanh_", "tanh"},
+      {"aten::sigmoid", "sigmoid"},
+      {"aten::sigmoid_", "sigmoid"},
+      {"aten::gelu", "gelu"},
+      {"aten::gelu_", "gelu"},
+      {"aten::gelu_backward", "gelu"},
+      {"aten::silu", "silu"},
+      {"aten::silu_", "silu"},
+      {"aten::silu_backward", "silu"},
+      {"aten::binary_cross_entropy", "binary_cross_entropy"},
+      {"aten::binary_cross_entropy_backward", "binary_cross_entropy_backward"}};
   op = op.substr(0, op.find('.', op.find("::") == std::string_view::npos ? 0 : op.find("::") + 2));
   for (const MathOp& m : kMathOps)
     if (m.op == op) return m.kind;
@@ -1189,11 +1252,8 @@ const proto::Tensor* FirstTensorOf(const proto::Workload& w, const proto::Value&
 bool IndexShapeOf(const proto::Workload& w, const proto::Op& op, IndexShape* out) {
   const eg::IndexOp* r = eg::IndexOpOf(op.name());
   if (r == nullptr || r->index >= op.inputs_size() || r->table >= op.inputs_size()) return false;
-  if (r->accumulate_arg >= 0) {
-    if (r->accumulate_arg >= op.inputs_size()) return false;
-    const proto::Value& acc = op.inputs(r->accumulate_arg);
-    if (acc.kind_case() != proto::Value::kBoolValue || !acc.bool_value()) return false;
-  }
+  if (r->accumulate_arg >= 0 && !BoolArg(op, r->accumulate_arg)) return false;
+  if (BoolArg(op, r->sparse_arg)) return false;
   const proto::Tensor* table = r->table >= 0
                                    ? TensorOf(w, op.inputs(r->table))
                                    : (op.outputs_size() > 0 ? TensorOf(w, op.outputs(0)) : nullptr);

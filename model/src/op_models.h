@@ -105,8 +105,9 @@ double IndexOpUs(const proto::Platform& p, const IndexShape& s);
 // their grid and held at its edges; at least 1, and 1 where the platform measured none.
 double IndexColdSlowdown(const proto::Platform& p, const IndexShape& s);
 
-// The bandwidth kind `mimic calibrate` measures for a math-heavy elementwise op ("sqrt",
-// "exp", "tanh", "gelu", ...), or "" for ops priced as plain unary/binary traffic.
+// The bandwidth kind `mimic calibrate` measures for a math-heavy elementwise op or loss
+// ("sqrt", "exp", "tanh", "gelu", "binary_cross_entropy", ...), or "" for ops priced as plain
+// traffic.
 std::string_view MathKindOf(std::string_view op);
 
 // "fp32", "bf16", ... for a workload dtype.

@@ -200,6 +200,10 @@ class CalibrateTest(unittest.TestCase):
             self.assertTrue(all(v["zeros"] > 0 and v["subnormals"] > 0 for v in slow.values()))
             self.assertGreater(slow["sqrt"]["subnormals"], 1)
             self.assertTrue(p["gemm_efficiency"] and p["conv_efficiency"] and p["bandwidth"])
+            # Binary cross-entropy's scalar loops, a kind of their own: far below log's rate.
+            rate = {(b["kind"], float(b["bytes"])): b["bytes_per_s"] for b in p["bandwidth"] if not b.get("cold")}
+            self.assertLess(rate[("binary_cross_entropy", 8 * 2 ** 18)], rate[("log", 8 * 2 ** 18)])
+            self.assertIn(("binary_cross_entropy_backward", 12 * 2 ** 18), rate)
             for e in p["gemm_efficiency"]:
                 self.assertTrue(0 < e["efficiency"] <= 1)
             # bf16 (autocast's CPU dtype) measured as such, against the best bf16 rate measured.

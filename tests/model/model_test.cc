@@ -1034,6 +1034,102 @@ TEST(IndexOps, ColdTensorsPayTheSlowDownMeasuredOutOfCache) {
   EXPECT_NEAR(cold->ops[0].compute_us, std::sqrt(200.0 * 1000.0) * std::sqrt(6.0), 1e-9);
 }
 
+// Binary cross-entropy is a loss whose CPU kernels are scalar loops (two logs an element
+// forward): priced whole at the rate calibrate measured for it, not as the buffers the trace
+// records under it, nor by its bytes at a streaming rate.
+TEST(Predict, BinaryCrossEntropyIsPricedAtItsMeasuredRate) {
+  EXPECT_EQ(eg::ClassOf("aten::binary_cross_entropy"), eg::OpClass::kReductionNorm);
+  EXPECT_EQ(eg::ClassOf("aten::binary_cross_entropy_backward"), eg::OpClass::kReductionNorm);
+  proto::Workload w;
+  w.add_types("");
+  w.mutable_provenance()->set_schema(eg::kKinetoOnlySchema);
+  auto op = [&](int64_t id, int64_t parent, const char* name) {
+    proto::Op* o = w.add_ops();
+    o->set_id(id), o->set_parent(parent), o->set_name(name), o->set_schema(-1), o->set_thread(1);
+    return o;
+  };
+  auto tensor = [&](std::vector<int64_t> shape) {
+    const int t = AddTensor(w, std::move(shape), proto::FLOAT32, 4);
+    w.mutable_tensors(t)->set_device("cpu");
+    return t;
+  };
+  // As an execution trace records a conv autoencoder's loss (a zoo capture): [32, 1, 28, 28].
+  proto::Op* loss = op(1, 0, "aten::binary_cross_entropy");
+  loss->add_inputs()->set_tensor(tensor({32, 1, 28, 28}));
+  loss->add_inputs()->set_tensor(tensor({32, 1, 28, 28}));
+  loss->add_outputs()->set_tensor(tensor({}));
+  op(2, 1, "aten::empty_like")->add_outputs()->set_tensor(tensor({32, 1, 28, 28}));
+  proto::Op* grad = op(3, 0, "aten::binary_cross_entropy_backward");
+  grad->add_inputs()->set_tensor(tensor({}));
+  grad->add_inputs()->set_tensor(tensor({32, 1, 28, 28}));
+  grad->add_inputs()->set_tensor(tensor({32, 1, 28, 28}));
+  grad->add_outputs()->set_tensor(tensor({32, 1, 28, 28}));
+
+  proto::Platform p = Builtin("cpu_host");
+  auto r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  const double plain = r->ops[0].compute_us;
+  const double forward_bytes = 2.0 * 25088 * 4 + 4, backward_bytes = 3.0 * 25088 * 4 + 4;
+  for (auto [kind, rate] :
+       {std::pair{"binary_cross_entropy", 0.6e9}, {"binary_cross_entropy_backward", 10e9}})
+    for (double bytes : {1e4, 1e7}) {
+      proto::BandwidthPoint* b = p.add_bandwidth();
+      b->set_kind(kind), b->set_bytes(bytes), b->set_bytes_per_s(rate);
+    }
+  r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->ops.size(), 2u);
+  EXPECT_NEAR(r->ops[0].compute_us, forward_bytes / 0.6e9 * 1e6, 1e-6);
+  EXPECT_GT(r->ops[0].compute_us, 10 * plain);
+  EXPECT_NEAR(r->ops[1].compute_us, backward_bytes / 10e9 * 1e6, 1e-6);
+}
+
+// embedding's backward with `sparse=True` (a zoo capture's shapes: 512 x 10 lookups of 64-wide
+// rows from 50,000) returns the gradient's rows as a sparse tensor: no table is written. Priced
+// as the reshape it is, a view of a contiguous gradient and a copy of another; dense, as the
+// measured scatter into the table.
+TEST(IndexOps, ASparseEmbeddingGradientMovesNoRowsIntoTheTable) {
+  proto::Workload w;
+  w.add_types("");
+  w.mutable_provenance()->set_schema(eg::kKinetoOnlySchema);
+  auto backward = [&](int64_t id, bool sparse, std::vector<int64_t> grad_strides) {
+    proto::Op* o = w.add_ops();
+    o->set_id(id), o->set_name("aten::embedding_backward"), o->set_schema(-1), o->set_thread(1);
+    const int grad = AddTensor(w, {512, 10, 64}, proto::FLOAT32, 4);
+    for (int64_t s : grad_strides) w.mutable_tensors(grad)->add_strides(s);
+    o->add_inputs()->set_tensor(grad);
+    o->add_inputs()->set_tensor(AddTensor(w, {512, 10}, proto::INT64, 8));
+    o->add_inputs()->set_int_value(50000);
+    o->add_inputs()->set_int_value(-1);
+    o->add_inputs()->set_bool_value(false);
+    o->add_inputs()->set_bool_value(sparse);
+    // A sparse output: its dense shape, no elements.
+    o->add_outputs()->set_tensor(sparse ? AddTensor(w, {50000, 64}, proto::FLOAT32, 0)
+                                        : AddTensor(w, {50000, 64}, proto::FLOAT32, 4));
+    if (sparse) w.mutable_tensors(w.tensors_size() - 1)->set_numel(0);
+    for (proto::Tensor& t : *w.mutable_tensors()) t.set_device("cpu");
+  };
+  backward(1, false, {});
+  backward(2, true, {});
+  backward(3, true, {64, 512 * 64, 1});  // a transposed gradient: the reshape copies
+  IndexShape s;
+  EXPECT_TRUE(IndexShapeOf(w, w.ops(0), &s));
+  EXPECT_EQ(s.kind, "embedding_dense_backward");
+  EXPECT_FALSE(IndexShapeOf(w, w.ops(1), &s));
+  const proto::Platform p = Builtin("cpu_host");
+  auto r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->ops.size(), 3u);
+  EXPECT_EQ(r->ops[0].model, "index");
+  EXPECT_GT(r->ops[0].compute_us, 0);
+  EXPECT_EQ(r->ops[1].model, "view");
+  EXPECT_EQ(r->ops[1].compute_us, 0);
+  EXPECT_EQ(r->ops[2].model, "embedding");
+  EXPECT_DOUBLE_EQ(r->ops[2].bytes, 2.0 * 512 * 10 * 64 * 4);
+  EXPECT_NEAR(r->ops[2].compute_us,
+              r->ops[2].bytes / EffectiveBandwidth(p, "copy", r->ops[2].bytes) * 1e6, 1e-9);
+}
+
 // The shipped CPU host has every kind measured, and prices the zoo's shapes from them.
 TEST(IndexOps, ShippedCpuHostHasEveryKind) {
   const proto::Platform p = Builtin("cpu_host");

@@ -9,6 +9,8 @@
 #include <ATen/ops/add.h>
 #include <ATen/ops/addcdiv.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/binary_cross_entropy.h>
+#include <ATen/ops/binary_cross_entropy_backward.h>
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
@@ -468,7 +470,7 @@ std::vector<ConvProbe> AddConvTransposeProbes(const CalibrateOptions& o, Probes&
   std::vector<ConvProbe> out;
   for (int64_t nb : o.quick ? V{8} : V{8, 32})
     for (int64_t ci : o.quick ? V{16} : V{16, 64})
-      for (int64_t co : o.quick ? V{16} : V{3, 16, 64})
+      for (int64_t co : o.quick ? V{16} : V{1, 3, 16, 64})
         for (int64_t hw : o.quick ? V{8} : V{8, 16})
           for (bool backward : {false, true}) {
             model::ConvShape cs{{nb, ci, hw, hw},
@@ -528,7 +530,8 @@ void RecordConvTransposePoints(const std::vector<ConvProbe>& points, const Probe
       how +
       ": conv_transpose 2x2 stride 2 (convolution with transposed=true), forward and backward "
       "(grad input + "
-      "weight), N 8, 32 x C_in 16, 64 x C_out 3, 16, 64 x H = W 8, 16, as the implicit GEMM of the "
+      "weight), N 8, 32 x C_in 16, 64 x C_out 1, 3, 16, 64 x H = W 8, 16, as the implicit GEMM of "
+      "the "
       "convolution whose data gradient it is (m = N*H_in*W_in, n = C_in, k = C_out*4)";
 }
 
@@ -842,10 +845,15 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     for (const model::WorkloadShapes& ws : o.workloads)
       for (const model::RnnShape& r : ws.rnns) add_rnn(r);
 
-    // Convolution sweep (3x3, padding 1), forward and backward, as implicit GEMMs.
+    // Convolution sweep (3x3, padding 1), forward and backward, as implicit GEMMs. One and
+    // three channels in and out too (a grayscale or RGB stem, an output head): below a vector's
+    // width of channels the time stops falling with them, and so the efficiency falls with
+    // the channels (the 2-core build host, 8 maps of 32x32: 1 -> 1 channel 76 us, 1 -> 16 80).
     const std::vector<int64_t> batches = o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32};
-    const std::vector<int64_t> cins = o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{3, 16, 64};
-    const std::vector<int64_t> couts = o.quick ? std::vector<int64_t>{32} : std::vector<int64_t>{16, 64, 128};
+    const std::vector<int64_t> cins =
+        o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{1, 3, 16, 64};
+    const std::vector<int64_t> couts =
+        o.quick ? std::vector<int64_t>{32} : std::vector<int64_t>{1, 3, 16, 64, 128};
     const std::vector<int64_t> sizes = o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{8, 32};
     for (const std::string& dt : dtypes)
       for (int64_t nb : batches)
@@ -918,6 +926,20 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       kind("dropout", 2 * bytes, [](const at::Tensor& x, const at::Tensor&) { (void)at::dropout(x, 0.1, true); }, a);
       for (const auto& [name, fn] : kMathKinds)
         kind(name, 2 * bytes, [fn = fn](const at::Tensor& x, const at::Tensor&) { (void)fn(x); }, positive);
+      // Binary cross-entropy (mean), whose CPU kernels are scalar loops: forward, two logs an
+      // element, takes 15-25x log's time. Its input must hold probabilities; in cache only.
+      if (n <= (1 << 22)) {
+        at::Tensor prob = at::rand({n / cols, cols}, f32).clamp_(0.01, 0.99),
+                   target = at::rand({n / cols, cols}, f32);
+        at::Tensor one = at::ones({}, f32);
+        add(
+            "binary_cross_entropy", 2 * bytes,
+            [prob, target] { (void)at::binary_cross_entropy(prob, target); }, false);
+        add(
+            "binary_cross_entropy_backward", 3 * bytes,
+            [one, prob, target] { (void)at::binary_cross_entropy_backward(one, prob, target); },
+            false);
+      }
       // 2x2 max pooling and training-mode batch norm over N x 16 x H x H feature maps, as
       // CNNs run them; bytes as the model counts them (the tensors in and out).
       if (n >= 1024) {

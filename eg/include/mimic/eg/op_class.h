@@ -94,9 +94,14 @@ struct IndexOp {
   int index;                 // the input holding the indices (a tensor, or a list's first)
   bool per_element = false;  // gather/scatter: the index has the shape of the rows moved
   int accumulate_arg = -1;   // a bool input that must be true for this kind (index_put_)
+  // A bool input that, where true, makes a backward return its gradient as a sparse tensor
+  // (embedding's `sparse=True`): the gradient's rows and the indices become its values and
+  // indices, and nothing is accumulated into a table. The op is then not of this kind.
+  int sparse_arg = -1;
 };
 // The record of `op_name` (overload ignored); nullptr for any other op. Where accumulate_arg
-// is set, the op is of that kind only when the argument is true (the caller reads it).
+// or sparse_arg is set, whether the op is of that kind depends on the argument (the caller
+// reads it).
 const IndexOp* IndexOpOf(std::string_view op_name);
 
 // A host<->device or device copy, as the profiler names its device event (CUPTI: "Memcpy HtoD
