@@ -203,11 +203,27 @@ OpCost AttentionModel(const Ctx& c) {
 // Memory-bound ops: bytes read and written over the effective bandwidth at that size, the
 // cold share of the inputs slowed down as measured. Embedding kinds are measured on their own
 // working sets and keep their figure.
+// The dtype of an op's floating-point tensors where they all share one ("fp32" where mixed,
+// or none is): the bandwidth points it is priced from.
+std::string_view TrafficDtype(const Ctx& c) {
+  std::string_view dtype;
+  for (const auto* list : {&c.in, &c.out})
+    for (const proto::Tensor* t : *list) {
+      const proto::DType d = t->dtype();
+      if (d != proto::FLOAT32 && d != proto::FLOAT64 && d != proto::FLOAT16 && d != proto::BFLOAT16)
+        continue;
+      if (!dtype.empty() && DtypeKey(d) != dtype) return "fp32";
+      dtype = DtypeKey(d);
+    }
+  return dtype.empty() ? "fp32" : dtype;
+}
+
 OpCost BandwidthModel(const Ctx& c, std::string_view kind, double bytes) {
   OpCost cost;
   cost.model = "bandwidth";
   cost.bytes = bytes;
-  cost.compute_us = bytes > 0 ? bytes / EffectiveBandwidth(c.p, kind, bytes) * 1e6 : 0;
+  cost.compute_us =
+      bytes > 0 ? bytes / EffectiveBandwidth(c.p, kind, bytes, TrafficDtype(c)) * 1e6 : 0;
   if (c.e.cold_fraction > 0 && kind != "gather" && kind != "embedding_backward")
     cost.compute_us *= 1 + c.e.cold_fraction * (ColdSlowdown(c.p, kind, bytes) - 1);
   return cost;
@@ -726,19 +742,27 @@ double Interpolate(std::vector<std::pair<double, double>> pts, double bytes) {
   return std::exp(pts.back().second);
 }
 
-std::vector<std::pair<double, double>> Points(const proto::Platform& p, std::string_view kind, bool cold) {
+// The points of `kind` ("": any) measured on tensors of `dtype` ("fp32": BandwidthPoint's "").
+std::vector<std::pair<double, double>> Points(const proto::Platform& p, std::string_view kind,
+                                              bool cold, std::string_view dtype = "fp32") {
   std::vector<std::pair<double, double>> pts;
-  for (const proto::BandwidthPoint& b : p.bandwidth())
-    if (b.cold() == cold && (kind.empty() || b.kind() == kind)) pts.emplace_back(std::log(b.bytes()), std::log(b.bytes_per_s()));
+  for (const proto::BandwidthPoint& b : p.bandwidth()) {
+    const std::string_view of =
+        b.dtype().empty() ? std::string_view("fp32") : std::string_view(b.dtype());
+    if (b.cold() == cold && of == dtype && (kind.empty() || b.kind() == kind))
+      pts.emplace_back(std::log(b.bytes()), std::log(b.bytes_per_s()));
+  }
   return pts;
 }
 
 }  // namespace
 
-double EffectiveBandwidth(const proto::Platform& p, std::string_view kind, double bytes) {
+double EffectiveBandwidth(const proto::Platform& p, std::string_view kind, double bytes,
+                          std::string_view dtype) {
   std::vector<std::pair<double, double>> pts;
+  if (dtype != "fp32") pts = Points(p, kind, /*cold=*/false, dtype);
   for (std::string_view k : {kind, std::string_view("binary"), std::string_view("")})
-    if (pts = Points(p, k, /*cold=*/false); !pts.empty()) break;
+    if (!pts.empty() || !(pts = Points(p, k, /*cold=*/false)).empty()) break;
   if (pts.empty()) return p.memory_bandwidth_bytes_per_s() * (IsGpu(p) ? 0.8 : 0.5);
   return Interpolate(std::move(pts), bytes);
 }

@@ -75,9 +75,11 @@ std::map<int, int> PairTbeOps(const proto::Workload& w, const std::vector<int>& 
 OpCost CollectiveCost(const proto::Op& op, const proto::Platform& p, int64_t ranks);
 
 // Effective bandwidth of memory-bound kind `kind` at `bytes` per call on `p`: interpolated in
-// log(bytes) between the calibrated points of that kind, else of any kind, else a fraction of
-// the datasheet memory bandwidth.
-double EffectiveBandwidth(const proto::Platform& p, std::string_view kind, double bytes);
+// log(bytes) between the calibrated points of that kind on tensors of `dtype` where measured,
+// else of that kind in fp32, else binary's, else of any kind, else a fraction of the datasheet
+// memory bandwidth.
+double EffectiveBandwidth(const proto::Platform& p, std::string_view kind, double bytes,
+                          std::string_view dtype = "fp32");
 
 // How many times longer kind `kind` takes at `bytes` per call when its inputs come from DRAM
 // (HBM) instead of cache: hot / cold bandwidth of that kind's measured cold points (else of

@@ -204,6 +204,11 @@ class CalibrateTest(unittest.TestCase):
             rate = {(b["kind"], float(b["bytes"])): b["bytes_per_s"] for b in p["bandwidth"] if not b.get("cold")}
             self.assertLess(rate[("binary_cross_entropy", 8 * 2 ** 18)], rate[("log", 8 * 2 ** 18)])
             self.assertIn(("binary_cross_entropy_backward", 12 * 2 ** 18), rate)
+            # The plain kinds and the math on bf16 tensors too, in cache only.
+            bf16 = {(b["kind"], float(b["bytes"])) for b in p["bandwidth"] if b.get("dtype") == "bf16"}
+            self.assertIn(("binary", 6 * 2 ** 18), bf16)
+            self.assertIn(("sigmoid", 4 * 2 ** 18), bf16)
+            self.assertFalse([b for b in p["bandwidth"] if b.get("dtype") == "bf16" and b.get("cold")])
             for e in p["gemm_efficiency"]:
                 self.assertTrue(0 < e["efficiency"] <= 1)
             # bf16 (autocast's CPU dtype) measured as such, against the best bf16 rate measured.

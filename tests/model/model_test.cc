@@ -1084,6 +1084,42 @@ TEST(Predict, BinaryCrossEntropyIsPricedAtItsMeasuredRate) {
   EXPECT_NEAR(r->ops[1].compute_us, backward_bytes / 10e9 * 1e6, 1e-6);
 }
 
+// A CPU computes bf16 elementwise math in fp32 after converting: a bf16 op is priced from the
+// points calibrate measured on bf16 tensors where the platform has them, else from fp32's.
+TEST(Predict, Bf16ElementwiseOpsTakeTheRateMeasuredOnBf16Tensors) {
+  proto::Workload w;
+  w.add_types("");
+  w.mutable_provenance()->set_schema(eg::kKinetoOnlySchema);
+  for (auto [id, dtype, itemsize] : {std::tuple{1, proto::FLOAT32, 4}, {2, proto::BFLOAT16, 2}}) {
+    proto::Op* o = w.add_ops();
+    o->set_id(id), o->set_name("aten::add"), o->set_schema(-1), o->set_thread(1);
+    for (int i = 0; i < 3; ++i) {
+      const int t = AddTensor(w, {1 << 18}, dtype, itemsize);
+      w.mutable_tensors(t)->set_device("cpu");
+      (i < 2 ? o->add_inputs() : o->add_outputs())->set_tensor(t);
+    }
+  }
+  proto::Platform p = Builtin("cpu_host");
+  p.clear_bandwidth();
+  auto point = [&](const char* dtype, double rate) {
+    for (double bytes : {1e4, 1e8}) {
+      proto::BandwidthPoint* b = p.add_bandwidth();
+      b->set_kind("binary"), b->set_bytes(bytes), b->set_bytes_per_s(rate), b->set_dtype(dtype);
+    }
+  };
+  point("", 100e9);
+  const double fp32_bytes = 3.0 * 4 * (1 << 18), bf16_bytes = fp32_bytes / 2;
+  auto r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  EXPECT_NEAR(r->ops[0].compute_us, fp32_bytes / 100e9 * 1e6, 1e-9);
+  EXPECT_NEAR(r->ops[1].compute_us, bf16_bytes / 100e9 * 1e6, 1e-9);  // none measured in bf16
+  point("bf16", 40e9);
+  r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  EXPECT_NEAR(r->ops[0].compute_us, fp32_bytes / 100e9 * 1e6, 1e-9);  // fp32's points alone
+  EXPECT_NEAR(r->ops[1].compute_us, bf16_bytes / 40e9 * 1e6, 1e-9);
+}
+
 // embedding's backward with `sparse=True` (a zoo capture's shapes: 512 x 10 lookups of 64-wide
 // rows from 50,000) returns the gradient's rows as a sparse tensor: no table is written. Priced
 // as the reshape it is, a view of a contiguous gradient and a copy of another; dense, as the

@@ -892,6 +892,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       double key_bytes;   // the size the model looks the bandwidth up by
       int probe;
       bool cold = false;  // inputs from DRAM (ColdInputs), not cache
+      std::string dtype = {};  // "" for fp32
     };
     std::vector<Traffic> traffic;
     const std::vector<int64_t> elems = o.quick ? std::vector<int64_t>{1 << 10, 1 << 18}
@@ -926,6 +927,20 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       kind("dropout", 2 * bytes, [](const at::Tensor& x, const at::Tensor&) { (void)at::dropout(x, 0.1, true); }, a);
       for (const auto& [name, fn] : kMathKinds)
         kind(name, 2 * bytes, [fn = fn](const at::Tensor& x, const at::Tensor&) { (void)fn(x); }, positive);
+      // The plain kinds and the math again on bf16 tensors (autocast's CPU dtype), in cache: a
+      // CPU converts to fp32 to compute, so a bf16 element costs about an fp32 one.
+      if (n <= (1 << 22)) {
+        const at::Tensor x = a.to(at::kBFloat16), y = b.to(at::kBFloat16), out = at::empty_like(x);
+        const at::Tensor pos = positive.to(at::kBFloat16);
+        auto bf16 = [&](const char* name, double moved, std::function<void()> fn) {
+          traffic.push_back({name, moved, moved, probes.Add(std::move(fn)), false, "bf16"});
+        };
+        bf16("copy", bytes, [out, x]() mutable { out.copy_(x); });
+        bf16("unary", bytes, [x] { (void)at::relu(x); });
+        bf16("binary", 1.5 * bytes, [x, y] { (void)at::add(x, y); });
+        for (const auto& [name, fn] : kMathKinds)
+          bf16(name, bytes, [fn = fn, pos] { (void)fn(pos); });
+      }
       // Binary cross-entropy (mean), whose CPU kernels are scalar loops: forward, two logs an
       // element, takes 15-25x log's time. Its input must hold probabilities; in cache only.
       if (n <= (1 << 22)) {
@@ -1082,17 +1097,25 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       bp->set_bytes(t.key_bytes);
       bp->set_bytes_per_s(t.bytes / (net_us(probes.Us(t.probe)) * 1e-6));
       bp->set_cold(t.cold);
-      if (t.kind == "copy" && !t.cold) dram = bp->bytes_per_s();  // the largest size comes last
+      bp->set_dtype(t.dtype);
+      if (t.kind == "copy" && !t.cold && t.dtype.empty())
+        dram = bp->bytes_per_s();  // the largest size comes last
     }
     if (o.base.empty()) {
       p.set_memory_bandwidth_bytes_per_s(dram);
       (*p.mutable_sources())["memory_bandwidth_bytes_per_s"] = measured + ": copy_ of the largest size swept";
     }
-    (*p.mutable_sources())["bandwidth"] = measured + ": copy_, relu, add, sum, softmax, layer_norm, dropout, sqrt, rsqrt, exp, log, tanh, sigmoid, gelu, silu, 2x2 max pooling and batch norm (forward and backward), embedding_bag by size" +
-                                          (o.workloads.empty() ? "" : ", the workloads' embedding bags and their backward") + ", " + how +
-                                          ", dispatch subtracted; cold points (" +
-                                          (llc > 0 ? "inputs cycled through copies of 2x the " + std::to_string(static_cast<int64_t>(llc)) + "-byte last-level cache"
-                                                   : "none: the cache size is unknown") + ")";
+    (*p.mutable_sources())["bandwidth"] =
+        measured +
+        ": copy_, relu, add, sum, softmax, layer_norm, dropout, sqrt, rsqrt, exp, log, tanh, "
+        "sigmoid, gelu, silu, 2x2 max pooling and batch norm (forward and backward), embedding_bag "
+        "by size; copy_, relu, add and the math again on bf16 tensors" +
+        (o.workloads.empty() ? "" : ", the workloads' embedding bags and their backward") + ", " +
+        how + ", dispatch subtracted; cold points (" +
+        (llc > 0 ? "inputs cycled through copies of 2x the " +
+                       std::to_string(static_cast<int64_t>(llc)) + "-byte last-level cache"
+                 : "none: the cache size is unknown") +
+        ")";
     if (!rnn.empty())
       (*p.mutable_sources())["rnn_efficiency"] =
           measured + ": aten::mkldnn_rnn_layer and its backward (LSTM), " +
