@@ -98,9 +98,15 @@ class Probes {
     probes_.push_back({std::move(fn), reps, {}});
     return static_cast<int>(probes_.size()) - 1;
   }
+  // Each trial first calls its probe once untimed: the model takes these figures as an op's
+  // time with its code and operands in cache (it prices what a workload finds cold apart), and
+  // without the call a probe of one repetition (a large GEMM or convolution) timed the cold
+  // call that followed the other probes, and one of many did not.
   void RunRounds() {
     for (int t = 0; t < o_.trials; ++t)
       for (Probe& p : probes_) {
+        p.fn();
+        Sync();
         const auto t0 = Clock::now();
         for (int r = 0; r < p.reps; ++r) p.fn();
         Sync();
