@@ -1111,8 +1111,10 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
     // output_mask, the last bool list: grad_input, grad_weight, grad_bias.
     c.passes = 2;
     const proto::Value& last = op.inputs(op.inputs_size() - 1);
-    if (last.kind_case() == proto::Value::kList && last.list().items_size() >= 2)
-      c.passes = (last.list().items(0).bool_value() ? 1 : 0) + (last.list().items(1).bool_value() ? 1 : 0);
+    if (last.kind_case() == proto::Value::kList && last.list().items_size() >= 2) {
+      c.input_grad = last.list().items(0).bool_value();
+      c.passes = (c.input_grad ? 1 : 0) + (last.list().items(1).bool_value() ? 1 : 0);
+    }
     if (c.passes == 0) return false;
   }
   c.dtype = ComputeDtype(w, op, x);
@@ -1139,7 +1141,8 @@ ImplicitGemm ImplicitGemmOf(const ConvShape& c) {
 }
 
 std::string ConvPassOf(const ConvShape& c) {
-  return std::string(c.transposed ? "transposed_" : "") + (c.backward ? "backward" : "forward");
+  const char* pass = !c.backward ? "forward" : c.input_grad ? "backward" : "backward_weight";
+  return std::string(c.transposed ? "transposed_" : "") + pass;
 }
 
 bool EmbeddingShapeOf(const proto::Workload& w, const proto::Op& op, EmbeddingShape* out) {

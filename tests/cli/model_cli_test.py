@@ -6,6 +6,7 @@ the rendered page against the JSON.
 """
 
 import atexit
+import collections
 import gzip
 import html.parser
 import json
@@ -236,6 +237,12 @@ class CalibrateTest(unittest.TestCase):
             self.assertIn("cold points", p["sources"]["index_ops"])
             passes = sorted(e.get("pass") for e in p["conv_efficiency"] if e.get("pass", "").startswith("transposed_"))
             self.assertEqual(passes, ["transposed_backward", "transposed_forward"])
+            # The grid's convolutions forward, backward and the weight's gradient alone, per dtype.
+            grid = collections.Counter((e.get("pass"), e["dtype"]) for e in p["conv_efficiency"]
+                                       if not e.get("pass", "").startswith("transposed_"))
+            self.assertEqual(sorted(grid), [(ps, dt) for ps in ("backward", "backward_weight", "forward")
+                                            for dt in ("bf16", "fp32")])
+            self.assertEqual(len(set(grid.values())), 1, grid)
             r = mimic("predict", *sample("cnn_bn"), "--platform", out, "--json")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(json.loads(r.stdout)["platform"], "test_host")

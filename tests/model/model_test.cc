@@ -361,6 +361,66 @@ TEST(Shapes, TransposedConvolutionsAreTheGemmOfTheConvolutionTheyAreTheGradientO
   }
 }
 
+// A network's first layer computes its weight's gradient alone (output_mask [false, true, ...]),
+// which for a few input channels is a fraction of both gradients' time: priced under the
+// backward_weight points where the platform measured them, else at the backward's efficiency.
+TEST(Shapes, AFirstLayersBackwardIsPricedAsTheWeightsGradientAlone) {
+  proto::Workload w;
+  w.add_types("");
+  auto tensor = [&](std::vector<int64_t> shape) {
+    proto::Tensor* t = w.add_tensors();
+    t->set_tensor_id(w.tensors_size()), t->set_storage_id(w.tensors_size());
+    t->set_itemsize(4), t->set_dtype(proto::FLOAT32), t->set_device("cpu");
+    int64_t n = 1;
+    for (int64_t d : shape) t->add_shape(d), n *= d;
+    t->set_numel(n);
+    return w.tensors_size() - 1;
+  };
+  auto ints = [](proto::Value* v, std::vector<int64_t> items) {
+    for (int64_t i : items) v->mutable_list()->add_items()->set_int_value(i);
+  };
+  // Conv2d(3, 64, 3, padding 1) over 32 maps of 32 x 32, as its backward records it.
+  const int x = tensor({32, 3, 32, 32}), wt = tensor({64, 3, 3, 3}), y = tensor({32, 64, 32, 32});
+  auto backward = [&](bool input_grad) {
+    proto::Op* o = w.add_ops();
+    o->set_id(w.ops_size()), o->set_name("aten::convolution_backward"), o->set_thread(1);
+    for (int t : {y, x, wt}) o->add_inputs()->set_tensor(t);
+    // (bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
+    ints(o->add_inputs(), {64}), ints(o->add_inputs(), {1, 1}), ints(o->add_inputs(), {1, 1});
+    ints(o->add_inputs(), {1, 1}), o->add_inputs()->set_bool_value(false);
+    ints(o->add_inputs(), {0, 0}), o->add_inputs()->set_int_value(1);
+    proto::ValueList* mask = o->add_inputs()->mutable_list();
+    for (bool b : {input_grad, true, true}) mask->add_items()->set_bool_value(b);
+    return o;
+  };
+  const proto::Op* both = backward(true);
+  const proto::Op* weight = backward(false);
+  ConvShape c;
+  ASSERT_TRUE(ConvShapeOf(w, *weight, &c));
+  EXPECT_FALSE(c.input_grad);
+  EXPECT_EQ(c.passes, 1);
+  EXPECT_EQ(ConvPassOf(c), "backward_weight");
+  ASSERT_TRUE(ConvShapeOf(w, *both, &c));
+  EXPECT_EQ(ConvPassOf(c), "backward");
+
+  proto::Platform p = Builtin("cpu_host");
+  p.clear_conv_efficiency();
+  auto point = [&](const char* pass, double efficiency) {
+    proto::EfficiencyPoint* e = p.add_conv_efficiency();
+    e->set_m(32 * 32 * 32), e->set_n(64), e->set_k(27), e->set_batch(1), e->set_dtype("fp32");
+    e->set_pass(pass), e->set_efficiency(efficiency);
+  };
+  point("backward", 0.1);
+  const double flops = 2.0 * 32 * 32 * 32 * 64 * 27;
+  const double peak = PeakFlops(p, "fp32", false);
+  EXPECT_NEAR(LeafCost(w, *both, p).compute_us, 2 * flops / (0.1 * peak) * 1e6, 1e-6);
+  EXPECT_NEAR(LeafCost(w, *weight, p).compute_us, flops / (0.1 * peak) * 1e6,
+              1e-6);  // none measured
+  point("backward_weight", 0.25);
+  EXPECT_NEAR(LeafCost(w, *weight, p).compute_us, flops / (0.25 * peak) * 1e6, 1e-6);
+  EXPECT_NEAR(LeafCost(w, *both, p).compute_us, 2 * flops / (0.1 * peak) * 1e6, 1e-6);
+}
+
 // scaled_dot_product_attention calls a fused kernel (itself of class attention), which on the
 // CPU records the buffers it allocates as children: the kernel is priced whole at 4 x B x H x L
 // x S x E FLOPs, not as its buffers.

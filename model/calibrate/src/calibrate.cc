@@ -766,11 +766,11 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         pt.flops = 2.0 * g.m * g.n * g.k * (cs.backward ? cs.passes : 1);
         if (cs.backward) {
           // The gradients the workload computes: the first layer's backward skips grad-input.
-          const bool grad_input = cs.passes == 2;
-          pt.probe = probes.Add([x, w, y, cs, out_pad, grad_input] {
+          const bool grad_weight = !cs.input_grad || cs.passes == 2;
+          pt.probe = probes.Add([x, w, y, cs, out_pad, grad_weight] {
             (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding,
                                            cs.dilation, cs.transposed, out_pad, cs.groups,
-                                           {grad_input, true, false});
+                                           {cs.input_grad, grad_weight, false});
           });
         }
         else
@@ -870,18 +870,20 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
               at::Tensor x = at::randn({nb, ci, hw, hw}, opt), w = at::randn({co, ci, 3, 3}, opt);
               at::Tensor y = at::convolution(x, w, {}, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1);
               const double m = static_cast<double>(nb * hw * hw);
-              for (const char* pass : {"forward", "backward"}) {
-                const bool bwd = std::string_view(pass) == "backward";
+              // Backward: both gradients, and the weight's alone (a first layer's).
+              for (const char* pass : {"forward", "backward", "backward_weight"}) {
+                const bool bwd = std::string_view(pass) != "forward";
+                const bool grad_input = std::string_view(pass) == "backward";
                 Point pt;
                 pt.point.set_m(nb * hw * hw), pt.point.set_n(co), pt.point.set_k(ci * 9),
                     pt.point.set_batch(1);
                 pt.point.set_dtype(dt), pt.point.set_pass(pass);
-                pt.flops =
-                    2.0 * m * static_cast<double>(co) * static_cast<double>(ci * 9) * (bwd ? 2 : 1);
+                pt.flops = 2.0 * m * static_cast<double>(co) * static_cast<double>(ci * 9) *
+                           (grad_input ? 2 : 1);
                 if (bwd)
-                  pt.probe = probes.Add([x, w, y] {
+                  pt.probe = probes.Add([x, w, y, grad_input] {
                     (void)at::convolution_backward(y, x, w, std::nullopt, {1, 1}, {1, 1}, {1, 1},
-                                                   false, {0, 0}, 1, {true, true, false});
+                                                   false, {0, 0}, 1, {grad_input, true, false});
                   });
                 else
                   pt.probe = probes.Add([x, w] {
@@ -1093,8 +1095,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
                                                 (heap.empty() ? "" : ", heap " + heap);
     (*p.mutable_sources())["conv_efficiency"] =
         measured +
-        ": aten::convolution / convolution_backward 3x3, fp32 and bf16, m = N*H*W, n = C_out, k = "
-        "C_in*9, " +
+        ": aten::convolution / convolution_backward 3x3 (both gradients, and the weight's alone: "
+        "pass backward_weight), fp32 and bf16, m = N*H*W, n = C_out, k = C_in*9, " +
         how;
     double dram = 0;
     for (const Traffic& t : traffic) {

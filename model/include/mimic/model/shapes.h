@@ -25,6 +25,8 @@ struct ConvShape {
   bool backward = false;
   int passes = 1;  // backward: the gradients computed, input and weight (output_mask), 1 or 2
   std::string dtype;
+  bool input_grad =
+      true;  // backward: grad_input among them (false: a first layer's, weight's alone)
   bool operator==(const ConvShape&) const = default;
 };
 
@@ -85,9 +87,10 @@ struct ImplicitGemm {
   double m = 1, n = 1, k = 1;
 };
 ImplicitGemm ImplicitGemmOf(const ConvShape& c);
-// The conv_efficiency pass a convolution is measured and priced under: "forward" or
-// "backward", with "transposed_" before it for a transposed one (its kernels differ: oneDNN
-// runs it as a backward-data convolution, with its own blocking).
+// The conv_efficiency pass a convolution is measured and priced under: "forward", "backward"
+// or "backward_weight" (the weight's gradient alone, as a network's first layer computes it),
+// with "transposed_" before it for a transposed one (its kernels differ: oneDNN runs it as a
+// backward-data convolution, with its own blocking).
 std::string ConvPassOf(const ConvShape& c);
 
 struct WorkloadShapes {
