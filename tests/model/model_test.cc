@@ -298,26 +298,31 @@ TEST(Shapes, ConvolutionsReadStridePaddingAndGroupsAsTheRecordedOutputsSay) {
   EXPECT_FALSE(ShapesOf(LoadSample("transformer")).attentions.empty());
 }
 
+// A float32 CPU tensor of `shape` in storage of its own; its index in w.tensors.
+int AddCpuFloatTensor(proto::Workload& w, std::vector<int64_t> shape) {
+  proto::Tensor* t = w.add_tensors();
+  t->set_tensor_id(w.tensors_size()), t->set_storage_id(w.tensors_size());
+  t->set_itemsize(4), t->set_dtype(proto::FLOAT32), t->set_device("cpu");
+  int64_t n = 1;
+  for (int64_t d : shape) t->add_shape(d), n *= d;
+  t->set_numel(n);
+  return w.tensors_size() - 1;
+}
+
+// Sets `v` to the list of `items`, as an int[] argument is recorded.
+void Ints(proto::Value* v, std::vector<int64_t> items) {
+  for (int64_t i : items) v->mutable_list()->add_items()->set_int_value(i);
+}
+
 // A transposed convolution (the data gradient of a convolution, as a decoder upsamples) scatters
 // every input pixel through the kernel: 2 x N x input pixels x C_in x C_out / groups x kernel
 // FLOPs, whichever op records it; its backward computes the gradients its output_mask asks for.
 TEST(Shapes, TransposedConvolutionsAreTheGemmOfTheConvolutionTheyAreTheGradientOf) {
   proto::Workload w;
   w.add_types("");
-  auto tensor = [&](std::vector<int64_t> shape) {
-    proto::Tensor* t = w.add_tensors();
-    t->set_tensor_id(w.tensors_size()), t->set_storage_id(w.tensors_size());
-    t->set_itemsize(4), t->set_dtype(proto::FLOAT32), t->set_device("cpu");
-    int64_t n = 1;
-    for (int64_t d : shape) t->add_shape(d), n *= d;
-    t->set_numel(n);
-    return w.tensors_size() - 1;
-  };
+  auto tensor = [&](std::vector<int64_t> shape) { return AddCpuFloatTensor(w, std::move(shape)); };
   // ConvTranspose2d(32, 16, kernel 4, stride 2, padding 1): 8 x 32 x 16 x 16 -> 8 x 16 x 32 x 32.
   const int x = tensor({8, 32, 16, 16}), wt = tensor({32, 16, 4, 4}), y = tensor({8, 16, 32, 32});
-  auto ints = [](proto::Value* v, std::vector<int64_t> items) {
-    for (int64_t i : items) v->mutable_list()->add_items()->set_int_value(i);
-  };
   auto op = [&](const char* name, std::vector<int> tensors) {
     proto::Op* o = w.add_ops();
     o->set_id(w.ops_size()), o->set_name(name), o->set_thread(1);
@@ -328,22 +333,22 @@ TEST(Shapes, TransposedConvolutionsAreTheGemmOfTheConvolutionTheyAreTheGradientO
   const double flops = 2.0 * 8 * 16 * 16 * 32 * 16 * 4 * 4;
   // conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
   proto::Op* transpose = op("aten::conv_transpose2d", {x, wt, -1});
-  ints(transpose->add_inputs(), {2, 2}), ints(transpose->add_inputs(), {1, 1});
-  ints(transpose->add_inputs(), {0, 0}), transpose->add_inputs()->set_int_value(1);
-  ints(transpose->add_inputs(), {1, 1});
+  Ints(transpose->add_inputs(), {2, 2}), Ints(transpose->add_inputs(), {1, 1});
+  Ints(transpose->add_inputs(), {0, 0}), transpose->add_inputs()->set_int_value(1);
+  Ints(transpose->add_inputs(), {1, 1});
   // convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
   proto::Op* conv = op("aten::convolution", {x, wt, -1});
-  ints(conv->add_inputs(), {2, 2}), ints(conv->add_inputs(), {1, 1}),
-      ints(conv->add_inputs(), {1, 1});
-  conv->add_inputs()->set_bool_value(true), ints(conv->add_inputs(), {0, 0});
+  Ints(conv->add_inputs(), {2, 2}), Ints(conv->add_inputs(), {1, 1}),
+      Ints(conv->add_inputs(), {1, 1});
+  conv->add_inputs()->set_bool_value(true), Ints(conv->add_inputs(), {0, 0});
   conv->add_inputs()->set_int_value(1);
   // convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
   // transposed, output_padding, groups, output_mask)
   proto::Op* backward = op("aten::convolution_backward", {y, x, wt});
   backward->add_inputs()->set_none(true);
-  ints(backward->add_inputs(), {2, 2}), ints(backward->add_inputs(), {1, 1});
-  ints(backward->add_inputs(), {1, 1}), backward->add_inputs()->set_bool_value(true);
-  ints(backward->add_inputs(), {0, 0}), backward->add_inputs()->set_int_value(1);
+  Ints(backward->add_inputs(), {2, 2}), Ints(backward->add_inputs(), {1, 1});
+  Ints(backward->add_inputs(), {1, 1}), backward->add_inputs()->set_bool_value(true);
+  Ints(backward->add_inputs(), {0, 0}), backward->add_inputs()->set_int_value(1);
   proto::ValueList* mask = backward->add_inputs()->mutable_list();
   for (bool b : {true, true, false}) mask->add_items()->set_bool_value(b);
 
@@ -367,18 +372,7 @@ TEST(Shapes, TransposedConvolutionsAreTheGemmOfTheConvolutionTheyAreTheGradientO
 TEST(Shapes, AFirstLayersBackwardIsPricedAsTheWeightsGradientAlone) {
   proto::Workload w;
   w.add_types("");
-  auto tensor = [&](std::vector<int64_t> shape) {
-    proto::Tensor* t = w.add_tensors();
-    t->set_tensor_id(w.tensors_size()), t->set_storage_id(w.tensors_size());
-    t->set_itemsize(4), t->set_dtype(proto::FLOAT32), t->set_device("cpu");
-    int64_t n = 1;
-    for (int64_t d : shape) t->add_shape(d), n *= d;
-    t->set_numel(n);
-    return w.tensors_size() - 1;
-  };
-  auto ints = [](proto::Value* v, std::vector<int64_t> items) {
-    for (int64_t i : items) v->mutable_list()->add_items()->set_int_value(i);
-  };
+  auto tensor = [&](std::vector<int64_t> shape) { return AddCpuFloatTensor(w, std::move(shape)); };
   // Conv2d(3, 64, 3, padding 1) over 32 maps of 32 x 32, as its backward records it.
   const int x = tensor({32, 3, 32, 32}), wt = tensor({64, 3, 3, 3}), y = tensor({32, 64, 32, 32});
   auto backward = [&](bool input_grad) {
@@ -386,9 +380,9 @@ TEST(Shapes, AFirstLayersBackwardIsPricedAsTheWeightsGradientAlone) {
     o->set_id(w.ops_size()), o->set_name("aten::convolution_backward"), o->set_thread(1);
     for (int t : {y, x, wt}) o->add_inputs()->set_tensor(t);
     // (bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
-    ints(o->add_inputs(), {64}), ints(o->add_inputs(), {1, 1}), ints(o->add_inputs(), {1, 1});
-    ints(o->add_inputs(), {1, 1}), o->add_inputs()->set_bool_value(false);
-    ints(o->add_inputs(), {0, 0}), o->add_inputs()->set_int_value(1);
+    Ints(o->add_inputs(), {64}), Ints(o->add_inputs(), {1, 1}), Ints(o->add_inputs(), {1, 1});
+    Ints(o->add_inputs(), {1, 1}), o->add_inputs()->set_bool_value(false);
+    Ints(o->add_inputs(), {0, 0}), o->add_inputs()->set_int_value(1);
     proto::ValueList* mask = o->add_inputs()->mutable_list();
     for (bool b : {input_grad, true, true}) mask->add_items()->set_bool_value(b);
     return o;
