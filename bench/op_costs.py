@@ -8,7 +8,16 @@ docs/model.md), each the median of 200 timed calls at 2 intra-op threads:
   non-negative (NaNs are slow on some CPUs);
 - max_pool2d on an input that requires grad (what a training step runs: the kernel with
   indices) against one that does not (what a replay under NoGradGuard would run): why the
-  replay runs composite ops as the ops the trace recorded under them.
+  replay runs composite ops as the ops the trace recorded under them;
+- binary cross-entropy against log: why calibrate measures it as a kind of its own (its CPU
+  kernels are scalar loops);
+- bf16 elementwise against fp32 per element: why calibrate measures bandwidth kinds on bf16
+  tensors too;
+- a 3x3 convolution from one channel to 1, 3 and 16: why the conv grid goes down to one
+  channel; a first layer's backward with and without the input's gradient: why
+  `backward_weight` is a pass of its own;
+- ReLU's backward and add on a contiguous and a channels-last map against two contiguous
+  ones (not modelled: docs/benchmarks.md §5).
 
 Usage: python3 bench/op_costs.py
 """
@@ -58,6 +67,58 @@ def main():
         training = median_us(lambda: torch.nn.functional.max_pool2d(grad_in, 2, 2))
     print(f"max_pool2d [32,32,32,32]: input needs no grad {plain:.0f} us, requires grad "
           f"(with indices) {training:.0f} us ({training / plain:.1f}x)")
+    loss_and_dtypes()
+    convolutions()
+    layouts()
+
+
+def loss_and_dtypes():
+    # conv_ae's loss: [32, 1, 28, 28] probabilities.
+    prob, target = torch.rand(32, 1, 28, 28).clamp(0.01, 0.99), torch.rand(32, 1, 28, 28)
+    bce = median_us(lambda: torch.ops.aten.binary_cross_entropy(prob, target, None, 1))
+    grad = median_us(lambda: torch.ops.aten.binary_cross_entropy_backward(torch.tensor(1.0), prob, target, None, 1))
+    log = median_us(lambda: torch.log(prob))
+    print(f"binary_cross_entropy of {prob.numel()} floats: {bce:.0f} us ({bce / log:.0f}x log's "
+          f"{log:.1f}), backward {grad:.0f} us")
+    n = 1 << 18
+    a, b = torch.randn(n), torch.randn(n)
+    a16, b16 = a.bfloat16(), b.bfloat16()
+    print(f"bf16 against fp32 on {n} elements (median us; bf16 per element x fp32's):")
+    for name, fn in [("relu", lambda x, y: torch.relu(x)), ("add", torch.add),
+                     ("sigmoid", lambda x, y: torch.sigmoid(x))]:
+        f32, bf = median_us(lambda: fn(a, b)), median_us(lambda: fn(a16, b16))
+        print(f"  {name:7s} fp32 {f32:7.1f}  bf16 {bf:7.1f}  {bf / f32:4.2f}x")
+
+
+def convolutions():
+    print("3x3 convolution, 8 maps of 32x32 from one channel (median us):")
+    x = torch.randn(8, 1, 32, 32)
+    for co in (1, 3, 16):
+        w = torch.randn(co, 1, 3, 3)
+        us = median_us(lambda: torch.ops.aten.convolution(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1))
+        print(f"  1 -> {co:2d} channels {us:7.1f}")
+    # A first layer: 3 -> 64 channels over 32 maps of 32x32, backward.
+    x, w = torch.randn(32, 3, 32, 32), torch.randn(64, 3, 3, 3)
+    y = torch.ops.aten.convolution(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+
+    def backward(input_grad):
+        return torch.ops.aten.convolution_backward(y, x, w, None, [1, 1], [1, 1], [1, 1], False,
+                                                   [0, 0], 1, [input_grad, True, False])
+    both, weight = median_us(lambda: backward(True), 50), median_us(lambda: backward(False), 50)
+    print(f"convolution_backward 3 -> 64 channels, 32 maps of 32x32: both gradients {both:.0f} us, "
+          f"the weight's alone {weight:.0f} us")
+
+
+def layouts():
+    print("[16, 64, 16, 16] on one layout and on two (contiguous + channels-last), ns per element:")
+    grad = torch.randn(16, 64, 16, 16)
+    act = torch.randn(16, 64, 16, 16)
+    last = act.contiguous(memory_format=torch.channels_last)
+    e = grad.numel()
+    for name, fn in [("threshold_backward", lambda g, x: torch.ops.aten.threshold_backward(g, x, 0)),
+                     ("add", torch.add)]:
+        one, two = median_us(lambda: fn(grad, act)), median_us(lambda: fn(grad, last))
+        print(f"  {name:18s} one {one * 1e3 / e:5.2f}  two {two * 1e3 / e:5.2f}")
 
 
 if __name__ == "__main__":

@@ -200,9 +200,6 @@ OpCost AttentionModel(const Ctx& c) {
                       DtypeKey(qq->dtype()), "");
 }
 
-// Memory-bound ops: bytes read and written over the effective bandwidth at that size, the
-// cold share of the inputs slowed down as measured. Embedding kinds are measured on their own
-// working sets and keep their figure.
 // The dtype of an op's floating-point tensors where they all share one ("fp32" where mixed,
 // or none is): the bandwidth points it is priced from.
 std::string_view TrafficDtype(const Ctx& c) {
@@ -218,6 +215,9 @@ std::string_view TrafficDtype(const Ctx& c) {
   return dtype.empty() ? "fp32" : dtype;
 }
 
+// Memory-bound ops: bytes read and written over the effective bandwidth at that size, the
+// cold share of the inputs slowed down as measured. Embedding kinds are measured on their own
+// working sets and keep their figure.
 OpCost BandwidthModel(const Ctx& c, std::string_view kind, double bytes) {
   OpCost cost;
   cost.model = "bandwidth";
@@ -377,17 +377,16 @@ bool IsContiguous(const proto::Tensor* t) {
 OpCost SparseGradientModel(const Ctx& c) {
   const proto::Tensor* grad = c.in[0];
   OpCost cost;
-  if (c.name == "aten::embedding_backward" && IsContiguous(grad)) {
-    cost.model = "view";
-    cost.launches = false;
-    return cost;
-  }
-  if (c.name == "aten::embedding_backward") {
-    cost = BandwidthModel(c, "copy", 2 * Bytes(grad));
-  } else {
+  if (c.name != "aten::embedding_backward") {
     const double lookups = c.in.size() >= 2 ? static_cast<double>(c.in[1]->numel()) : 0;
     const double rows = lookups * static_cast<double>(Dim(grad, -1) * grad->itemsize());
     cost = BandwidthModel(c, "gather", 2 * rows + (c.in.size() >= 2 ? Bytes(c.in[1]) : 0));
+  } else if (IsContiguous(grad)) {
+    cost.launches = false;
+    cost.model = "view";
+    return cost;
+  } else {
+    cost = BandwidthModel(c, "copy", 2 * Bytes(grad));
   }
   cost.model = "embedding";
   return cost;
@@ -461,8 +460,7 @@ double SecondPassBytes(const Ctx& c) {
   const bool layer = c.name.find("layer_norm") != std::string_view::npos;
   if ((!batch && !layer) || c.in.empty()) return 0;
   if (c.name.find("backward") != std::string_view::npos) return Bytes(c.in[0]) + (c.in.size() >= 2 ? Bytes(c.in[1]) : 0);
-  const bool training = c.op.inputs_size() > 5 && c.op.inputs(5).kind_case() == proto::Value::kBoolValue &&
-                        c.op.inputs(5).bool_value();
+  const bool training = BoolArg(c.op, 5);
   return batch && training ? Bytes(c.in[0]) : 0;
 }
 
@@ -680,31 +678,19 @@ std::string_view MathKindOf(std::string_view op) {
   // The backwards that evaluate the same function price as it; tanh's and sigmoid's reuse
   // the forward's output and are plain arithmetic (binary). Binary cross-entropy's CPU
   // kernels are scalar loops, measured as such.
+  // clang-format off
   static constexpr MathOp kMathOps[] = {
-      {"aten::sqrt", "sqrt"},
-      {"aten::sqrt_", "sqrt"},
-      {"aten::_foreach_sqrt", "sqrt"},
-      {"aten::_foreach_sqrt_", "sqrt"},
-      {"aten::rsqrt", "rsqrt"},
-      {"aten::rsqrt_", "rsqrt"},
-      {"aten::exp", "exp"},
-      {"aten::exp_", "exp"},
-      {"aten::_foreach_exp", "exp"},
-      {"aten::log", "log"},
-      {"aten::log_", "log"},
-      {"aten::_foreach_log", "log"},
-      {"aten::tanh", "tanh"},
-      {"aten::tanh_", "tanh"},
-      {"aten::sigmoid", "sigmoid"},
-      {"aten::sigmoid_", "sigmoid"},
-      {"aten::gelu", "gelu"},
-      {"aten::gelu_", "gelu"},
-      {"aten::gelu_backward", "gelu"},
-      {"aten::silu", "silu"},
-      {"aten::silu_", "silu"},
+      {"aten::sqrt", "sqrt"},       {"aten::sqrt_", "sqrt"},       {"aten::_foreach_sqrt", "sqrt"},
+      {"aten::_foreach_sqrt_", "sqrt"}, {"aten::rsqrt", "rsqrt"},  {"aten::rsqrt_", "rsqrt"},
+      {"aten::exp", "exp"},         {"aten::exp_", "exp"},         {"aten::_foreach_exp", "exp"},
+      {"aten::log", "log"},         {"aten::log_", "log"},         {"aten::_foreach_log", "log"},
+      {"aten::tanh", "tanh"},       {"aten::tanh_", "tanh"},       {"aten::sigmoid", "sigmoid"},
+      {"aten::sigmoid_", "sigmoid"}, {"aten::gelu", "gelu"},       {"aten::gelu_", "gelu"},
+      {"aten::gelu_backward", "gelu"}, {"aten::silu", "silu"},     {"aten::silu_", "silu"},
       {"aten::silu_backward", "silu"},
       {"aten::binary_cross_entropy", "binary_cross_entropy"},
       {"aten::binary_cross_entropy_backward", "binary_cross_entropy_backward"}};
+  // clang-format on
   op = op.substr(0, op.find('.', op.find("::") == std::string_view::npos ? 0 : op.find("::") + 2));
   for (const MathOp& m : kMathOps)
     if (m.op == op) return m.kind;

@@ -536,9 +536,8 @@ void RecordConvTransposePoints(const std::vector<ConvProbe>& points, const Probe
       how +
       ": conv_transpose 2x2 stride 2 (convolution with transposed=true), forward and backward "
       "(grad input + "
-      "weight), N 8, 32 x C_in 16, 64 x C_out 1, 3, 16, 64 x H = W 8, 16, as the implicit GEMM of "
-      "the "
-      "convolution whose data gradient it is (m = N*H_in*W_in, n = C_in, k = C_out*4)";
+      "weight), N 8, 32 x C_in 16, 64 x C_out 1, 3, 16, 64 x H = W 8, 16, as the implicit GEMM "
+      "of the convolution whose data gradient it is (m = N*H_in*W_in, n = C_in, k = C_out*4)";
 }
 
 // `--only index`, `conv_transpose` or `values`: the base platform with that sweep's points
@@ -854,7 +853,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     // Convolution sweep (3x3, padding 1), forward and backward, as implicit GEMMs. One and
     // three channels in and out too (a grayscale or RGB stem, an output head): below a vector's
     // width of channels the time stops falling with them, and so the efficiency falls with
-    // the channels (the 2-core build host, 8 maps of 32x32: 1 -> 1 channel 76 us, 1 -> 16 80).
+    // the channels (bench/op_costs.py, 8 maps of 32x32: 1 -> 1 channel 70-76 us, 1 -> 16 78-80).
     const std::vector<int64_t> batches = o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32};
     const std::vector<int64_t> cins =
         o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{1, 3, 16, 64};
@@ -909,8 +908,14 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     // and a thousand copies would not leave the last-level cache.
     constexpr int64_t kMinColdElems = 1 << 16;
     using BinaryOp = std::function<void(const at::Tensor&, const at::Tensor&)>;
-    auto add = [&](const char* kind, double moved, std::function<void()> fn, bool cold) {
-      traffic.push_back({kind, moved, moved, probes.Add(std::move(fn)), cold});
+    auto add = [&](const char* kind, double moved, std::function<void()> fn, bool cold,
+                   const char* dtype = "") {
+      traffic.push_back({kind, moved, moved, probes.Add(std::move(fn)), cold, dtype});
+    };
+    // A kind measured in cache only, on tensors of `dtype` ("": fp32).
+    auto in_cache = [&](const char* kind, const char* dtype, double moved,
+                        std::function<void()> fn) {
+      add(kind, moved, std::move(fn), /*cold=*/false, dtype);
     };
     for (int64_t n : elems) {
       const int64_t cols = std::min<int64_t>(n, 256);
@@ -935,33 +940,26 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       kind("dropout", 2 * bytes, [](const at::Tensor& x, const at::Tensor&) { (void)at::dropout(x, 0.1, true); }, a);
       for (const auto& [name, fn] : kMathKinds)
         kind(name, 2 * bytes, [fn = fn](const at::Tensor& x, const at::Tensor&) { (void)fn(x); }, positive);
-      // The plain kinds and the math again on bf16 tensors (autocast's CPU dtype), in cache: a
-      // CPU converts to fp32 to compute, so a bf16 element costs about an fp32 one.
       if (n <= (1 << 22)) {
+        // The plain kinds and the math again on bf16 tensors (autocast's CPU dtype), in cache:
+        // a CPU converts to fp32 to compute, so a bf16 element costs about an fp32 one.
         const at::Tensor x = a.to(at::kBFloat16), y = b.to(at::kBFloat16), out = at::empty_like(x);
         const at::Tensor pos = positive.to(at::kBFloat16);
-        auto bf16 = [&](const char* name, double moved, std::function<void()> fn) {
-          traffic.push_back({name, moved, moved, probes.Add(std::move(fn)), false, "bf16"});
-        };
-        bf16("copy", bytes, [out, x]() mutable { out.copy_(x); });
-        bf16("unary", bytes, [x] { (void)at::relu(x); });
-        bf16("binary", 1.5 * bytes, [x, y] { (void)at::add(x, y); });
+        in_cache("copy", "bf16", bytes, [out, x]() mutable { out.copy_(x); });
+        in_cache("unary", "bf16", bytes, [x] { (void)at::relu(x); });
+        in_cache("binary", "bf16", 1.5 * bytes, [x, y] { (void)at::add(x, y); });
         for (const auto& [name, fn] : kMathKinds)
-          bf16(name, bytes, [fn = fn, pos] { (void)fn(pos); });
-      }
-      // Binary cross-entropy (mean), whose CPU kernels are scalar loops: forward, two logs an
-      // element, takes 15-25x log's time. Its input must hold probabilities; in cache only.
-      if (n <= (1 << 22)) {
-        at::Tensor prob = at::rand({n / cols, cols}, f32).clamp_(0.01, 0.99),
-                   target = at::rand({n / cols, cols}, f32);
-        at::Tensor one = at::ones({}, f32);
-        add(
-            "binary_cross_entropy", 2 * bytes,
-            [prob, target] { (void)at::binary_cross_entropy(prob, target); }, false);
-        add(
-            "binary_cross_entropy_backward", 3 * bytes,
-            [one, prob, target] { (void)at::binary_cross_entropy_backward(one, prob, target); },
-            false);
+          in_cache(name, "bf16", bytes, [fn = fn, pos] { (void)fn(pos); });
+        // Binary cross-entropy (mean), whose CPU kernels are scalar loops: forward, two logs an
+        // element, takes 15-25x log's time (bench/op_costs.py). Its input must hold
+        // probabilities; in cache only.
+        const at::Tensor prob = at::rand({n / cols, cols}, f32).clamp_(0.01, 0.99);
+        const at::Tensor target = at::rand({n / cols, cols}, f32), one = at::ones({}, f32);
+        in_cache("binary_cross_entropy", "", 2 * bytes,
+                 [prob, target] { (void)at::binary_cross_entropy(prob, target); });
+        in_cache("binary_cross_entropy_backward", "", 3 * bytes, [one, prob, target] {
+          (void)at::binary_cross_entropy_backward(one, prob, target);
+        });
       }
       // 2x2 max pooling and training-mode batch norm over N x 16 x H x H feature maps, as
       // CNNs run them; bytes as the model counts them (the tensors in and out).
