@@ -35,6 +35,7 @@ import argparse
 import bisect
 import gzip
 import json
+import re
 import os
 import statistics
 import subprocess
@@ -87,6 +88,51 @@ def top_level_ops(events, known=()):
     return outer
 
 
+INTEGER_MIN_MAX = re.compile(r"(Min|Max)NanFunctor<(long|int|short|signed char|unsigned char|char|"
+                             r"long long|unsigned short|unsigned int|unsigned long|int64_t|int32_t)>")
+
+
+def observer_probes(events, launches):
+    """Correlation ids of the execution-trace observer's integer-range probes: per launching
+    thread in launch order, [integer min kernel, DtoH copy, integer max kernel, DtoH copy], each
+    reduction after the same prelude of a contiguous copy and a memset where the tensor needed
+    them. The rule of eg::kineto::ObserverProbes (eg/src/kineto_internal.h), so that the
+    original's device time here is the one Mimic links, without the capture's own work."""
+    def tag(e):
+        name = e["name"]
+        m = INTEGER_MIN_MAX.search(name)
+        if m:
+            return m.group(1)
+        if name.startswith("Memcpy DtoH"):
+            return "DtoH"
+        if e.get("cat") == "gpu_memset":
+            return "s"
+        return "c" if "direct_copy_kernel" in name else None
+    by_thread = defaultdict(list)
+    for e in events:
+        if e.get("cat") in DEVICE_CATEGORIES and e.get("ph") == "X":
+            launch = launches.get(e.get("args", {}).get("correlation"))
+            if launch is not None:
+                by_thread[launch.get("tid")].append((e["args"]["correlation"], tag(e)))
+    probes = set()
+    for seq in by_thread.values():
+        seq.sort()
+        i = 0
+        while i < len(seq):
+            for prelude in (2, 1, 0):
+                tags = [t for _, t in seq[i:i + 2 * prelude + 4]]
+                pre = tags[:prelude]
+                if (len(tags) == 2 * prelude + 4 and all(t in ("s", "c") for t in pre)
+                        and tags[prelude:prelude + 2] == ["Min", "DtoH"]
+                        and tags[prelude + 2:2 * prelude + 2] == pre
+                        and tags[2 * prelude + 2:] == ["Max", "DtoH"]):
+                    probes.update(c for c, _ in seq[i:i + 2 * prelude + 4])
+                    i += 2 * prelude + 3
+                    break
+            i += 1
+    return probes
+
+
 def analyse(trace_path, classes):
     """GPU active time and kernel time per class, per ProfilerStep (medians over the steps)."""
     events = load(trace_path)["traceEvents"]
@@ -94,13 +140,17 @@ def analyse(trace_path, classes):
                    if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
                    and e.get("cat") != "gpu_user_annotation")  # the host's span, not the device's
     outer = top_level_ops(events, classes)
-    launched = {e["args"]["correlation"]: e["ts"] for e in events
+    launches = {e["args"]["correlation"]: e for e in events
                 if e.get("cat") in LAUNCH_CATEGORIES and "correlation" in e.get("args", {})}
+    launched = {c: e["ts"] for c, e in launches.items()}
+    probes = observer_probes(events, launches)
     active = defaultdict(list)
     per_class = defaultdict(lambda: defaultdict(float))
     starts = [s for s, _ in steps]
     for e in events:
         if e.get("cat") not in DEVICE_CATEGORIES or e.get("ph") != "X":
+            continue
+        if e.get("args", {}).get("correlation") in probes:
             continue
         at = launched.get(e.get("args", {}).get("correlation"), e["ts"])
         k = bisect.bisect_right(starts, at) - 1

@@ -101,6 +101,8 @@ std::string InspectJson(const proto::Workload& w, const eg::Summary& s) {
     j.Key("kernels").Int(k.kernels());
     j.Key("kernels_linked").Int(k.kernels_linked());
     j.Key("kernels_total").Int(k.kernels_total());
+    j.Key("observer_probe_events").Int(k.observer_probe_events());
+    j.Key("observer_probe_ms").Double(k.observer_probe_us() / 1000);
     j.Key("streams").Int(KernelStreams(w));
     j.EndObject();
   } else {
@@ -158,6 +160,11 @@ void PrintText(const std::string& path, const proto::Workload& w, const eg::Summ
         static_cast<long long>(k.kernels_linked()), static_cast<long long>(k.kernels()),
         static_cast<long long>(k.kernels_total()), k.link_method().c_str(),
         static_cast<long long>(KernelStreams(w)));
+    if (k.observer_probe_events() > 0)
+      std::printf(
+          "  observer probes %lld device events, %.3f ms (the ET observer's integer ranges; "
+          "on no op)\n",
+          static_cast<long long>(k.observer_probe_events()), k.observer_probe_us() / 1000);
   }
 }
 

@@ -17,6 +17,7 @@
 #include <map>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "json_scan.h"
 #include "kineto_internal.h"
@@ -393,12 +394,88 @@ std::unordered_map<int64_t, const KinetoEvent*> LaunchesByCorrelation(const Kine
   return launch_of;
 }
 
+namespace {
+
+// 'm' for the kernel of a min() over an integer tensor, 'M' for a max(), 0 for any other.
+char IntegerMinMax(std::string_view kernel) {
+  static constexpr std::string_view kIntegerTypes[] = {
+      "long",          "int",           "short",     "signed char",
+      "unsigned char", "char",          "long long", "unsigned short",
+      "unsigned int",  "unsigned long", "int64_t",   "int32_t"};
+  for (const auto& [functor, tag] : {std::pair{std::string_view("MinNanFunctor<"), 'm'},
+                                     std::pair{std::string_view("MaxNanFunctor<"), 'M'}}) {
+    const size_t at = kernel.find(functor);
+    if (at == std::string_view::npos) continue;
+    std::string_view type = kernel.substr(at + functor.size());
+    type = type.substr(0, type.find('>'));
+    for (std::string_view t : kIntegerTypes)
+      if (type == t) return tag;
+  }
+  return 0;
+}
+
+bool IsDeviceToHostCopy(const KinetoEvent& e) {
+  return std::string_view(e.name).rfind("Memcpy DtoH", 0) == 0;
+}
+
+// What min() or max() may launch before its reduction: a copy of a strided tensor into a
+// contiguous one, and a memset of the reduction's output. 0 for any other event.
+char ReductionPrelude(const KinetoEvent& e) {
+  if (e.category == "gpu_memset") return 's';
+  return std::string_view(e.name).find("direct_copy_kernel") != std::string_view::npos ? 'c' : 0;
+}
+
+// The length of the probe of one integer tensor that starts at events[i]: `prelude` events (its
+// copy and memset), the min reduction and its copy back, the same prelude again, the max and its
+// copy back. 0 when no probe starts there.
+size_t ProbeAt(const std::vector<const KinetoEvent*>& events, size_t i, size_t prelude) {
+  const size_t min = i + prelude, max = min + 2 + prelude;
+  if (max + 1 >= events.size()) return 0;
+  for (size_t j = 0; j < prelude; ++j)
+    if (!ReductionPrelude(*events[i + j]) ||
+        ReductionPrelude(*events[i + j]) != ReductionPrelude(*events[min + 2 + j]))
+      return 0;
+  const bool probe =
+      IntegerMinMax(events[min]->name) == 'm' && IsDeviceToHostCopy(*events[min + 1]) &&
+      IntegerMinMax(events[max]->name) == 'M' && IsDeviceToHostCopy(*events[max + 1]);
+  return probe ? max + 2 - i : 0;
+}
+
+}  // namespace
+
+std::unordered_set<int64_t> ObserverProbes(
+    const KinetoTrace& trace, const std::unordered_map<int64_t, const KinetoEvent*>& launch_of,
+    const std::unordered_map<const KinetoEvent*, int>& launcher) {
+  std::map<int, std::vector<const KinetoEvent*>> by_op;  // each op's device events
+  for (const KinetoEvent& e : trace.events) {
+    if (e.kind != KinetoEvent::Kind::kDevice) continue;
+    auto l = launch_of.find(e.correlation);
+    if (l == launch_of.end()) continue;
+    if (auto op = launcher.find(l->second); op != launcher.end()) by_op[op->second].push_back(&e);
+  }
+  std::unordered_set<int64_t> probes;
+  for (auto& [op, events] : by_op) {
+    std::sort(events.begin(), events.end(), [](const KinetoEvent* a, const KinetoEvent* b) {
+      return a->correlation < b->correlation;  // launch order
+    });
+    for (size_t i = 0; i < events.size(); ++i)
+      for (size_t prelude : {2, 1, 0})
+        if (const size_t n = ProbeAt(events, i, prelude); n > 0) {
+          for (size_t j = i; j < i + n; ++j) probes.insert(events[j]->correlation);
+          i += n - 1;
+          break;
+        }
+  }
+  return probes;
+}
+
 template <typename Trace>
 KernelCounts AttachKernels(Trace& trace,
                            const std::unordered_map<int64_t, const KinetoEvent*>& launch_of,
                            const std::unordered_map<const KinetoEvent*, int>& launcher,
                            double window_lo, double window_hi, const KernelSink& add) {
   KernelCounts n;
+  const std::unordered_set<int64_t> probes = ObserverProbes(trace, launch_of, launcher);
   for (auto& e : trace.events) {
     if (e.kind != KinetoEvent::Kind::kDevice) continue;
     ++n.total;
@@ -407,6 +484,11 @@ KernelCounts AttachKernels(Trace& trace,
     const double launch_ts = l ? l->ts : e.ts;
     if (launch_ts < window_lo || launch_ts > window_hi) continue;
     ++n.in_window;
+    if (l && probes.count(e.correlation)) {
+      ++n.observer_probes;
+      n.observer_probe_us += e.dur;
+      continue;
+    }
     auto op_it = l ? launcher.find(l) : launcher.end();
     if (op_it == launcher.end()) continue;
     ++n.linked;
@@ -672,6 +754,8 @@ Status LinkKineto(const std::string& path, const KinetoTrace& trace, proto::Work
   summary.set_kernels(kernels.in_window);
   summary.set_kernels_linked(kernels.linked);
   summary.set_kernels_total(kernels.total);
+  summary.set_observer_probe_events(kernels.observer_probes);
+  summary.set_observer_probe_us(kernels.observer_probe_us);
   summary.set_kineto_pid(kineto_pid);
   return Status::Ok();
 }

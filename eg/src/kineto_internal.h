@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -63,10 +64,25 @@ std::unordered_map<const KinetoEvent*, int> AttributeLaunches(
     const std::unordered_map<const KinetoEvent*, int>& op_of_event);
 
 struct KernelCounts {
-  int64_t total = 0;      // device events in the trace
-  int64_t in_window = 0;  // launched inside [window_lo, window_hi]
-  int64_t linked = 0;     // attached to an op
+  int64_t total = 0;            // device events in the trace
+  int64_t in_window = 0;        // launched inside [window_lo, window_hi]
+  int64_t linked = 0;           // attached to an op
+  int64_t observer_probes = 0;  // in the window, left out: ObserverProbes
+  double observer_probe_us = 0;
 };
+
+// The device events the execution-trace observer itself launched inside the ops it recorded.
+// With ENABLE_PYTORCH_EXECUTION_TRACE_SAVE_INTEGRAL_TENSOR_RANGE set it records each integer
+// tensor's range by calling min() and max() on it and reading each back: on a GPU, a reduction
+// kernel and a device-to-host copy of its scalar each, launched from inside the op. An op's own
+// work never launches that sequence (an op that reduces an integer tensor and reads the result
+// back records its own min, max and item ops, which are the launchers of their kernels). Returns
+// the correlation ids of each [integer min kernel, DtoH copy, integer max kernel, DtoH copy]
+// that one op launched one after another, each reduction with the copy to a contiguous tensor
+// and the memset that a strided or large tensor's min() and max() launch before it.
+std::unordered_set<int64_t> ObserverProbes(
+    const KinetoTrace& trace, const std::unordered_map<int64_t, const KinetoEvent*>& launch_of,
+    const std::unordered_map<const KinetoEvent*, int>& launcher);
 // Where a kernel or sync of op i goes: the op itself (KernelsOf, SyncsOf), or a list that the
 // caller attaches later (the workload of a Kineto trace alone, built once the trace is freed).
 using KernelSink = std::function<proto::Kernel*(int op)>;
@@ -74,7 +90,8 @@ using SyncSink = std::function<proto::CudaSync*(int op)>;
 KernelSink KernelsOf(proto::Workload& w);
 SyncSink SyncsOf(proto::Workload& w);
 
-// Attaches each device event launched inside [window_lo, window_hi] to the op that launched it.
+// Attaches each device event launched inside [window_lo, window_hi] to the op that launched it,
+// but the observer's probes (ObserverProbes), which it counts.
 // Given a trace it may change (Trace = KinetoTrace, one the caller is done with), the kernels'
 // names are moved out of it rather than copied, so that they are never held twice.
 template <typename Trace>

@@ -296,6 +296,8 @@ void AttachDeviceWork(DeviceWork& d, int64_t pid, proto::Workload& w) {
   s.set_kernels(d.counts.in_window);
   s.set_kernels_linked(d.counts.linked);
   s.set_kernels_total(d.counts.total);
+  s.set_observer_probe_events(d.counts.observer_probes);
+  s.set_observer_probe_us(d.counts.observer_probe_us);
   s.set_kineto_pid(pid);
 }
 

@@ -277,6 +277,10 @@ constexpr DomainRecord kDomains[] = {
     {"aten::multinomial", {{{0, ValueDomain::kNonNegative}}}, 1},
 };
 
+// DecomposesEverywhere's operators (CompositeImplicitAutograd in ATen's native_functions.yaml).
+constexpr std::string_view kDecomposesEverywhere[] = {"aten::cross_entropy_loss",
+                                                      "aten::nll_loss_nd"};
+
 // KeepsSign's operators.
 constexpr std::string_view kKeepSign[] = {"aten::add",
                                           "aten::add_",
@@ -446,6 +450,10 @@ bool Listed(const std::string_view (&table)[N], std::string_view op_name) {
 }  // namespace
 
 bool KeepsSign(std::string_view op_name) { return Listed(kKeepSign, op_name); }
+
+bool DecomposesEverywhere(std::string_view op_name) {
+  return Listed(kDecomposesEverywhere, op_name);
+}
 
 bool TimeDependsOnValues(std::string_view op_name) { return Listed(kTimeDependsOnValues, op_name); }
 

@@ -100,15 +100,16 @@ double ColdOperandsUs(const Ctx& c) {
 }
 
 // A compute-bound op of `flops` whose efficiency `table` holds by GEMM shape (m, n, k): the
-// roofline at that efficiency, plus its cold operands.
+// roofline at that efficiency (over `slowdown`), plus its cold operands.
 OpCost ComputeBound(const Ctx& c, const char* model, double flops,
-                    const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table, double m, double n, double k,
-                    std::string_view dtype, std::string_view pass) {
+                    const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table,
+                    double m, double n, double k, std::string_view dtype, std::string_view pass,
+                    double slowdown = 1) {
   OpCost cost;
   cost.model = model;
   cost.flops = flops;
   cost.bytes = TouchedBytes(c.in, c.out);
-  const double eff = ShapeEfficiency(c.p, table, m, n, k, dtype, pass);
+  const double eff = ShapeEfficiency(c.p, table, m, n, k, dtype, pass) / slowdown;
   cost.compute_us = RooflineUs(c.p, flops, cost.bytes, PeakFlops(c.p, dtype, UsesTensorCores(dtype)), eff) + ColdOperandsUs(c);
   return cost;
 }
@@ -156,6 +157,41 @@ OpCost RnnLayerModel(const Ctx& c, const RnnShape& r) {
   return cost;
 }
 
+// The elements between one row of a matrix operand and the next: the stride of whichever of its
+// last two dims is not the contiguous one. 0 for a vector, or a matrix with neither dim
+// contiguous (ATen copies it before the GEMM).
+int64_t LeadingDimension(const proto::Tensor& t) {
+  const int r = t.shape_size();
+  if (r < 2 || t.shape(r - 2) == 1 || t.shape(r - 1) == 1) return 0;
+  const bool strided = t.strides_size() == r;
+  const int64_t row = strided ? t.strides(r - 2) : t.shape(r - 1),
+                col = strided ? t.strides(r - 1) : 1;
+  return col == 1 ? row : row == 1 ? col : 0;
+}
+
+// A tensor-core GEMM whose matrices cannot all be read 16 bytes at a time. cuBLAS's fast
+// kernels need every leading dimension to be a multiple of 16 bytes (cuBLAS documentation,
+// "Tensor Core Usage"); for any other, it falls back to kernels that load one element at a
+// time: GPT-2's head, a vocabulary of 50,257, ran cutlass_75_tensorop_bf16_s1688gemm_*_align1
+// on the H200 (fleet_samples/h200/gpt2).
+bool MisalignedForTensorCores(const Ctx& c, std::string_view dtype) {
+  if (!IsGpu(c.p) || !UsesTensorCores(dtype)) return false;
+  const int64_t itemsize = dtype == "fp8" || dtype == "int8"    ? 1
+                           : dtype == "fp16" || dtype == "bf16" ? 2
+                                                                : 4;
+  for (const auto* list : {&c.in, &c.out})
+    for (const proto::Tensor* t : *list)
+      if (LeadingDimension(*t) * itemsize % 16 != 0) return true;
+  return false;
+}
+
+// How much longer a misaligned tensor-core GEMM takes than an aligned one of its shape: Netflix
+// measured an LM head whose vocabulary size was not a multiple of 64 falling back from cuBLAS's
+// kernel to CUTLASS's and taking 3x as long ("Scaling LLM Post-Training at Netflix", 2026-02).
+// A published figure, not fitted: GPT-2's head on the H200 took about 6x what the model gives it
+// aligned (docs/benchmarks.md), where the aligned GEMMs beside it ran at that price.
+constexpr double kMisalignedGemmSlowdown = 3;
+
 // A GEMM-shaped op: batch x (m x k) . (k x n).
 OpCost GemmModel(const Ctx& c) {
   if (RnnShape r; RnnShapeOf(c.w, c.op, &r)) return RnnLayerModel(c, r);
@@ -163,7 +199,9 @@ OpCost GemmModel(const Ctx& c) {
   if (!GemmShapeOf(c.w, c.op, &g)) return OpCost{"gemm"};
   const double batch = static_cast<double>(g.batch), m = static_cast<double>(g.m), n = static_cast<double>(g.n),
                k = static_cast<double>(g.k);
-  return ComputeBound(c, "gemm", 2 * batch * m * n * k, c.p.gemm_efficiency(), batch * m, n, k, g.dtype, "");
+  const double slowdown = MisalignedForTensorCores(c, g.dtype) ? kMisalignedGemmSlowdown : 1;
+  return ComputeBound(c, "gemm", 2 * batch * m * n * k, c.p.gemm_efficiency(), batch * m, n, k,
+                      g.dtype, "", slowdown);
 }
 
 // Convolutions as implicit GEMMs: m = N x output pixels, n = output channels, k = input
@@ -584,7 +622,11 @@ const std::string_view kViewOps[] = {
     "aten::unbind", "aten::flatten", "aten::unflatten", "aten::view_as", "aten::numpy_T",
     "aten::result_type", "aten::is_nonzero", "aten::size", "aten::stride", "aten::contiguous",
     "aten::_has_compatible_shallow_copy_type", "aten::to", "aten::type_as", "aten::matrix_H",
-    "aten::unfold", "aten::diagonal", "aten::movedim", "aten::swapaxes", "aten::mT"};
+    "aten::unfold", "aten::diagonal", "aten::movedim", "aten::swapaxes", "aten::mT",
+    // A sparse tensor's members, as aliases (its values and indices have no storage of the
+    // sparse tensor's own to alias in the trace).
+    "aten::_values", "aten::_indices", "aten::values", "aten::indices", "aten::crow_indices",
+    "aten::col_indices", "aten::ccol_indices", "aten::row_indices"};
 
 // True when every output shares storage with an input and the op is not in place (a
 // trailing '_'): a view, whatever its name.

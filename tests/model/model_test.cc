@@ -700,6 +700,63 @@ TEST(Predict, AGemmIsPricedInThePrecisionItComputedIn) {
   EXPECT_NEAR(autocast, bf16, 0.01 * bf16);
 }
 
+// A tensor-core GEMM whose rows are not whole 16-byte units falls back to a kernel that reads
+// an element at a time: priced at kMisalignedGemmSlowdown (3x, Netflix's published figure). A
+// GEMM without tensor cores (fp32) reads as it did.
+TEST(Predict, AGemmWhoseRowsAreNotWhole16ByteUnitsRunsAtTheFallbackKernelsRate) {
+  const proto::Platform p = KnownOverheads();
+  auto us_per_gflop = [&](int64_t k, proto::DType dtype) {
+    proto::Workload w = TwoKernels(false);
+    for (int t = 0; t < 3; ++t) {
+      proto::Tensor* x = w.mutable_tensors(t);
+      x->set_dtype(dtype), x->set_itemsize(dtype == proto::FLOAT32 ? 4 : 2);
+    }
+    w.mutable_tensors(0)->set_shape(1, k);  // a: [8192, k]
+    w.mutable_tensors(1)->set_shape(0, k);  // b: [k, 8192]
+    auto r = Predict(w, p, Options(false));
+    EXPECT_THAT(r, IsOk());
+    return r.ok() ? r->ops[0].compute_us / (r->ops[0].flops / 1e9) : -1.0;
+  };
+  EXPECT_NEAR(us_per_gflop(8191, proto::BFLOAT16) / us_per_gflop(8192, proto::BFLOAT16), 3, 0.03);
+  EXPECT_NEAR(us_per_gflop(8188, proto::BFLOAT16) / us_per_gflop(8184, proto::BFLOAT16), 3, 0.03);
+  EXPECT_NEAR(us_per_gflop(8191, proto::FLOAT32) / us_per_gflop(8192, proto::FLOAT32), 1, 0.01);
+}
+
+// The H200 GPT-2 capture: its head (a vocabulary of 50,257 rows) is the one misaligned GEMM, in
+// its forward and both gradients. Under autocast each linear casts its fp32 operands to bf16,
+// and cross_entropy_loss casts its log-probabilities back to fp32: those casts are priced too,
+// and the loss as the log_softmax and nll_loss it runs.
+TEST(Predict, TheH200Gpt2sHeadAndCastsArePricedAsTheyRan) {
+  const proto::Workload w = LoadSample("h200/gpt2");
+  const proto::Platform h200 = Builtin("h200");
+  auto r = Predict(w, h200, Options(false));
+  ASSERT_THAT(r, IsOk());
+  const eg::OpTree tree(w);
+  const double logits = 8192.0 * 50257;
+  int heads = 0, losses = 0;
+  for (const OpPrediction& o : r->ops) {
+    const proto::Op& op = w.ops(tree.IndexOf(o.op_id));
+    const bool head =
+        std::any_of(op.inputs().begin(), op.inputs().end(), [&](const proto::Value& v) {
+          if (v.kind_case() != proto::Value::kTensor || v.tensor() < 0) return false;
+          const auto& shape = w.tensors(v.tensor()).shape();
+          return std::find(shape.begin(), shape.end(), 50257) != shape.end();
+        });
+    if (o.op_class == "gemm" && head) {
+      ++heads;
+      const double tflops = o.flops / o.compute_us / 1e6;
+      EXPECT_LT(tflops, h200.peak_flops().at("bf16").tensor_core() / 1e12 / 3) << o.name;
+    }
+    if (o.name == "aten::cross_entropy_loss") {
+      ++losses;
+      // log_softmax reads and writes the bf16 logits, the cast reads them and writes fp32.
+      EXPECT_GE(o.bytes, logits * (2 + 2 + 2 + 4)) << o.model;
+    }
+  }
+  EXPECT_EQ(heads, 3);  // the forward, and the gradients of its input and its weight
+  EXPECT_EQ(losses, 1);
+}
+
 // The H200 DLRM capture: SGD adds each table's sparse gradient (41-43k of 2M rows) into the
 // table. The update touches the rows the gradient holds, not the 1 GB table.
 TEST(Predict, ASparseUpdateMovesTheRowsItHolds) {

@@ -49,6 +49,11 @@ std::span<const InputDomain> InputDomainsOf(std::string_view op_name);
 // sparse masks): where the output must be non-negative, so must the inputs. pow, exp, abs, ...
 // make their own sign and are not among them.
 bool KeepsSign(std::string_view op_name);
+// Whether an operator is a composite that every backend runs as the same ops, and whose
+// intermediates its own arguments do not show: cross_entropy_loss runs log_softmax, which
+// writes a tensor the size of its input, then nll_loss. The ops recorded under it say what it
+// costs; its inputs and its scalar output do not.
+bool DecomposesEverywhere(std::string_view op_name);
 // Whether an operator's time on a CPU depends on the values it reads, not only on their number:
 // sqrt, pow, log, exp, division and their foreach forms run several times slower on zeros or
 // subnormals. A replay fills the state it prepares for one with the shares of zeros and
