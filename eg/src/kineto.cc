@@ -21,6 +21,7 @@
 
 #include "json_scan.h"
 #include "kineto_internal.h"
+#include "mimic/eg/op_class.h"
 
 namespace mimic::eg {
 namespace {
@@ -415,7 +416,7 @@ char IntegerMinMax(std::string_view kernel) {
 }
 
 bool IsDeviceToHostCopy(const KinetoEvent& e) {
-  return std::string_view(e.name).rfind("Memcpy DtoH", 0) == 0;
+  return DeviceCopyOf(e.name).route == CopyRoute::kDeviceToHost;  // CUDA's or ROCm's name
 }
 
 // What min() or max() may launch before its reduction: a copy of a strided tensor into a

@@ -383,6 +383,12 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
                       ? "T1 (the original's host time between ops, as replay --host-gaps recorded "
                         "waits it) from the Kineto trace; dispatch cost from the platform"
                       : "T1, T2, T3, T5 from the Kineto trace (medians); T4 from the platform");
+  if (o.capture.boundary_us <= 0)
+    notes.push_back(
+        "no capture cost measured for this trace or platform (cpu_overheads.capture_*): the "
+        "profiler's and the execution-trace observer's own host time stays in T1-T5, so the end "
+        "to end is high by it (a GPU capture's profiled steps can take several times its "
+        "unprofiled ones); --no-trace-overheads takes T1-T5 from the platform instead");
   if (o.capture.boundary_us > 0)
     notes.push_back(
         w.original().capture_cost().boundary_us() > 0
