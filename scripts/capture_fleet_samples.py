@@ -47,6 +47,11 @@ SEED = 1234
 # The observer saves the exact integer inputs of the ops it names (comma-separated) when extra
 # resource collection is on (profile_steps' integer_data_ops).
 INTEGER_DATA_ENV = "ENABLE_PYTORCH_EXECUTION_TRACE_SAVE_INTEGRAL_TENSOR_DATA"
+# Ops whose integer inputs (token ids, embedding indices and offsets, edge lists, labels) the
+# zoo's and the GPU samples' captures save beside the trace, for the replay to fill the same
+# tensors with (docs/replay.md): a bag's size and its ids' repeats set what the kernels cost.
+INTEGER_DATA_OPS = ("aten::embedding", "aten::embedding_bag", "aten::index", "aten::index_select",
+                    "aten::scatter_add", "aten::gather", "aten::cross_entropy_loss", "aten::nll_loss_nd")
 MANIFEST_FORMAT = 1
 DEFAULT_SAMPLE = "mlp"
 # Profiler schedule: ProfilerStep#0 is a warm-up, the active steps follow.

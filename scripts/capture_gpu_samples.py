@@ -273,7 +273,9 @@ def capture(workload: cfs.Workload, device: torch.device, out_dir: str, warmup: 
     with tempfile.TemporaryDirectory() as tmp:
         et_path = os.path.join(tmp, et_name.removesuffix(".gz"))
         kineto_path = os.path.join(tmp, kineto_name.removesuffix(".gz"))
-        profiled_ms = cfs.profile_steps(workload.step, profiled, et_path, kineto_path, activities, sync)
+        profiled_ms = cfs.profile_steps(workload.step, profiled, et_path, kineto_path, activities, sync,
+                                        integer_data_ops=cfs.INTEGER_DATA_OPS)
+        capture_cost = cfs.measure_capture_cost(torch.get_num_threads())
         timeline_path = os.path.join(tmp, timeline_name.removesuffix(".gz"))
         cfs.profile_host_timeline(workload.step, timeline_path, sync)
         values_path = os.path.join(tmp, values_name.removesuffix(".gz"))
@@ -288,6 +290,7 @@ def capture(workload: cfs.Workload, device: torch.device, out_dir: str, warmup: 
         cfs.write_gzip(kineto_path, os.path.join(out_dir, kineto_name))
         cfs.write_gzip(timeline_path, os.path.join(out_dir, timeline_name))
         cfs.write_gzip(values_path, os.path.join(out_dir, values_name))
+        cfs.copy_integer_data(et_path, os.path.join(out_dir, et_name))
     entry = cfs.manifest_entry(workload, workload.name, et_name, kineto_name, iteration_ms, profiled_ms, steps,
                                device=torch.cuda.get_device_name(device) if cuda else "cpu")
     entry["peak_memory_bytes"] = peak
@@ -297,6 +300,8 @@ def capture(workload: cfs.Workload, device: torch.device, out_dir: str, warmup: 
     entry["host_timeline"] = timeline_name
     entry["values"] = values_name
     entry["system"] = system
+    if capture_cost:  # what replay and predict take off the recorded host gaps
+        entry["capture_cost"] = capture_cost
     return entry
 
 

@@ -24,10 +24,6 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 W = cfs.Workload
-# Ops whose integer inputs (token ids, embedding indices and offsets, edge lists, labels) the
-# capture saves beside the trace, for the replay to fill the same tensors with (docs/replay.md).
-INTEGER_DATA_OPS = ("aten::embedding", "aten::embedding_bag", "aten::index", "aten::index_select",
-                    "aten::scatter_add", "aten::gather", "aten::cross_entropy_loss", "aten::nll_loss_nd")
 
 
 def lstm_tagger() -> W:
@@ -312,7 +308,7 @@ def main() -> None:
         torch.manual_seed(cfs.SEED)
         w = ZOO[name]()
         w.name = name
-        w.integer_data_ops = () if a.no_integer_data else INTEGER_DATA_OPS
+        w.integer_data_ops = () if a.no_integer_data else cfs.INTEGER_DATA_OPS
         entries.append(cfs.capture(w, a.out, a.warmup_steps, a.timed_steps, a.steps, max_et_only=10))
     cfs.update_manifest(a.out, entries)
 
