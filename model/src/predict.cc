@@ -386,9 +386,9 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
   if (o.capture.boundary_us <= 0)
     notes.push_back(
         "no capture cost measured for this trace or platform (cpu_overheads.capture_*): the "
-        "profiler's and the execution-trace observer's own host time stays in T1-T5, so the end "
-        "to end is high by it (a GPU capture's profiled steps can take several times its "
-        "unprofiled ones); --no-trace-overheads takes T1-T5 from the platform instead");
+        "profiler's own host time (and the execution-trace observer's, where one ran) stays in "
+        "T1-T5, so the end to end is high by it (a GPU capture's profiled steps can take several "
+        "times its unprofiled ones); --no-trace-overheads takes T1-T5 from the platform instead");
   if (o.capture.boundary_us > 0)
     notes.push_back(
         w.original().capture_cost().boundary_us() > 0
