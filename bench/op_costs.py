@@ -15,7 +15,8 @@ docs/model.md), each the median of 200 timed calls at 2 intra-op threads:
   tensors too;
 - a 3x3 convolution from one channel to 1, 3 and 16: why the conv grid goes down to one
   channel; a first layer's backward with and without the input's gradient: why
-  `backward_weight` is a pass of its own;
+  `backward_weight` is a pass of its own; bf16 convolutions on NCHW and on channels-last
+  tensors: why calibrate measures a workload's convolutions in the layout it ran them in;
 - ReLU's backward and add on a contiguous and a channels-last map against two contiguous
   ones (not modelled: docs/benchmarks.md §5).
 
@@ -107,6 +108,20 @@ def convolutions():
     both, weight = median_us(lambda: backward(True), 50), median_us(lambda: backward(False), 50)
     print(f"convolution_backward 3 -> 64 channels, 32 maps of 32x32: both gradients {both:.0f} us, "
           f"the weight's alone {weight:.0f} us")
+    # The zoo's cnn_bf16 layers in bf16, NCHW against channels-last (NHWC) tensors.
+    print("bf16 3x3 convolutions, NCHW against channels-last (median us, forward / backward):")
+    for xs, ws in (((16, 3, 32, 32), (32, 3, 3, 3)), ((16, 32, 32, 32), (64, 32, 3, 3)),
+                   ((16, 32, 16, 16), (64, 32, 3, 3))):
+        row = []
+        for fmt in (torch.contiguous_format, torch.channels_last):
+            x = torch.randn(xs, dtype=torch.bfloat16).contiguous(memory_format=fmt)
+            w = torch.randn(ws, dtype=torch.bfloat16).contiguous(memory_format=fmt)
+            y = torch.conv2d(x, w, padding=1)
+            fwd = median_us(lambda: torch.conv2d(x, w, padding=1), 50)
+            bwd = median_us(lambda: torch.ops.aten.convolution_backward(
+                y, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, False]), 50)
+            row.append(f"{fwd:6.0f} / {bwd:6.0f}")
+        print(f"  {str(xs):17s} -> {ws[0]:3d}: NCHW {row[0]}, channels-last {row[1]}")
 
 
 def layouts():

@@ -104,12 +104,12 @@ double ColdOperandsUs(const Ctx& c) {
 OpCost ComputeBound(const Ctx& c, const char* model, double flops,
                     const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table,
                     double m, double n, double k, std::string_view dtype, std::string_view pass,
-                    double slowdown = 1) {
+                    double slowdown = 1, std::string_view layout = "") {
   OpCost cost;
   cost.model = model;
   cost.flops = flops;
   cost.bytes = TouchedBytes(c.in, c.out);
-  const double eff = ShapeEfficiency(c.p, table, m, n, k, dtype, pass) / slowdown;
+  const double eff = ShapeEfficiency(c.p, table, m, n, k, dtype, pass, layout) / slowdown;
   cost.compute_us = RooflineUs(c.p, flops, cost.bytes, PeakFlops(c.p, dtype, UsesTensorCores(dtype)), eff) + ColdOperandsUs(c);
   return cost;
 }
@@ -217,7 +217,7 @@ OpCost ConvModel(const Ctx& c) {
                    [&](const proto::EfficiencyPoint& e) { return e.pass() == pass; }))
     pass = cs.backward ? "backward" : "forward";
   return ComputeBound(c, "conv", 2 * g.m * g.n * g.k * cs.passes, table, g.m, g.n, g.k, cs.dtype,
-                      pass);
+                      pass, 1, cs.channels_last ? "channels_last" : "");
 }
 
 // Fused attention: Q.K^T and P.V, 4 x B x H x L x S x E FLOPs (the backward about 2.5x).
@@ -808,7 +808,8 @@ double ColdSlowdown(const proto::Platform& p, std::string_view kind, double byte
 
 double ShapeEfficiency(const proto::Platform& p,
                        const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table,
-                       double m, double n, double k, std::string_view dtype, std::string_view pass) {
+                       double m, double n, double k, std::string_view dtype, std::string_view pass,
+                       std::string_view layout) {
   m = std::max(m, 1.0), n = std::max(n, 1.0), k = std::max(k, 1.0);
   struct Near {
     double d2, eff;
@@ -816,10 +817,13 @@ double ShapeEfficiency(const proto::Platform& p,
   std::vector<Near> near;
   auto pass_of = [](const proto::EfficiencyPoint& e) { return e.pass().empty() ? std::string_view("forward") : std::string_view(e.pass()); };
   const std::string_view want_pass = pass.empty() ? "forward" : pass;
-  for (int attempt = 0; attempt < 3 && near.empty(); ++attempt) {
+  // The points of the op's dtype, pass and layout; else of its dtype and pass in any layout;
+  // else of its dtype (or fp32's); else any.
+  for (int attempt = 0; attempt < 4 && near.empty(); ++attempt) {
     for (const proto::EfficiencyPoint& e : table) {
-      if (attempt == 0 && (e.dtype() != dtype || pass_of(e) != want_pass)) continue;
-      if (attempt == 1 && e.dtype() != dtype && e.dtype() != "fp32") continue;
+      if (attempt <= 1 && (e.dtype() != dtype || pass_of(e) != want_pass)) continue;
+      if (attempt == 0 && e.layout() != layout) continue;
+      if (attempt == 2 && e.dtype() != dtype && e.dtype() != "fp32") continue;
       const double dm = std::log2(m) - std::log2(static_cast<double>(e.m()) * std::max<int64_t>(e.batch(), 1));
       const double dn = std::log2(n) - std::log2(static_cast<double>(e.n()));
       const double dk = std::log2(k) - std::log2(static_cast<double>(e.k()));
@@ -1092,6 +1096,13 @@ bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) 
   return true;
 }
 
+// A 4-D or 5-D tensor whose channels (dim 1) are its innermost dim, as recorded: NHWC memory.
+bool IsChannelsLast(const proto::Tensor& t) {
+  const int r = t.shape_size();
+  if ((r != 4 && r != 5) || t.strides_size() != r || t.shape(1) <= 1) return false;
+  return t.strides(1) == 1 && t.strides(r - 1) == t.shape(1);
+}
+
 bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) {
   const std::string_view name = BaseName(op.name());
   const bool backward = name == "aten::convolution_backward";
@@ -1146,6 +1157,7 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
     if (c.passes == 0) return false;
   }
   c.dtype = ComputeDtype(w, op, x);
+  c.channels_last = IsChannelsLast(*x);
   *out = c;
   return true;
 }

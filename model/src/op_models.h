@@ -92,7 +92,8 @@ double ColdSlowdown(const proto::Platform& p, std::string_view kind, double byte
 // estimate for GPUs. `table` is gemm_efficiency or conv_efficiency.
 double ShapeEfficiency(const proto::Platform& p,
                        const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table,
-                       double m, double n, double k, std::string_view dtype, std::string_view pass);
+                       double m, double n, double k, std::string_view dtype, std::string_view pass,
+                       std::string_view layout = "");
 
 // Microseconds an index op of shape `s` takes on `p`, from the platform's index_ops points of
 // its kind: an exact match as is; else trilinear interpolation of log time in (log L, log D,

@@ -415,6 +415,51 @@ TEST(Shapes, AFirstLayersBackwardIsPricedAsTheWeightsGradientAlone) {
   EXPECT_NEAR(LeafCost(w, *both, p).compute_us, 2 * flops / (0.1 * peak) * 1e6, 1e-6);
 }
 
+// A convolution over channels-last tensors (NHWC, as recorded by its strides) runs other kernels
+// than over NCHW ones (oneDNN's nhwc, cuDNN's NHWC tensor-core kernels): it is priced from the
+// points calibrate measured in its layout where there are some, else from any layout's.
+TEST(Shapes, AChannelsLastConvolutionTakesThePointsOfItsLayout) {
+  proto::Workload w;
+  w.add_types("");
+  auto tensor = [&](std::vector<int64_t> shape) { return AddCpuFloatTensor(w, std::move(shape)); };
+  const int x = tensor({16, 32, 16, 16}), wt = tensor({64, 32, 3, 3}), y = tensor({16, 64, 16, 16});
+  proto::Op* conv = w.add_ops();
+  conv->set_id(1), conv->set_name("aten::conv2d"), conv->set_thread(1);
+  for (int t : {x, wt}) conv->add_inputs()->set_tensor(t);
+  conv->add_inputs()->set_none(true);
+  // (stride, padding, dilation, groups)
+  Ints(conv->add_inputs(), {1, 1}), Ints(conv->add_inputs(), {1, 1}),
+      Ints(conv->add_inputs(), {1, 1});
+  conv->add_inputs()->set_int_value(1);
+  conv->add_outputs()->set_tensor(y);
+  ConvShape c;
+  ASSERT_TRUE(ConvShapeOf(w, *conv, &c));
+  EXPECT_FALSE(c.channels_last);  // no strides recorded: contiguous
+  for (int t : {x, y}) {          // N, C, H, W with C innermost
+    const auto& s = w.tensors(t).shape();
+    for (int64_t stride : {s[1] * s[2] * s[3], int64_t{1}, s[3] * s[1], s[1]})
+      w.mutable_tensors(t)->add_strides(stride);
+  }
+  ASSERT_TRUE(ConvShapeOf(w, *conv, &c));
+  EXPECT_TRUE(c.channels_last);
+
+  proto::Platform p = Builtin("cpu_host");
+  p.clear_conv_efficiency();
+  auto point = [&](const char* layout, double efficiency) {
+    proto::EfficiencyPoint* e = p.add_conv_efficiency();
+    e->set_m(16 * 16 * 16), e->set_n(64), e->set_k(32 * 9), e->set_batch(1), e->set_dtype("fp32");
+    e->set_pass("forward"), e->set_layout(layout), e->set_efficiency(efficiency);
+  };
+  const double seconds_at_full_peak =
+      2.0 * 16 * 16 * 16 * 64 * 32 * 9 / PeakFlops(p, "fp32", false);
+  point("", 0.2);
+  EXPECT_NEAR(LeafCost(w, *conv, p).compute_us, seconds_at_full_peak / 0.2 * 1e6, 1e-6);
+  point("channels_last", 0.4);
+  EXPECT_NEAR(LeafCost(w, *conv, p).compute_us, seconds_at_full_peak / 0.4 * 1e6, 1e-6);
+  w.mutable_tensors(x)->clear_strides();  // the same op over NCHW tensors
+  EXPECT_NEAR(LeafCost(w, *conv, p).compute_us, seconds_at_full_peak / 0.2 * 1e6, 1e-6);
+}
+
 // scaled_dot_product_attention calls a fused kernel (itself of class attention), which on the
 // CPU records the buffers it allocates as children: the kernel is priced whole at 4 x B x H x L
 // x S x E FLOPs, not as its buffers.

@@ -754,6 +754,11 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         if (cs.dtype != "fp32" && cs.dtype != "bf16" && !gpu) continue;
         const at::TensorOptions opt = f32.dtype(cs.dtype == "bf16" ? at::kBFloat16 : cs.dtype == "fp16" ? at::kHalf : at::kFloat);
         at::Tensor x = at::randn(cs.input, opt), w = at::randn(cs.weight, opt);
+        if (cs.channels_last) {  // in the memory format the workload ran it in (NHWC, NDHWC)
+          const at::MemoryFormat nhwc = cs.input.size() == 5 ? at::MemoryFormat::ChannelsLast3d
+                                                             : at::MemoryFormat::ChannelsLast;
+          x = x.contiguous(nhwc), w = w.contiguous(nhwc);
+        }
         const std::vector<int64_t> out_pad(cs.stride.size(), 0);
         at::Tensor y = at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed,
                                        out_pad, cs.groups);
@@ -762,6 +767,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)), pt.point.set_k(static_cast<int64_t>(g.k));
         pt.point.set_batch(1), pt.point.set_dtype(cs.dtype),
             pt.point.set_pass(model::ConvPassOf(cs));
+        if (cs.channels_last) pt.point.set_layout("channels_last");
         pt.flops = 2.0 * g.m * g.n * g.k * (cs.backward ? cs.passes : 1);
         if (cs.backward) {
           // The gradients the workload computes: the first layer's backward skips grad-input.

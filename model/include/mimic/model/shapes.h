@@ -27,6 +27,7 @@ struct ConvShape {
   std::string dtype;
   bool input_grad =
       true;  // backward: grad_input among them (false: a first layer's, weight's alone)
+  bool channels_last = false;  // the input as recorded: channels innermost (NHWC, NDHWC)
   bool operator==(const ConvShape&) const = default;
 };
 
