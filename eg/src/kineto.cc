@@ -447,13 +447,20 @@ size_t ProbeAt(const std::vector<const KinetoEvent*>& events, size_t i, size_t p
 std::unordered_set<int64_t> ObserverProbes(
     const KinetoTrace& trace, const std::unordered_map<int64_t, const KinetoEvent*>& launch_of,
     const std::unordered_map<const KinetoEvent*, int>& launcher) {
-  std::map<int, std::vector<const KinetoEvent*>> by_op;  // each op's device events
-  for (const KinetoEvent& e : trace.events) {
-    if (e.kind != KinetoEvent::Kind::kDevice) continue;
+  auto op_of = [&](const KinetoEvent& e) {
     auto l = launch_of.find(e.correlation);
-    if (l == launch_of.end()) continue;
-    if (auto op = launcher.find(l->second); op != launcher.end()) by_op[op->second].push_back(&e);
-  }
+    auto op = l == launch_of.end() ? launcher.end() : launcher.find(l->second);
+    return op == launcher.end() ? -1 : op->second;
+  };
+  // Only an op that launched an integer min or max can hold a probe: most traces have none.
+  std::unordered_map<int, std::vector<const KinetoEvent*>> by_op;  // their device events
+  for (const KinetoEvent& e : trace.events)
+    if (e.kind == KinetoEvent::Kind::kDevice && IntegerMinMax(e.name))
+      if (const int op = op_of(e); op >= 0) by_op[op];
+  if (by_op.empty()) return {};
+  for (const KinetoEvent& e : trace.events)
+    if (e.kind == KinetoEvent::Kind::kDevice)
+      if (auto it = by_op.find(op_of(e)); it != by_op.end()) it->second.push_back(&e);
   std::unordered_set<int64_t> probes;
   for (auto& [op, events] : by_op) {
     std::sort(events.begin(), events.end(), [](const KinetoEvent* a, const KinetoEvent* b) {

@@ -389,7 +389,7 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
         "profiler's own host time (and the execution-trace observer's, where one ran) stays in "
         "T1-T5, so the end to end is high by it (a GPU capture's profiled steps can take several "
         "times its unprofiled ones); --no-trace-overheads takes T1-T5 from the platform instead");
-  if (o.capture.boundary_us > 0)
+  else
     notes.push_back(
         w.original().capture_cost().boundary_us() > 0
             ? "T1 less the capture's cost in the gap as the capture measured it (" +
@@ -744,14 +744,12 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
     }
     pred.original_gpu_active_ms = UnionLength(orig_iv) / 1000;
     if (const proto::KinetoSummary& k = w.kineto(); k.observer_probe_events() > 0) {
-      char line[256];
-      std::snprintf(line, sizeof(line),
-                    "%lld device events (%.3f ms in the trace) of the execution-trace observer's "
-                    "integer-range probes are the capture's, not the workload's: left out of the "
-                    "original's device time",
-                    static_cast<long long>(k.observer_probe_events()),
-                    k.observer_probe_us() / 1000);
-      pred.notes.push_back(line);
+      char ms[32];
+      std::snprintf(ms, sizeof(ms), "%.3f", k.observer_probe_us() / 1000);
+      pred.notes.push_back(std::to_string(k.observer_probe_events()) + " device events (" + ms +
+                           " ms in the trace) of the execution-trace observer's integer-range "
+                           "probes are the capture's, not the workload's: left out of the "
+                           "original's device time");
     }
   }
   for (auto& [name, ct] : pred.by_class) {
