@@ -34,7 +34,8 @@ seed() {  # seed TARGET FILE...
 }
 seed execution_trace $shared/hta-simple-add/simple_add_et.json.gz $shared/param-pt2/pt2_et.json.gz \
   $shared/chakra-allgather/allgather_1.0.2_et.json.gz tests/bad_inputs/*.json
-seed kineto $shared/hta-simple-add/simple_add_kineto.json.gz tests/bad_inputs/kineto_*.json
+seed kineto $shared/hta-simple-add/simple_add_kineto.json.gz tests/bad_inputs/kineto_*.json \
+  tests/data/kineto_observer_probes.json
 seed workload tests/bad_inputs/*.mimic
 seed manifest fleet_samples/manifest.json tests/data/capture_cost_manifest.json tests/data/value_profile.json
 seed chakra $shared/astra-microbench/*.et

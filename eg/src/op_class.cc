@@ -277,6 +277,24 @@ constexpr DomainRecord kDomains[] = {
     {"aten::multinomial", {{{0, ValueDomain::kNonNegative}}}, 1},
 };
 
+// ShapeOnlyInput's operators and the input each reads for its shape alone. Not the random fills
+// (uniform_, normal_, bernoulli_): calibrate measures them as the dropout kind, by the bytes of
+// an input read and an output written.
+struct ShapeOnly {
+  std::string_view op;
+  int input;
+};
+constexpr ShapeOnly kShapeOnly[] = {{"aten::nll_loss_backward", 1},
+                                    {"aten::nll_loss2d_backward", 1},
+                                    {"aten::fill_", 0},
+                                    {"aten::zero_", 0},
+                                    {"aten::zeros_like", 0},
+                                    {"aten::ones_like", 0},
+                                    {"aten::full_like", 0},
+                                    {"aten::new_zeros", 0},
+                                    {"aten::new_ones", 0},
+                                    {"aten::new_full", 0}};
+
 // DecomposesEverywhere's operators (CompositeImplicitAutograd in ATen's native_functions.yaml).
 constexpr std::string_view kDecomposesEverywhere[] = {"aten::cross_entropy_loss",
                                                       "aten::nll_loss_nd"};
@@ -450,6 +468,13 @@ bool Listed(const std::string_view (&table)[N], std::string_view op_name) {
 }  // namespace
 
 bool KeepsSign(std::string_view op_name) { return Listed(kKeepSign, op_name); }
+
+int ShapeOnlyInput(std::string_view op_name) {
+  const std::string_view base = BaseName(op_name);
+  for (const ShapeOnly& s : kShapeOnly)
+    if (s.op == base) return s.input;
+  return -1;
+}
 
 bool DecomposesEverywhere(std::string_view op_name) {
   return Listed(kDecomposesEverywhere, op_name);

@@ -939,6 +939,11 @@ OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Plat
   }
   std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
   std::vector<const proto::Tensor*> out = OutputsOf(w, op, in);
+  if (const int k = eg::ShapeOnlyInput(op.name()); k >= 0 && k < op.inputs_size())
+    if (const proto::Tensor* t = TensorOf(w, op.inputs(k))) {
+      if (out.empty()) out.push_back(t);  // a Kineto trace alone records no outputs
+      in.erase(std::remove(in.begin(), in.end(), t), in.end());
+    }
   Ctx c{w, op, p, BaseName(op.name()), std::move(in), std::move(out), e};
   const OpClass cls = eg::ClassOf(op.name());
   OpCost cost;

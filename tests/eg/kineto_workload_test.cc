@@ -243,48 +243,25 @@ TEST(KinetoWorkload, ArgumentsLiveWhereTheFirstKernelBelowRan) {
 }
 
 // The ET observer's integer-range probe (min, copy back, max, copy back, launched inside the op
-// it records) is the capture's work, not the op's: it is attached to no op and counted apart. An
+// it records) is the capture's work, not the op's: it is attached to no op and counted apart,
+// with the contiguous copy and memset that a strided tensor's min() and max() launch first. An
 // op's own max of an integer tensor and the item that reads it back are recorded as ops of their
-// own, and keep their kernels.
+// own, and keep their kernels (tests/data/kineto_observer_probes.json; also a fuzzing seed).
 TEST(KinetoWorkload, TheObserversIntegerRangeProbesAreLeftOut) {
-  const std::string min =
-      "reduce_kernel<512, 1, ReduceOp<long, func_wrapper_t<long, MinNanFunctor<long> > > >";
-  const std::string max =
-      "reduce_kernel<512, 1, ReduceOp<long, func_wrapper_t<long, MaxNanFunctor<long> > > >";
-  std::string json = R"({"traceEvents": [
-    {"ph": "X", "cat": "cpu_op", "name": "aten::embedding_bag", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
-    {"ph": "X", "cat": "cpu_op", "name": "aten::max", "pid": 1, "tid": 1, "ts": 200, "dur": 20},
-    {"ph": "X", "cat": "cpu_op", "name": "aten::item", "pid": 1, "tid": 1, "ts": 230, "dur": 20})";
-  auto launch = [&](int correlation, double ts, const std::string& name, const char* cat) {
-    const std::string c = std::to_string(correlation), t = std::to_string(ts);
-    json += R"(, {"ph": "X", "cat": "cuda_runtime", "name": "launch", "pid": 1, "tid": 1, "ts": )" +
-            t + R"(, "dur": 1, "args": {"correlation": )" + c + "}}";
-    json += R"(, {"ph": "X", "cat": ")" + std::string(cat) + R"(", "name": ")" + name +
-            R"(", "pid": 0, "tid": 7, "ts": )" + t + R"(, "dur": 3, "args": {"correlation": )" + c +
-            R"(, "device": 0, "stream": 7}})";
-  };
-  launch(1, 10, min, "kernel");  // the probe of embedding_bag's ids
-  launch(2, 12, "Memcpy DtoH (Device -> Pinned)", "gpu_memcpy");
-  launch(3, 14, max, "kernel");
-  launch(4, 16, "Memcpy DtoH (Device -> Pinned)", "gpu_memcpy");
-  launch(5, 20, "EmbeddingBag_updateOutputKernel_sum_mean<float, long>", "kernel");
-  launch(6, 205, max, "kernel");  // the job's own max of an integer tensor, then its item
-  launch(7, 235, "Memcpy DtoH (Device -> Pinned)", "gpu_memcpy");
-  json += "]}";
-  auto in = InputStream::FromMemory("probes.json", json);
-  auto t = ParseKinetoTrace("probes.json", *in, {.inputs = true});
-  ASSERT_THAT(t, IsOk());
-  auto w = BuildKinetoWorkload("probes.json", std::move(*t));
+  auto w = LoadAlone(testing::SourceDir() + "/tests/data/kineto_observer_probes.json");
   ASSERT_THAT(w, IsOk());
-  const proto::Op* bag = FindOp(*w, "aten::embedding_bag");
-  ASSERT_NE(bag, nullptr);
-  ASSERT_EQ(bag->kernels_size(), 1);
-  EXPECT_EQ(bag->kernels(0).correlation(), 5);
-  EXPECT_EQ(FindOp(*w, "aten::max")->kernels_size(), 1);
-  EXPECT_EQ(FindOp(*w, "aten::item")->kernels_size(), 1);
-  EXPECT_EQ(w->kineto().observer_probe_events(), 4);
-  EXPECT_DOUBLE_EQ(w->kineto().observer_probe_us(), 12);
-  EXPECT_EQ(w->kineto().kernels_linked(), 3);
+  auto correlations = [&](const char* name) {
+    std::vector<int64_t> out;
+    for (const proto::Kernel& k : FindOp(*w, name)->kernels()) out.push_back(k.correlation());
+    return out;
+  };
+  EXPECT_EQ(correlations("aten::embedding_bag"), std::vector<int64_t>{5});
+  EXPECT_EQ(correlations("aten::index_select"), std::vector<int64_t>{18});
+  EXPECT_EQ(correlations("aten::max"), std::vector<int64_t>{20});
+  EXPECT_EQ(correlations("aten::item"), std::vector<int64_t>{21});
+  EXPECT_EQ(w->kineto().observer_probe_events(), 12);
+  EXPECT_DOUBLE_EQ(w->kineto().observer_probe_us(), 36);
+  EXPECT_EQ(w->kineto().kernels_linked(), 4);
 }
 
 // The same on a real capture: the H200 DLRM's ids, probed under every op that takes them,

@@ -770,7 +770,7 @@ TEST(Predict, AGemmWhoseRowsAreNotWhole16ByteUnitsRunsAtTheFallbackKernelsRate) 
 // The H200 GPT-2 capture: its head (a vocabulary of 50,257 rows) is the one misaligned GEMM, in
 // its forward and both gradients. Under autocast each linear casts its fp32 operands to bf16,
 // and cross_entropy_loss casts its log-probabilities back to fp32: those casts are priced too,
-// and the loss as the log_softmax and nll_loss it runs.
+// the loss as the log_softmax and nll_loss it runs, and its backward by the gradient it writes.
 TEST(Predict, TheH200Gpt2sHeadAndCastsArePricedAsTheyRan) {
   const proto::Workload w = LoadSample("h200/gpt2");
   const proto::Platform h200 = Builtin("h200");
@@ -797,9 +797,14 @@ TEST(Predict, TheH200Gpt2sHeadAndCastsArePricedAsTheyRan) {
       // log_softmax reads and writes the bf16 logits, the cast reads them and writes fp32.
       EXPECT_GE(o.bytes, logits * (2 + 2 + 2 + 4)) << o.model;
     }
+    if (o.name == "aten::nll_loss_backward") {
+      ++losses;
+      // It writes the fp32 gradient of the log-probabilities; it reads them for their shape only.
+      EXPECT_NEAR(o.bytes, logits * 4, 0.01 * logits * 4);
+    }
   }
   EXPECT_EQ(heads, 3);  // the forward, and the gradients of its input and its weight
-  EXPECT_EQ(losses, 1);
+  EXPECT_EQ(losses, 2);
 }
 
 // The H200 DLRM capture: SGD adds each table's sparse gradient (41-43k of 2M rows) into the

@@ -49,6 +49,10 @@ std::span<const InputDomain> InputDomainsOf(std::string_view op_name);
 // sparse masks): where the output must be non-negative, so must the inputs. pow, exp, abs, ...
 // make their own sign and are not among them.
 bool KeepsSign(std::string_view op_name);
+// The input an operator reads only for its shape, or only writes, or -1: nll_loss_backward's
+// `self` (its gradient is written in that shape, zeros but at the targets), zeros_like's and
+// new_zeros' `self`, the tensor fill_ and zero_ overwrite. Its bytes are written, not read.
+int ShapeOnlyInput(std::string_view op_name);
 // Whether an operator is a composite that every backend runs as the same ops, and whose
 // intermediates its own arguments do not show: cross_entropy_loss runs log_softmax, which
 // writes a tensor the size of its input, then nll_loss. The ops recorded under it say what it
