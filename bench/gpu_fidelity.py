@@ -29,6 +29,8 @@ read like the original's profiled steps. It sets the original beside the replay:
       [--device cuda] [--json OUT.json] [--markdown OUT.md]
   python3 bench/gpu_fidelity.py --samples DIR --mimic build/default/cli/mimic --original-only
       (the originals' side alone, from the stored traces: no GPU needed)
+  python3 bench/gpu_fidelity.py --samples DIR --mimic build/default/cli/mimic --kernels aten::linear
+      (the kernels each call of an op ran in the original: no GPU needed)
 """
 
 import argparse
@@ -287,6 +289,36 @@ def original_markdown(args):
     return "\n".join(out)
 
 
+def kernels_markdown(args):
+    """Each sample's device events under each top-level call of op `args.kernels` in its first
+    profiled step, in launch order, the observer's probes marked: what docs/benchmarks.md reads
+    off the H200 captures (GPT-2's head GEMMs, cross_entropy_loss's cast, batch norm's kernels)."""
+    out = ["| sample | call | device event | us | probe |", "|---|---:|---|---:|---|"]
+    for sample in load(os.path.join(args.samples, "manifest.json"))["samples"]:
+        events = load(os.path.join(args.samples, sample["kineto"]))["traceEvents"]
+        launches = {e["args"]["correlation"]: e for e in events
+                    if e.get("cat") in LAUNCH_CATEGORIES and "correlation" in e.get("args", {})}
+        probes = observer_probes(events, launches)
+        step = min((e["ts"], e["ts"] + e["dur"]) for e in events
+                   if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+                   and e.get("cat") != "gpu_user_annotation")
+        calls = sorted((e["ts"], e["ts"] + e["dur"], e["tid"]) for e in events
+                       if e.get("cat") == "cpu_op" and e.get("name") == args.kernels
+                       and step[0] <= e["ts"] <= step[1])
+        calls = [c for i, c in enumerate(calls) if not any(  # the outermost calls only
+            o[0] <= c[0] and c[1] <= o[1] and o[2] == c[2] for o in calls[:i])]
+        device = sorted((e for e in events if e.get("cat") in DEVICE_CATEGORIES and e.get("ph") == "X"
+                         and e.get("args", {}).get("correlation") in launches),
+                        key=lambda e: e["args"]["correlation"])
+        for n, (start, end, tid) in enumerate(calls, 1):
+            for e in device:
+                launch = launches[e["args"]["correlation"]]
+                if launch["tid"] == tid and start <= launch["ts"] <= end:
+                    probe = "yes" if e["args"]["correlation"] in probes else ""
+                    out.append(f'| {sample["name"]} | {n} | `{e["name"][:90]}` | {e["dur"]:.1f} | {probe} |')
+    return "\n".join(out)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--samples", required=True, help="folder with the samples and manifest.json")
@@ -300,7 +332,13 @@ def main():
     p.add_argument("--original-only", action="store_true",
                    help="read the originals' device time from the stored traces, replay nothing "
                         "(no GPU needed; --work is then unused)")
+    p.add_argument("--kernels", metavar="OP",
+                   help="instead: the device events under each top-level call of OP (an aten "
+                        "name) in each sample's first profiled step (no GPU needed)")
     args = p.parse_args()
+    if args.kernels:
+        print(kernels_markdown(args))
+        return
     if not args.original_only and not args.work:
         p.error("--work is required unless --original-only")
     if args.original_only:

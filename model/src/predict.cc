@@ -163,26 +163,12 @@ bool IsValuesOp(const std::string& name) {
   return name == "aten::_values" || name.rfind("aten::_values.", 0) == 0;
 }
 
-// The dtype conversions (`aten::_to_copy`) under an op priced whole that is not itself a copy:
-// autocast's casts of its operands (linear's fp32 weight and input to bf16, nll_loss's bf16
-// input to fp32). They run on every backend, the replay runs them among the op's children, and
-// no class model prices them: under cross_entropy_loss on the H200 (fleet_samples/h200/gpt2) the
-// cast of the log-probabilities took 1.17 of the op's 1.77 ms.
-std::vector<int> CastsUnder(const proto::Workload& w, const eg::OpTree& tree, int index) {
-  std::vector<int> casts;
-  if (eg::ClassOf(w.ops(index).name()) == eg::OpClass::kMemcpy) return casts;
-  std::vector<int> stack(tree.Children(index).begin(), tree.Children(index).end());
-  while (!stack.empty()) {
-    const int c = stack.back();
-    stack.pop_back();
-    if (w.ops(c).name() == "aten::_to_copy") {
-      casts.push_back(c);
-      continue;
-    }
-    for (int g : tree.Children(c)) stack.push_back(g);
-  }
-  return casts;
-}
+// A dtype conversion under an op priced whole: autocast's casts of its operands (linear's fp32
+// weight and input to bf16, nll_loss's bf16 input to fp32). They run on every backend, the
+// replay runs them among the op's children, and no class model prices them: under
+// cross_entropy_loss on the H200 (fleet_samples/h200/gpt2) the cast of the log-probabilities
+// took 1.17 of the op's 1.73 ms.
+bool IsCast(const proto::Op& op) { return op.name() == "aten::_to_copy"; }
 
 void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::Platform& p,
                 const std::map<int, int>& tbe, int index, CacheModel& cache, SubtreeCost& acc) {
@@ -205,7 +191,10 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
       acc.nodes += std::max(0, ForeachCalls(op) - 1);
     OpEvidence e;
     // Count the children's dispatches, not their compute; the sparse values the op read are the
-    // outputs of the `aten::_values` among them. Its casts are the exception (CastsUnder).
+    // outputs of the `aten::_values` among them. The casts under an op that is not itself a
+    // copy are the exception: priced as the copies they are (IsCast).
+    const bool copy = eg::ClassOf(op.name()) == eg::OpClass::kMemcpy;
+    std::vector<int> casts;
     std::vector<int> stack(tree.Children(index).begin(), tree.Children(index).end());
     while (!stack.empty()) {
       const int c = stack.back();
@@ -214,13 +203,14 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
       if (IsValuesOp(w.ops(c).name()))
         for (const proto::Tensor* t : Tensors(w, w.ops(c).outputs()))
           e.sparse_values_bytes += Bytes(t);
+      if (!copy && IsCast(w.ops(c))) casts.push_back(c);
       for (int g : tree.Children(c)) stack.push_back(g);
     }
     e.cold_fraction = cache.Touch(w, op);
     e.recorded_copy = RecordedCopy(w, tree, index);
     if (auto it = tbe.find(index); it != tbe.end()) e.tbe_partner = &w.ops(it->second);
     AddCost(LeafCost(w, op, p, e), acc);
-    for (int c : CastsUnder(w, tree, index)) AddCost(LeafCost(w, w.ops(c), p), acc);
+    for (int c : casts) AddCost(LeafCost(w, w.ops(c), p), acc);
     return;
   }
   // Kernels the op launched itself, beside its children's (compiled code, a custom op that
