@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -204,6 +205,20 @@ OpCost GemmModel(const Ctx& c) {
                       g.dtype, "", slowdown);
 }
 
+// A tensor-core convolution whose channels cannot be read 16 bytes at a time: cuDNN's
+// tensor-core kernels run on NHWC tiles, their GEMM's K the input channels of each filter tap
+// and N the output channels, under the same alignment as a GEMM's leading dimension above (a
+// first layer's 3 colour channels: 6 bytes a pixel in bf16). Grouped convolutions are left
+// out: their kernels are not GEMMs on tensor cores.
+bool MisalignedConvChannels(const Ctx& c, const ConvShape& cs) {
+  if (!IsGpu(c.p) || !UsesTensorCores(cs.dtype) || cs.groups != 1) return false;
+  if (cs.input.size() < 2 || cs.weight.size() < 2) return false;
+  const int64_t itemsize = cs.dtype == "fp8" || cs.dtype == "int8" ? 1 : 2;  // fp16, bf16
+  const int64_t in_channels = cs.input[1];
+  const int64_t out_channels = cs.transposed ? cs.weight[1] : cs.weight[0];
+  return in_channels * itemsize % 16 != 0 || out_channels * itemsize % 16 != 0;
+}
+
 // Convolutions as implicit GEMMs: m = N x output pixels, n = output channels, k = input
 // channels per group x kernel pixels. The backward does one such GEMM per gradient it computes.
 OpCost ConvModel(const Ctx& c) {
@@ -216,8 +231,9 @@ OpCost ConvModel(const Ctx& c) {
   if (std::none_of(table.begin(), table.end(),
                    [&](const proto::EfficiencyPoint& e) { return e.pass() == pass; }))
     pass = cs.backward ? "backward" : "forward";
+  const double slowdown = MisalignedConvChannels(c, cs) ? kMisalignedGemmSlowdown : 1;
   return ComputeBound(c, "conv", 2 * g.m * g.n * g.k * cs.passes, table, g.m, g.n, g.k, cs.dtype,
-                      pass, 1, cs.channels_last ? "channels_last" : "");
+                      pass, slowdown, cs.channels_last ? "channels_last" : "");
 }
 
 // Fused attention: Q.K^T and P.V, 4 x B x H x L x S x E FLOPs (the backward about 2.5x).
@@ -430,6 +446,29 @@ OpCost SparseGradientModel(const Ctx& c) {
   return cost;
 }
 
+// How long PyTorch's CUDA EmbeddingBag forward (EmbeddingBag_updateOutputKernel_sum_mean and
+// _max, ATen's EmbeddingBag.cu) takes by its steps rather than its bytes. It launches 1,024
+// blocks of 32 x 8 threads whatever the shape; each warp sums one bag's 32-column chunk, one
+// looked-up row a step, and each step waits on two dependent loads (the id, then its row). With
+// a few thousand bags every warp runs at once, so the kernel lasts as many steps as a warp takes,
+// each about a memory latency however few bytes it moves. 0 where the platform has no step time,
+// or the table fits in L2 (the step time is taken on a table far larger).
+double EmbeddingBagStepsUs(const Ctx& c, double lookups) {
+  constexpr double kGridWarps = 1024 * 8;  // the launch's blocks x warps per block
+  constexpr double kWarpsPerSm = 64;       // resident warps per SM: Volta, Ampere, Hopper
+  const proto::Tensor* table = c.in[0];
+  if (!IsGpu(c.p) || !(c.p.embedding_bag_step_ns() > 0) || c.in.size() < 3) return 0;
+  if (Bytes(table) <= c.p.l2_bytes()) return 0;
+  const double chunks_per_bag = std::ceil(static_cast<double>(Dim(table, -1)) / 32);
+  // The offsets hold one entry per bag, and one more with include_last_offset (argument 7).
+  const double bags = static_cast<double>(c.in[2]->numel()) - (BoolArg(c.op, 7) ? 1 : 0);
+  double warps = std::min(bags * chunks_per_bag, kGridWarps);
+  if (c.p.sm_count() > 0)
+    warps = std::min(warps, kWarpsPerSm * static_cast<double>(c.p.sm_count()));
+  if (!(warps >= 1)) return 0;
+  return lookups * chunks_per_bag / warps * c.p.embedding_bag_step_ns() * 1e-3;
+}
+
 // Embedding lookups: the rows gathered (from cache when the table's touched rows fit), the
 // output, the indices; backward: the dense gradient written plus the scattered rows.
 OpCost EmbeddingModel(const Ctx& c) {
@@ -467,6 +506,8 @@ OpCost EmbeddingModel(const Ctx& c) {
     cost.model = "embedding";
     cost.bytes = gathered + index_bytes + (c.out.empty() ? 0 : Bytes(c.out[0]));
     cost.compute_us = cost.bytes / EffectiveBandwidth(c.p, "gather", std::max(working_set, 1.0)) * 1e6;
+    if (c.name != "aten::embedding")
+      cost.compute_us = std::max(cost.compute_us, EmbeddingBagStepsUs(c, lookups));
     return cost;
   }
   if (const eg::IndexOp* r = eg::IndexOpOf(c.op.name()); r && BoolArg(c.op, r->sparse_arg))
@@ -845,18 +886,32 @@ double ShapeEfficiency(const proto::Platform& p,
   // Datasheet GPU: output tiles spread over the SMs in waves; a partial last wave idles SMs
   // (wave quantization), and short K cannot hide the pipeline fill. Like cuBLAS's heuristics,
   // take the tile size that does best: big tiles run closer to peak, small ones fill more SMs.
+  // Too few tiles to fill the SMs and a deep K: the K loop may be split over several blocks
+  // (split-K), each slice at least kMinSliceK deep, whose fp32 partial tiles are written and
+  // read back once more to be summed. The efficiency returned counts that traffic.
   struct Tile {
     double m, n, eff;
   };
   constexpr Tile kTiles[] = {{256, 128, 0.80}, {128, 128, 0.75}, {128, 64, 0.68}, {64, 64, 0.60}};
+  constexpr double kMinSliceK = 256;
   const double sms = static_cast<double>(std::max<int64_t>(p.sm_count(), 1));
-  double best = 0;
+  const double ideal_s = 2 * m * n * k / PeakFlops(p, dtype, UsesTensorCores(dtype));
+  double best_s = std::numeric_limits<double>::infinity();
   for (const Tile& t : kTiles) {
     const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
-    const double waves = std::ceil(tiles / sms);
-    best = std::max(best, t.eff * (tiles / (waves * sms)));
+    const double most =
+        std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / kMinSliceK)));
+    for (double splits = 1; splits <= most; ++splits) {
+      const double blocks = tiles * splits, slice_k = k / splits;
+      const double eff =
+          t.eff * (blocks / (std::ceil(blocks / sms) * sms)) * (slice_k / (slice_k + 64));
+      const double partials = splits > 1 ? 2 * splits * m * n * 4 : 0;
+      const double reduce_s =
+          partials > 0 ? partials / EffectiveBandwidth(p, "binary", partials) : 0;
+      best_s = std::min(best_s, ideal_s / eff + reduce_s);
+    }
   }
-  return best * (k / (k + 64));
+  return ideal_s / best_s;
 }
 
 namespace {

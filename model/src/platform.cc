@@ -113,6 +113,7 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
       {"cpu_overheads.t1_forward_us", p.cpu_overheads().t1_forward_us()},
       {"cpu_overheads.t1_backward_us", p.cpu_overheads().t1_backward_us()},
       {"cpu_overheads.t1_optimizer_us", p.cpu_overheads().t1_optimizer_us()},
+      {"embedding_bag_step_ns", p.embedding_bag_step_ns()},
       {"price_per_gpu_hour", p.price_per_gpu_hour()},
       {"threads", static_cast<double>(p.threads())},
   };
