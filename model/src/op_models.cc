@@ -446,27 +446,19 @@ OpCost SparseGradientModel(const Ctx& c) {
   return cost;
 }
 
-// How long PyTorch's CUDA EmbeddingBag forward (EmbeddingBag_updateOutputKernel_sum_mean and
-// _max, ATen's EmbeddingBag.cu) takes by its steps rather than its bytes. It launches 1,024
-// blocks of 32 x 8 threads whatever the shape; each warp sums one bag's 32-column chunk, one
-// looked-up row a step, and each step waits on two dependent loads (the id, then its row). With
-// a few thousand bags every warp runs at once, so the kernel lasts as many steps as a warp takes,
-// each about a memory latency however few bytes it moves. 0 where the platform has no step time,
-// or the table fits in L2 (the step time is taken on a table far larger).
+// How long PyTorch's CUDA EmbeddingBag forward takes by its steps rather than its bytes: each
+// step waits on two dependent loads (the id, then its row), and with a few thousand bags every
+// warp runs at once, so the kernel lasts as many steps as a warp takes (EmbeddingBagSteps), each
+// about a memory latency however few bytes it moves. 0 where the platform has no step time, or
+// the table fits in L2 (the step time is taken on a table far larger).
 double EmbeddingBagStepsUs(const Ctx& c, double lookups) {
-  constexpr double kGridWarps = 1024 * 8;  // the launch's blocks x warps per block
-  constexpr double kWarpsPerSm = 64;       // resident warps per SM: Volta, Ampere, Hopper
   const proto::Tensor* table = c.in[0];
   if (!IsGpu(c.p) || !(c.p.embedding_bag_step_ns() > 0) || c.in.size() < 3) return 0;
   if (Bytes(table) <= c.p.l2_bytes()) return 0;
-  const double chunks_per_bag = std::ceil(static_cast<double>(Dim(table, -1)) / 32);
   // The offsets hold one entry per bag, and one more with include_last_offset (argument 7).
   const double bags = static_cast<double>(c.in[2]->numel()) - (BoolArg(c.op, 7) ? 1 : 0);
-  double warps = std::min(bags * chunks_per_bag, kGridWarps);
-  if (c.p.sm_count() > 0)
-    warps = std::min(warps, kWarpsPerSm * static_cast<double>(c.p.sm_count()));
-  if (!(warps >= 1)) return 0;
-  return lookups * chunks_per_bag / warps * c.p.embedding_bag_step_ns() * 1e-3;
+  return EmbeddingBagSteps(bags, static_cast<double>(Dim(table, -1)), lookups, c.p.sm_count()) *
+         c.p.embedding_bag_step_ns() * 1e-3;
 }
 
 // Embedding lookups: the rows gathered (from cache when the table's touched rows fit), the
@@ -1220,6 +1212,15 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
   c.channels_last = IsChannelsLast(*x);
   *out = c;
   return true;
+}
+
+double EmbeddingBagSteps(double bags, double dim, double lookups, int64_t sm_count) {
+  constexpr double kGridWarps = 1024 * 8;  // the launch's blocks x warps per block
+  constexpr double kWarpsPerSm = 64;       // resident warps per SM: Volta, Ampere, Hopper
+  const double chunks_per_bag = std::ceil(dim / 32);
+  double warps = std::min(bags * chunks_per_bag, kGridWarps);
+  if (sm_count > 0) warps = std::min(warps, kWarpsPerSm * static_cast<double>(sm_count));
+  return warps >= 1 ? lookups * chunks_per_bag / warps : 0;
 }
 
 ImplicitGemm ImplicitGemmOf(const ConvShape& c) {

@@ -840,6 +840,18 @@ TEST(Predict, ASparseUpdateMovesTheRowsItHolds) {
   EXPECT_EQ(sparse_updates, 8);  // one per table in the step
 }
 
+// The steps of PyTorch's EmbeddingBag kernel: each warp takes one bag's 32-column chunk, and a
+// GPU runs at most 64 warps an SM of the grid's 8,192 at once (calibrate divides its probe's
+// time by these steps, the model multiplies them back).
+TEST(Shapes, AnEmbeddingBagsWarpsEachWalkABagsChunk) {
+  EXPECT_DOUBLE_EQ(EmbeddingBagSteps(2048, 128, 2048 * 150, 132), 150);  // the grid resident
+  EXPECT_DOUBLE_EQ(EmbeddingBagSteps(2048, 128, 2048 * 150, 0), 150);
+  EXPECT_DOUBLE_EQ(EmbeddingBagSteps(2048, 100, 2048 * 150, 132), 150);  // 4 chunks, one short
+  EXPECT_DOUBLE_EQ(EmbeddingBagSteps(2048, 128, 2048 * 64, 40), 2048.0 * 64 * 4 / 2560);  // a T4
+  EXPECT_DOUBLE_EQ(EmbeddingBagSteps(16, 64, 16 * 10, 132), 10);  // fewer chunks than warps
+  EXPECT_DOUBLE_EQ(EmbeddingBagSteps(0, 64, 0, 132), 0);
+}
+
 // The H200 DLRM capture's forward bags: 2,048 bags of 1-40 ids over a 1 GB table. PyTorch's
 // kernel gives each of its 8,192 warps one bag's 32-column chunk and steps through the bag a row
 // at a time, so it lasts lookups x 4 chunks / 8,192 warps steps of embedding_bag_step_ns (the

@@ -293,6 +293,35 @@ void RecordValueSlowdowns(const std::vector<ValueProbe>& value, const Probes& pr
 // The dispatcher's fixed cost per op, boxed as replay calls it: probes of a view (aten::t), an
 // allocating op (aten::add) and an in-place op (aten::mul_) on one-element tensors, where the
 // data costs nothing. Their mean is dispatch_us.
+// GPUs: one step of PyTorch's EmbeddingBag forward (embedding_bag_step_ns; the model's
+// EmbeddingBagSteps): 2,048 bags of 64 random ids each over a 1 GB table, far larger than any
+// GPU's L2, as a recommendation model's tables are.
+constexpr int64_t kStepProbeRows = 2'000'000, kStepProbeDim = 128, kStepProbeBags = 2048,
+                  kStepProbeIdsPerBag = 64;
+
+int AddEmbeddingBagStepProbe(Probes& probes, const at::TensorOptions& f32) {
+  const at::Tensor table = at::randn({kStepProbeRows, kStepProbeDim}, f32);
+  const at::TensorOptions i64 = f32.dtype(at::kLong);
+  const int64_t ids = kStepProbeBags * kStepProbeIdsPerBag;
+  const at::Tensor indices = at::randint(kStepProbeRows, {ids}, i64);
+  const at::Tensor offsets = at::arange(0, ids, kStepProbeIdsPerBag, i64);
+  return probes.Add(
+      [table, indices, offsets] { (void)at::embedding_bag(table, indices, offsets); });
+}
+
+void SetEmbeddingBagStep(double us, const std::string& measured, proto::Platform& p) {
+  const double steps = model::EmbeddingBagSteps(kStepProbeBags, kStepProbeDim,
+                                                kStepProbeBags * kStepProbeIdsPerBag, p.sm_count());
+  if (!(steps > 0) || !(us > 0)) return;
+  p.set_embedding_bag_step_ns(us * 1e3 / steps);
+  (*p.mutable_sources())["embedding_bag_step_ns"] =
+      measured +
+      ": aten::embedding_bag (sum) of 2,048 bags of 64 random ids over a 2,000,000 x "
+      "128 fp32 table, its time over the steps its warps take (" +
+      std::to_string(static_cast<int>(steps)) + ")" +
+      (p.sm_count() > 0 ? "" : "; no SM count known: the whole grid taken as resident");
+}
+
 std::vector<int> AddDispatchProbes(Probes& probes, const at::TensorOptions& f32) {
   at::Tensor one = at::randn({1, 1}, f32), other = at::randn({1, 1}, f32);
   std::vector<int> ids;
@@ -698,10 +727,11 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     const std::vector<int> dispatch_probes = AddDispatchProbes(probes, f32);
     const std::vector<ValueProbe> value =
         gpu ? std::vector<ValueProbe>{} : AddValueProbes(probes, f32);
-    int launch_probe = -1;
+    int launch_probe = -1, embedding_bag_probe = -1;
     if (gpu) {
       at::Tensor small = at::zeros({32}, f32);
       launch_probe = probes.Add([small]() mutable { small.add_(1.0); });
+      embedding_bag_probe = AddEmbeddingBagStepProbe(probes, f32);
     }
 
     // GEMM sweep: m (rows, usually the batch) x n x k, fp32 and bf16 (autocast's CPU dtype,
@@ -1047,6 +1077,10 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     const double dispatch_us = DispatchUs(probes, dispatch_probes);
     p.mutable_cpu_overheads()->set_dispatch_us(dispatch_us);
     if (gpu) p.mutable_cpu_overheads()->set_t4_us(std::max(0.0, probes.Us(launch_probe) - dispatch_us));
+    if (gpu) {
+      SetEmbeddingBagStep(probes.Us(embedding_bag_probe), measured, p);
+      log("embedding bag: " + std::to_string(p.embedding_bag_step_ns()) + " ns a step");
+    }
     const std::string per_device =
         gpu ? "t4_us = a tiny aten::add_ launch minus dispatch"
             : MeasureColdDispatch(std::max(o.trials, 5), *p.mutable_cpu_overheads(), log);

@@ -88,6 +88,12 @@ struct ImplicitGemm {
   double m = 1, n = 1, k = 1;
 };
 ImplicitGemm ImplicitGemmOf(const ConvShape& c);
+// PyTorch's CUDA EmbeddingBag forward (EmbeddingBag_updateOutputKernel_sum_mean and _max,
+// ATen's EmbeddingBag.cu) launches 1,024 blocks of 32 x 8 threads whatever the shape: each warp
+// sums one bag's 32-column chunk, one looked-up row a step. The steps each warp takes for `bags`
+// bags of `dim` columns and `lookups` ids in all, on `sm_count` SMs (0 = unknown: the whole grid
+// resident); 0 where there is no bag.
+double EmbeddingBagSteps(double bags, double dim, double lookups, int64_t sm_count);
 // The conv_efficiency pass a convolution is measured and priced under: "forward", "backward"
 // or "backward_weight" (the weight's gradient alone, as a network's first layer computes it),
 // with "transposed_" before it for a transposed one (its kernels differ: oneDNN runs it as a
