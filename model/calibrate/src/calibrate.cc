@@ -290,9 +290,6 @@ void RecordValueSlowdowns(const std::vector<ValueProbe>& value, const Probes& pr
       "in [0.5, 1.5)";
 }
 
-// The dispatcher's fixed cost per op, boxed as replay calls it: probes of a view (aten::t), an
-// allocating op (aten::add) and an in-place op (aten::mul_) on one-element tensors, where the
-// data costs nothing. Their mean is dispatch_us.
 // GPUs: one step of PyTorch's EmbeddingBag forward (embedding_bag_step_ns; the model's
 // EmbeddingBagSteps): 2,048 bags of 64 random ids each over a 1 GB table, far larger than any
 // GPU's L2, as a recommendation model's tables are.
@@ -322,6 +319,9 @@ void SetEmbeddingBagStep(double us, const std::string& measured, proto::Platform
       (p.sm_count() > 0 ? "" : "; no SM count known: the whole grid taken as resident");
 }
 
+// The dispatcher's fixed cost per op, boxed as replay calls it: probes of a view (aten::t), an
+// allocating op (aten::add) and an in-place op (aten::mul_) on one-element tensors, where the
+// data costs nothing. Their mean is dispatch_us.
 std::vector<int> AddDispatchProbes(Probes& probes, const at::TensorOptions& f32) {
   at::Tensor one = at::randn({1, 1}, f32), other = at::randn({1, 1}, f32);
   std::vector<int> ids;
