@@ -170,6 +170,15 @@ int64_t LeadingDimension(const proto::Tensor& t) {
   return col == 1 ? row : row == 1 ? col : 0;
 }
 
+// Whether `elements` of `dtype` fill whole 16-byte units: what cuBLAS's and cuDNN's fast
+// tensor-core kernels need of a leading dimension or a channel count to load 16 bytes at a time.
+bool Whole16ByteUnits(int64_t elements, std::string_view dtype) {
+  const int64_t itemsize = dtype == "fp8" || dtype == "int8"    ? 1
+                           : dtype == "fp16" || dtype == "bf16" ? 2
+                                                                : 4;
+  return elements * itemsize % 16 == 0;
+}
+
 // A tensor-core GEMM whose matrices cannot all be read 16 bytes at a time. cuBLAS's fast
 // kernels need every leading dimension to be a multiple of 16 bytes (cuBLAS documentation,
 // "Tensor Core Usage"); for any other, it falls back to kernels that load one element at a
@@ -177,12 +186,9 @@ int64_t LeadingDimension(const proto::Tensor& t) {
 // on the H200 (fleet_samples/h200/gpt2).
 bool MisalignedForTensorCores(const Ctx& c, std::string_view dtype) {
   if (!IsGpu(c.p) || !UsesTensorCores(dtype)) return false;
-  const int64_t itemsize = dtype == "fp8" || dtype == "int8"    ? 1
-                           : dtype == "fp16" || dtype == "bf16" ? 2
-                                                                : 4;
   for (const auto* list : {&c.in, &c.out})
     for (const proto::Tensor* t : *list)
-      if (LeadingDimension(*t) * itemsize % 16 != 0) return true;
+      if (!Whole16ByteUnits(LeadingDimension(*t), dtype)) return true;
   return false;
 }
 
@@ -213,10 +219,8 @@ OpCost GemmModel(const Ctx& c) {
 bool MisalignedConvChannels(const Ctx& c, const ConvShape& cs) {
   if (!IsGpu(c.p) || !UsesTensorCores(cs.dtype) || cs.groups != 1) return false;
   if (cs.input.size() < 2 || cs.weight.size() < 2) return false;
-  const int64_t itemsize = cs.dtype == "fp8" || cs.dtype == "int8" ? 1 : 2;  // fp16, bf16
-  const int64_t in_channels = cs.input[1];
   const int64_t out_channels = cs.transposed ? cs.weight[1] : cs.weight[0];
-  return in_channels * itemsize % 16 != 0 || out_channels * itemsize % 16 != 0;
+  return !Whole16ByteUnits(cs.input[1], cs.dtype) || !Whole16ByteUnits(out_channels, cs.dtype);
 }
 
 // Convolutions as implicit GEMMs: m = N x output pixels, n = output channels, k = input
@@ -452,8 +456,8 @@ OpCost SparseGradientModel(const Ctx& c) {
 // about a memory latency however few bytes it moves. 0 where the platform has no step time, or
 // the table fits in L2 (the step time is taken on a table far larger).
 double EmbeddingBagStepsUs(const Ctx& c, double lookups) {
-  const proto::Tensor* table = c.in[0];
   if (!IsGpu(c.p) || !(c.p.embedding_bag_step_ns() > 0) || c.in.size() < 3) return 0;
+  const proto::Tensor* table = c.in[0];
   if (Bytes(table) <= c.p.l2_bytes()) return 0;
   // The offsets hold one entry per bag, and one more with include_last_offset (argument 7).
   const double bags = static_cast<double>(c.in[2]->numel()) - (BoolArg(c.op, 7) ? 1 : 0);
@@ -897,9 +901,8 @@ double ShapeEfficiency(const proto::Platform& p,
       const double blocks = tiles * splits, slice_k = k / splits;
       const double eff =
           t.eff * (blocks / (std::ceil(blocks / sms) * sms)) * (slice_k / (slice_k + 64));
-      const double partials = splits > 1 ? 2 * splits * m * n * 4 : 0;
-      const double reduce_s =
-          partials > 0 ? partials / EffectiveBandwidth(p, "binary", partials) : 0;
+      const double partials = 2 * splits * m * n * 4;  // fp32, written and read back
+      const double reduce_s = splits > 1 ? partials / EffectiveBandwidth(p, "binary", partials) : 0;
       best_s = std::min(best_s, ideal_s / eff + reduce_s);
     }
   }
