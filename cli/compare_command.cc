@@ -311,6 +311,7 @@ Runner AddCompare(CLI::App& app) {
         {"platform_calibrated_on", platform->calibrated_on()},
         {"replay_iterations", std::to_string(r->iteration_ms.size())},
         {"replay_threads", std::to_string(r->num_threads)},
+        {"replay_fp32_matmul", r->fp32_matmul},
         {"replay_heap", r->heap},
         {"replay_page_faults_per_iteration",
          std::to_string(std::lround(r->page_faults_per_iteration))},

@@ -550,6 +550,13 @@ bool IsCommunicationKernel(std::string_view event_name) {
   return event_name.starts_with("nccl") || event_name.starts_with("rccl");
 }
 
+bool IsTf32Kernel(std::string_view event_name) {
+  auto has = [&](std::string_view part) { return event_name.find(part) != std::string_view::npos; };
+  if (has("tf32")) return true;
+  if (has("f16") || has("fp16") || has("half") || has("int8") || has("fp8")) return false;
+  return has("s1688");
+}
+
 bool ParseOpClass(std::string_view name, OpClass* out) {
   for (OpClass c : {OpClass::kGemm, OpClass::kConv, OpClass::kAttention, OpClass::kEmbedding,
                     OpClass::kReductionNorm, OpClass::kMemcpy, OpClass::kCollective,

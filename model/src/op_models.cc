@@ -199,6 +199,20 @@ bool MisalignedForTensorCores(const Ctx& c, std::string_view dtype) {
 // aligned (docs/benchmarks.md), where the aligned GEMMs beside it ran at that price.
 constexpr double kMisalignedGemmSlowdown = 3;
 
+// The precision an op of `dtype` multiplies in on a datasheet GPU (its efficiency `table` holds
+// no measured point): fp32 operands in TF32 on tensor cores where the platform has them and the
+// job allowed it. PyTorch's defaults allow it for cuDNN's convolutions
+// (torch.backends.cudnn.allow_tf32) and not for matmuls (torch.backends.cuda.matmul.allow_tf32,
+// off since 1.12); the kernels the op recorded show what the job set (OpEvidence::tf32_kernels).
+// A calibrated table was measured under calibrate's own defaults and keeps the op's dtype.
+std::string_view MathDtype(
+    const Ctx& c, std::string_view dtype, bool convolution,
+    const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table) {
+  if (dtype != "fp32" || !IsGpu(c.p) || !table.empty() || !c.p.peak_flops().contains("tf32"))
+    return dtype;
+  return convolution || c.e.tf32_kernels ? "tf32" : dtype;
+}
+
 // A GEMM-shaped op: batch x (m x k) . (k x n).
 OpCost GemmModel(const Ctx& c) {
   if (RnnShape r; RnnShapeOf(c.w, c.op, &r)) return RnnLayerModel(c, r);
@@ -206,9 +220,13 @@ OpCost GemmModel(const Ctx& c) {
   if (!GemmShapeOf(c.w, c.op, &g)) return OpCost{"gemm"};
   const double batch = static_cast<double>(g.batch), m = static_cast<double>(g.m), n = static_cast<double>(g.n),
                k = static_cast<double>(g.k);
-  const double slowdown = MisalignedForTensorCores(c, g.dtype) ? kMisalignedGemmSlowdown : 1;
-  return ComputeBound(c, "gemm", 2 * batch * m * n * k, c.p.gemm_efficiency(), batch * m, n, k,
-                      g.dtype, "", slowdown);
+  const std::string_view dtype = MathDtype(c, g.dtype, false, c.p.gemm_efficiency());
+  Ctx operands = c;
+  operands.in.erase(operands.in.begin(),
+                    operands.in.begin() + static_cast<std::ptrdiff_t>(g.foreign_inputs));
+  const double slowdown = MisalignedForTensorCores(operands, dtype) ? kMisalignedGemmSlowdown : 1;
+  return ComputeBound(operands, "gemm", 2 * batch * m * n * k, c.p.gemm_efficiency(), batch * m, n,
+                      k, dtype, "", slowdown);
 }
 
 // A tensor-core convolution whose channels cannot be read 16 bytes at a time: cuDNN's
@@ -216,11 +234,11 @@ OpCost GemmModel(const Ctx& c) {
 // and N the output channels, under the same alignment as a GEMM's leading dimension above (a
 // first layer's 3 colour channels: 6 bytes a pixel in bf16). Grouped convolutions are left
 // out: their kernels are not GEMMs on tensor cores.
-bool MisalignedConvChannels(const Ctx& c, const ConvShape& cs) {
-  if (!IsGpu(c.p) || !UsesTensorCores(cs.dtype) || cs.groups != 1) return false;
+bool MisalignedConvChannels(const Ctx& c, const ConvShape& cs, std::string_view dtype) {
+  if (!IsGpu(c.p) || !UsesTensorCores(dtype) || cs.groups != 1) return false;
   if (cs.input.size() < 2 || cs.weight.size() < 2) return false;
   const int64_t out_channels = cs.transposed ? cs.weight[1] : cs.weight[0];
-  return !Whole16ByteUnits(cs.input[1], cs.dtype) || !Whole16ByteUnits(out_channels, cs.dtype);
+  return !Whole16ByteUnits(cs.input[1], dtype) || !Whole16ByteUnits(out_channels, dtype);
 }
 
 // Convolutions as implicit GEMMs: m = N x output pixels, n = output channels, k = input
@@ -235,9 +253,10 @@ OpCost ConvModel(const Ctx& c) {
   if (std::none_of(table.begin(), table.end(),
                    [&](const proto::EfficiencyPoint& e) { return e.pass() == pass; }))
     pass = cs.backward ? "backward" : "forward";
-  const double slowdown = MisalignedConvChannels(c, cs) ? kMisalignedGemmSlowdown : 1;
-  return ComputeBound(c, "conv", 2 * g.m * g.n * g.k * cs.passes, table, g.m, g.n, g.k, cs.dtype,
-                      pass, slowdown, cs.channels_last ? "channels_last" : "");
+  const std::string_view dtype = MathDtype(c, cs.dtype, true, table);
+  const double slowdown = MisalignedConvChannels(c, cs, dtype) ? kMisalignedGemmSlowdown : 1;
+  return ComputeBound(c, "conv", 2 * g.m * g.n * g.k * cs.passes, table, g.m, g.n, g.k, dtype, pass,
+                      slowdown, cs.channels_last ? "channels_last" : "");
 }
 
 // Fused attention: Q.K^T and P.V, 4 x B x H x L x S x E FLOPs (the backward about 2.5x).
@@ -1112,6 +1131,22 @@ std::string ComputeDtype(const proto::Workload& w, const proto::Op& op,
   return std::string(DtypeKey(operand->dtype()));
 }
 
+// Where aten::linear's (input, weight) pair starts among its recorded input tensors: the
+// weight is [n, k], k the input's last dimension. A trace may record more tensors than the
+// schema's three (hta's sampled_rank0 records other tensors before them: [[2048, 160, 606],
+// [2048, 3906], [2048, 3906], [2048, 512], [3906, 512], [3906]]); then the last pair that fits.
+size_t LinearOperands(const std::vector<const proto::Tensor*>& in) {
+  auto fits = [&](size_t i) {
+    const proto::Tensor* x = in[i];
+    const proto::Tensor* wt = in[i + 1];
+    return x->shape_size() >= 1 && wt->shape_size() == 2 && Dim(x, -1) == wt->shape(1);
+  };
+  if (in.size() <= 3 || fits(0)) return 0;
+  for (size_t i = in.size() - 2; i > 0; --i)
+    if (fits(i)) return i;
+  return 0;
+}
+
 }  // namespace
 
 bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) {
@@ -1121,7 +1156,8 @@ bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) 
   const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
   const bool has_bias = name == "aten::addmm" || name == "aten::baddbmm" || name == "aten::addmv" ||
                         name == "aten::_addmm_activation";
-  const size_t a_i = has_bias ? 1 : 0;
+  size_t a_i = has_bias ? 1 : 0;
+  if (name == "aten::linear") a_i = LinearOperands(in);
   if (in.size() < a_i + 2) return false;
   const proto::Tensor* a = in[a_i];
   const proto::Tensor* b = in[a_i + 1];
@@ -1146,6 +1182,7 @@ bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) 
     g.n = b->shape_size() >= 2 ? Dim(b, -1) : 1;
   }
   g.dtype = ComputeDtype(w, op, a);
+  g.foreign_inputs = name == "aten::linear" ? a_i : 0;
   if (g.batch <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0) return false;
   *out = g;
   return true;

@@ -36,6 +36,9 @@ struct OpEvidence {
   // The bytes of the nonzero values of the sparse tensors it reads, where it reads one (the
   // `aten::_values` its recorded children took); 0 otherwise.
   double sparse_values_bytes = 0;
+  // A GEMM or convolution kernel it (or an op under it) launched multiplied fp32 operands in
+  // TF32 on tensor cores (eg::IsTf32Kernel): the job allowed TF32 for it.
+  bool tf32_kernels = false;
 };
 
 // The tensors among `values` (lists included), and the bytes of one (0 for null).

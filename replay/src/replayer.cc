@@ -5,6 +5,7 @@
 
 #include "mimic/replay/replayer.h"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/ones.h>
@@ -56,6 +57,29 @@ bool IsOutOfMemory(const std::string& what) {
 }
 
 std::string MiB(int64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+// The original's fp32 matmuls, for the length of a replay. PyTorch multiplies them in IEEE fp32
+// unless the job allowed TF32 (torch.backends.cuda.matmul.allow_tf32); its recorded GEMM
+// kernels show which (eg::IsTf32Kernel), and the replay sets the same. cuDNN's convolutions
+// use TF32 by default in both, and no trace says otherwise.
+class MatmulPrecision {
+ public:
+  explicit MatmulPrecision(const proto::Workload& w)
+      : before_(at::globalContext().allowTF32CuBLAS()) {
+    for (const proto::Op& op : w.ops())
+      for (const proto::Kernel& k : op.kernels()) tf32_ = tf32_ || eg::IsTf32Kernel(k.name());
+    if (tf32_) at::globalContext().setAllowTF32CuBLAS(true);
+  }
+  ~MatmulPrecision() { at::globalContext().setAllowTF32CuBLAS(before_); }
+  MatmulPrecision(const MatmulPrecision&) = delete;
+  MatmulPrecision& operator=(const MatmulPrecision&) = delete;
+
+  const char* name() const { return tf32_ || before_ ? "tf32" : "ieee"; }
+
+ private:
+  const bool before_;
+  bool tf32_ = false;
+};
 
 // Busy-waits `us` microseconds: a substituted op's time kept on its lane.
 void Spin(double us) {
@@ -668,6 +692,8 @@ class Session {
     const std::string& device = device_;
     if (options_.dist) MIMIC_RETURN_IF_ERROR(CheckLaunchMatchesTrace(*options_.dist, w_));
     MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> first, CreateExecutor(device));
+    const MatmulPrecision matmul(w_);
+    result_.fp32_matmul = matmul.name();
     if (options_.num_threads > 0) at::set_num_threads(options_.num_threads);
     ChooseHeapAtStart();
     result_.num_threads = at::get_num_threads();

@@ -216,6 +216,7 @@ class JsonReporter final : public Reporter {
     j.Key("input_sha256").String(c.input_sha256);
     j.Key("date").String(c.date);
     j.Key("num_threads").Int(r.num_threads);
+    j.Key("fp32_matmul").String(r.fp32_matmul);
     j.EndObject();
 
     j.Key("selection").String(r.selection);
@@ -479,6 +480,7 @@ class ConsoleReporter final : public Reporter {
          std::to_string(r.total_ops) + " ops replayed");
     for (const auto& [reason, n] : r.skipped_by_reason)
       line("  skipped " + std::to_string(n) + " (" + reason + ")");
+    if (r.fp32_matmul == "tf32") line("  fp32 matmuls in TF32, as the original's GEMM kernels ran");
     for (const proto::Transformation& t : w.transformations())
       line("  transformed: " + t.name() + ": " + t.summary());
     for (const proto::Transformation& t : r.transformations)

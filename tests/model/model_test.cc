@@ -947,6 +947,101 @@ TEST(Predict, AConvolutionOnThreeChannelsMissesTheTensorCoresAlignment) {
   }
 }
 
+// Kernel names from public traces and the H200 samples: CUTLASS's and cuBLAS's TF32 kernels
+// against the fp32 (FFMA) and half-precision kernels that share their names' tiles.
+TEST(OpClass, Tf32KernelsAreToldFromFp32AndHalfPrecisionOnes) {
+  for (const char* tf32 :
+       {"void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x64_32x6_nt_align1>(X)",
+        "sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x16_stage4_warpsize2x2x1_"
+        "tensor16x8x8",
+        "cutlass_tensorop_s1688fprop_optimized_tf32_64x64_16x10_nhwc_align4"})
+    EXPECT_TRUE(eg::IsTf32Kernel(tf32)) << tf32;
+  for (const char* other :
+       {"ampere_sgemm_128x64_nn", "volta_sgemm_128x32_nn",
+        "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(X)",
+        "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma",
+        "void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1>(X)",
+        "turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_nn",
+        "void at::native::vectorized_elementwise_kernel<4>(X)"})
+    EXPECT_FALSE(eg::IsTf32Kernel(other)) << other;
+}
+
+// fp32 GEMMs on a GPU with TF32: a matmul multiplies in fp32 (PyTorch's default) unless its
+// recorded kernel is a TF32 one; a convolution in TF32 (cuDNN's default in PyTorch).
+TEST(Predict, Fp32MatmulsWhoseKernelsRanInTf32AndConvolutionsMultiplyOnTensorCores) {
+  auto mm_us = [](const char* kernel, const char* platform) {
+    proto::Workload w = TwoKernels(false);
+    for (proto::Tensor& t : *w.mutable_tensors()) t.set_dtype(proto::FLOAT32), t.set_itemsize(4);
+    if (*kernel) w.mutable_ops(0)->add_kernels()->set_name(kernel);
+    auto r = Predict(w, Builtin(platform), Options(false));
+    EXPECT_THAT(r, IsOk());
+    return r.ok() ? r->ops[0].compute_us : -1.0;
+  };
+  const char* tf32 =
+      "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(X)";
+  const double fp32 = mm_us("", "a100_80gb");
+  EXPECT_DOUBLE_EQ(mm_us("ampere_sgemm_128x64_nn", "a100_80gb"), fp32);
+  EXPECT_GT(fp32 / mm_us(tf32, "a100_80gb"), 6);  // 156 against 19.5 TFLOP/s
+  EXPECT_LT(fp32 / mm_us(tf32, "a100_80gb"), 8.5);
+  EXPECT_DOUBLE_EQ(mm_us(tf32, "v100_16gb"), mm_us("", "v100_16gb"));  // Volta has no TF32
+
+  // The H200 ResNet-50 in fp32: its convolutions at TF32's half of bf16's peak (and twice the
+  // bytes), not fp32's fifteenth.
+  const proto::Workload bf16 = LoadSample("h200/resnet50_b64");
+  proto::Workload fp32_net = bf16;
+  for (proto::Tensor& t : *fp32_net.mutable_tensors())
+    if (t.dtype() == proto::BFLOAT16) t.set_dtype(proto::FLOAT32), t.set_itemsize(4);
+  auto conv_ms = [](const proto::Workload& w) {
+    auto r = Predict(w, Builtin("h200"), Options(false));
+    EXPECT_THAT(r, IsOk());
+    double us = 0;
+    if (r.ok())
+      for (const OpPrediction& o : r->ops) us += o.op_class == "conv" ? o.compute_us : 0;
+    return us / 1e3;
+  };
+  const double ratio = conv_ms(fp32_net) / conv_ms(bf16);
+  EXPECT_GT(ratio, 1.5);
+  EXPECT_LT(ratio, 4);
+}
+
+// hta's sampled_rank0 records some aten::linear calls with other tensors before their own
+// (input, weight, bias): [[2048, 160, 606], [2048, 3906], [2048, 3906], [2048, 512], [3906, 512],
+// [3906]]. The GEMM is the last pair that fits, its bytes its own tensors'.
+TEST(Predict, ALinearRecordedAfterOtherTensorsIsPricedOnItsOwn) {
+  auto linear = [](std::vector<std::vector<int64_t>> shapes) {
+    proto::Workload w;
+    w.add_types("");
+    w.add_schemas("aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+    for (const auto& shape : shapes) {
+      proto::Tensor* t = w.add_tensors();
+      t->set_tensor_id(w.tensors_size()), t->set_storage_id(w.tensors_size());
+      t->set_itemsize(4), t->set_dtype(proto::FLOAT32), t->set_device("cuda:0");
+      int64_t n = 1;
+      for (int64_t d : shape) t->add_shape(d), n *= d;
+      t->set_numel(n);
+    }
+    proto::Op* o = w.add_ops();
+    o->set_id(1), o->set_name("aten::linear"), o->set_schema(0), o->set_thread(1);
+    for (int i = 0; i < w.tensors_size(); ++i) o->add_inputs()->set_tensor(i);
+    GemmShape g;
+    EXPECT_TRUE(GemmShapeOf(w, *o, &g));
+    auto r = Predict(w, Builtin("a100_80gb"), Options(false));
+    EXPECT_THAT(r, IsOk());
+    return std::make_pair(g, r.ok() ? r->ops[0] : OpPrediction{});
+  };
+  const auto [own, own_cost] = linear({{2048, 512}, {3906, 512}, {3906}});
+  const auto [after, after_cost] =
+      linear({{2048, 160, 606}, {2048, 3906}, {2048, 3906}, {2048, 512}, {3906, 512}, {3906}});
+  EXPECT_EQ(own.m, 2048);
+  EXPECT_EQ(own.n, 3906);
+  EXPECT_EQ(own.k, 512);
+  EXPECT_EQ(after, (GemmShape{1, 2048, 3906, 512, "fp32", 3}));
+  EXPECT_EQ(after.foreign_inputs, 3u);
+  EXPECT_DOUBLE_EQ(after_cost.flops, own_cost.flops);
+  EXPECT_DOUBLE_EQ(after_cost.bytes, own_cost.bytes);
+  EXPECT_DOUBLE_EQ(after_cost.compute_us, own_cost.compute_us);
+}
+
 TEST(Predict, KernelsStartWhenTheirLaunchIsDoneAndTheirStreamIsFree) {
   const proto::Platform p = KnownOverheads();
   auto r = Predict(TwoKernels(false), p, Options(false));

@@ -95,6 +95,29 @@ void ProductThenCountThreads(void* ctx, int32_t) {
 // A lane runs with the thread count the replay set, not with the host's: a lane's matrix
 // product at one thread starts no thread pool of its own (before, each lane's BLAS ran a pool
 // of every core, and its threads outlived the lane).
+// A trace whose fp32 GEMM kernels ran in TF32 is replayed with TF32 matmuls allowed, and the
+// process's setting is given back after; one that shows no TF32 kernel keeps PyTorch's default.
+TEST(Executor, FloatMatmulsMultiplyInTheOriginalsPrecisionForTheReplayOnly) {
+  auto replay = [](const char* kernel) {
+    WorkloadBuilder b;
+    b.Step(1);
+    const int x = b.Tensor({64, 64}), y = b.Tensor({64, 64}), z = b.Tensor({64, 64});
+    b.Op(kMm, {b.T(x), b.T(y)}, {b.T(z)}, 7).mutable_kernels(0)->set_name(kernel);
+    ReplayOptions options;
+    options.device = "cpu";
+    options.warmup = 0;
+    options.iters = 1;
+    auto r = Replay(b.workload(), options);
+    EXPECT_THAT(r, IsOk());
+    EXPECT_FALSE(at::globalContext().allowTF32CuBLAS());  // given back
+    return r.ok() ? r->fp32_matmul : "";
+  };
+  ASSERT_FALSE(at::globalContext().allowTF32CuBLAS());
+  EXPECT_EQ(replay("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>()"),
+            "tf32");
+  EXPECT_EQ(replay("ampere_sgemm_128x64_nn"), "ieee");
+}
+
 TEST(Executor, ALaneRunsWithTheReplaysThreadCount) {
   at::set_num_threads(1);
   auto executor = CreateExecutor("cpu");

@@ -129,6 +129,11 @@ DeviceCopy DeviceCopyOf(std::string_view event_name);
 // "ncclDevKernel_AllReduce_...", "ncclKernel_..."; RCCL's): communication, wherever it was
 // launched from.
 bool IsCommunicationKernel(std::string_view event_name);
+// Whether a device kernel named `event_name` multiplies fp32 operands on tensor cores in TF32:
+// cuBLAS's and cuDNN's "..._tf32f32_..." kernels, CUTLASS's single-precision "s1688" ones
+// ("cutlass_80_tensorop_s1688gemm_*"). The half-precision kernels that share the "s1688" tile
+// ("cutlass_75_tensorop_bf16_s1688gemm_bf16_*") are not.
+bool IsTf32Kernel(std::string_view event_name);
 
 // A device-specific ("vendor") operator and the portable ATen operator that computes the same
 // from the same tensors: cuDNN, MIOpen and oneDNN kernels, pinned-memory copies. One record per

@@ -14,6 +14,7 @@ namespace mimic::model {
 struct GemmShape {
   int64_t batch = 1, m = 1, n = 1, k = 1;
   std::string dtype;  // "fp32", "bf16", ...
+  size_t foreign_inputs = 0;  // recorded input tensors before the op's own (not its operands)
   bool operator==(const GemmShape&) const = default;
 };
 

@@ -161,6 +161,9 @@ struct ReplayResult {
   std::string device;
   std::string selection;         // what was replayed, e.g. "ProfilerStep#3"
   int num_threads = 0;
+  // What fp32 matmuls multiplied in on a GPU: "tf32" where the original's GEMM kernels did,
+  // else "ieee" (PyTorch's default).
+  std::string fp32_matmul = "ieee";
   std::vector<double> iteration_ms;  // measured iterations only
   int64_t total_ops = 0;         // selected top-level ops
   int64_t replayed_ops = 0;
