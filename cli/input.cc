@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "mimic/base/host.h"
 #include "mimic/eg/capture_manifest.h"
 #include "mimic/eg/host_timeline.h"
+#include "mimic/eg/op_class.h"
 #include "mimic/eg/value_profile.h"
 #include "mimic/eg/workload.h"
 #include "mimic/model/host_gaps.h"
@@ -83,6 +85,28 @@ Result<LoadedInput> LoadInput(const std::string& path, const std::string& kineto
   return out;
 }
 
+namespace {
+
+// What the trace's kernel names say of its GPU (eg::KernelArchitecture): " (its newest kernels
+// were built for sm_80, Ampere: ...)", or nothing.
+std::string ArchitectureHint(const proto::Workload& w) {
+  int newest = 0;
+  for (const proto::Op& op : w.ops())
+    for (const proto::Kernel& k : op.kernels())
+      newest = std::max(newest, eg::KernelArchitecture(k.name()));
+  if (newest == 0) return "";
+  const char* family = newest >= 100  ? "Blackwell"
+                       : newest >= 90 ? "Hopper"
+                       : newest >= 80 ? "Ampere"
+                       : newest >= 75 ? "Turing"
+                       : newest >= 70 ? "Volta"
+                                      : "older";
+  return " (its newest kernels were built for sm_" + std::to_string(newest) + ", " + family +
+         ": the GPU is of that generation or a newer one)";
+}
+
+}  // namespace
+
 Result<std::string> ChoosePlatform(const std::string& given, const LoadedInput& in,
                                    const std::string& input, const std::string& fallback,
                                    std::string* chosen_by) {
@@ -104,7 +128,8 @@ Result<std::string> ChoosePlatform(const std::string& given, const LoadedInput& 
   if (fallback.empty() || in.workload.kineto().kernels_linked() > 0)
     return Status::InvalidInput(kineto +
                                 ": the trace records no GPU (deviceProperties) to predict for: "
-                                "give one with --platform NAME|FILE.json");
+                                "give one with --platform NAME|FILE.json" +
+                                ArchitectureHint(in.workload));
   *chosen_by = "default for the replay device";
   return fallback;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <string>
 #include <vector>
@@ -555,6 +556,29 @@ bool IsTf32Kernel(std::string_view event_name) {
   if (has("tf32")) return true;
   if (has("f16") || has("fp16") || has("half") || has("int8") || has("fp8")) return false;
   return has("s1688");
+}
+
+int KernelArchitecture(std::string_view event_name) {
+  constexpr std::pair<std::string_view, int> kFamilies[] = {
+      {"volta_", 70}, {"turing_", 75}, {"ampere_", 80}, {"hopper_", 90}};
+  int newest = 0;
+  for (const auto& [prefix, arch] : kFamilies)
+    if (event_name.find(prefix) != std::string_view::npos) newest = std::max(newest, arch);
+  // "sm" or "cutlass_" right before two or three digits and an underscore.
+  for (std::string_view mark : {"sm", "cutlass_"}) {
+    for (size_t at = event_name.find(mark); at != std::string_view::npos;
+         at = event_name.find(mark, at + 1)) {
+      size_t end = at + mark.size();
+      int arch = 0;
+      while (end < event_name.size() && end - at - mark.size() < 3 &&
+             std::isdigit(static_cast<unsigned char>(event_name[end])))
+        arch = arch * 10 + (event_name[end++] - '0');
+      const size_t digits = end - at - mark.size();
+      if (digits >= 2 && end < event_name.size() && event_name[end] == '_')
+        newest = std::max(newest, arch);
+    }
+  }
+  return newest;
 }
 
 bool ParseOpClass(std::string_view name, OpClass* out) {

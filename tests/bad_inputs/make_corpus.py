@@ -120,6 +120,12 @@ def main():
          "args": {"correlation": 5, "stream": 7, "device": 0}}]}
     write("kineto_alone_no_device.json", json.dumps(kineto_gpu), "predict {case} --json",
           "records no GPU (deviceProperties) to predict for: give one with --platform")
+    # Its kernels' names still say which generation its GPU is of, at the least.
+    ampere = json.loads(json.dumps(kineto_gpu))
+    ampere["traceEvents"][2]["name"] = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align4>()"
+    write("kineto_alone_sm80_no_device.json", json.dumps(ampere), "predict {case} --json",
+          "records no GPU (deviceProperties) to predict for: give one with --platform NAME|FILE.json "
+          "(its newest kernels were built for sm_80, Ampere")
     write("kineto_alone_compare_replay.json", json.dumps(kineto_gpu), "compare {case} --report {out}",
           "compare --no-replay read it alone")
     write("kineto_alone_with_kineto.json", json.dumps(kineto_gpu),

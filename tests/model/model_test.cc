@@ -966,6 +966,34 @@ TEST(OpClass, Tf32KernelsAreToldFromFp32AndHalfPrecisionOnes) {
     EXPECT_FALSE(eg::IsTf32Kernel(other)) << other;
 }
 
+// The architecture kernel names say they were built for, from the public traces' and the H200
+// samples' kernels.
+TEST(OpClass, AKernelsNameSaysWhichArchitectureItWasBuiltFor) {
+  EXPECT_EQ(eg::KernelArchitecture("volta_sgemm_128x32_nn"), 70);
+  EXPECT_EQ(eg::KernelArchitecture("ampere_sgemm_128x64_nn"), 80);
+  EXPECT_EQ(eg::KernelArchitecture(
+                "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align4>(X)"),
+            80);
+  EXPECT_EQ(
+      eg::KernelArchitecture(
+          "void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1>(X)"),
+      75);
+  EXPECT_EQ(eg::KernelArchitecture("nvjet_sm90_tst_128x128_64x6_1x2_h_bz_splitK_NTT"), 90);
+  EXPECT_EQ(
+      eg::KernelArchitecture("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc"),
+      90);
+  EXPECT_EQ(eg::KernelArchitecture("cutlass3x_sm100_tensorop_gemm_bf16"), 100);
+  EXPECT_EQ(
+      eg::KernelArchitecture(
+          "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(X)"),
+      0);
+  EXPECT_EQ(
+      eg::KernelArchitecture(
+          "void cutlass__5x_cudnn::Kernel<cutlass_tensorop_bf16_s16816fprop_optimized_bf16>(X)"),
+      0);
+  EXPECT_EQ(eg::KernelArchitecture("softmax_warp_forward"), 0);
+}
+
 // fp32 GEMMs on a GPU with TF32: a matmul multiplies in fp32 (PyTorch's default) unless its
 // recorded kernel is a TF32 one; a convolution in TF32 (cuDNN's default in PyTorch).
 TEST(Predict, Fp32MatmulsWhoseKernelsRanInTf32AndConvolutionsMultiplyOnTensorCores) {

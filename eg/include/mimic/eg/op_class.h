@@ -134,6 +134,11 @@ bool IsCommunicationKernel(std::string_view event_name);
 // ("cutlass_80_tensorop_s1688gemm_*"). The half-precision kernels that share the "s1688" tile
 // ("cutlass_75_tensorop_bf16_s1688gemm_bf16_*") are not.
 bool IsTf32Kernel(std::string_view event_name);
+// The GPU architecture a device kernel's name says it was built for, as sm_XY's XY ("sm80_*",
+// "nvjet_sm90_*", "cutlass_80_*", "cutlass3x_sm90_*"; 70 for "volta_*", 75 "turing_*", 80
+// "ampere_*"); 0 when it names none. A GPU also runs kernels built for older ones (the H200
+// samples run cutlass_75_* beside sm90_* kernels), so a trace's newest bounds its GPU from below.
+int KernelArchitecture(std::string_view event_name);
 
 // A device-specific ("vendor") operator and the portable ATen operator that computes the same
 // from the same tensors: cuDNN, MIOpen and oneDNN kernels, pinned-memory copies. One record per
