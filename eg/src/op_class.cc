@@ -558,6 +558,11 @@ bool IsTf32Kernel(std::string_view event_name) {
   return has("s1688");
 }
 
+bool LaunchedTf32Kernel(const proto::Op& op) {
+  return std::any_of(op.kernels().begin(), op.kernels().end(),
+                     [](const proto::Kernel& k) { return IsTf32Kernel(k.name()); });
+}
+
 int KernelArchitecture(std::string_view event_name) {
   constexpr std::pair<std::string_view, int> kFamilies[] = {
       {"volta_", 70}, {"turing_", 75}, {"ampere_", 80}, {"hopper_", 90}};

@@ -1156,8 +1156,8 @@ bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) 
   const std::vector<const proto::Tensor*> in = Tensors(w, op.inputs());
   const bool has_bias = name == "aten::addmm" || name == "aten::baddbmm" || name == "aten::addmv" ||
                         name == "aten::_addmm_activation";
-  size_t a_i = has_bias ? 1 : 0;
-  if (name == "aten::linear") a_i = LinearOperands(in);
+  const size_t foreign = name == "aten::linear" ? LinearOperands(in) : 0;
+  const size_t a_i = has_bias ? 1 : foreign;
   if (in.size() < a_i + 2) return false;
   const proto::Tensor* a = in[a_i];
   const proto::Tensor* b = in[a_i + 1];
@@ -1182,7 +1182,7 @@ bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) 
     g.n = b->shape_size() >= 2 ? Dim(b, -1) : 1;
   }
   g.dtype = ComputeDtype(w, op, a);
-  g.foreign_inputs = name == "aten::linear" ? a_i : 0;
+  g.foreign_inputs = foreign;
   if (g.batch <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0) return false;
   *out = g;
   return true;

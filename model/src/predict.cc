@@ -170,11 +170,6 @@ bool IsValuesOp(const std::string& name) {
 // took 1.17 of the op's 1.73 ms.
 bool IsCast(const proto::Op& op) { return op.name() == "aten::_to_copy"; }
 
-bool LaunchedTf32(const proto::Op& op) {
-  return std::any_of(op.kernels().begin(), op.kernels().end(),
-                     [](const proto::Kernel& k) { return eg::IsTf32Kernel(k.name()); });
-}
-
 void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::Platform& p,
                 const std::map<int, int>& tbe, int index, CacheModel& cache, SubtreeCost& acc) {
   const proto::Op& op = w.ops(index);
@@ -200,13 +195,13 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
     // copy are the exception: priced as the copies they are (IsCast).
     const bool copy = eg::ClassOf(op.name()) == eg::OpClass::kMemcpy;
     std::vector<int> casts;
-    e.tf32_kernels = LaunchedTf32(op);
+    e.tf32_kernels = eg::LaunchedTf32Kernel(op);
     std::vector<int> stack(tree.Children(index).begin(), tree.Children(index).end());
     while (!stack.empty()) {
       const int c = stack.back();
       stack.pop_back();
       acc.nodes += 1;
-      e.tf32_kernels = e.tf32_kernels || LaunchedTf32(w.ops(c));
+      e.tf32_kernels = e.tf32_kernels || eg::LaunchedTf32Kernel(w.ops(c));
       if (IsValuesOp(w.ops(c).name()))
         for (const proto::Tensor* t : Tensors(w, w.ops(c).outputs()))
           e.sparse_values_bytes += Bytes(t);

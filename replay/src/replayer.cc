@@ -65,9 +65,8 @@ std::string MiB(int64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >
 class MatmulPrecision {
  public:
   explicit MatmulPrecision(const proto::Workload& w)
-      : before_(at::globalContext().allowTF32CuBLAS()) {
-    for (const proto::Op& op : w.ops())
-      for (const proto::Kernel& k : op.kernels()) tf32_ = tf32_ || eg::IsTf32Kernel(k.name());
+      : before_(at::globalContext().allowTF32CuBLAS()),
+        tf32_(std::any_of(w.ops().begin(), w.ops().end(), eg::LaunchedTf32Kernel)) {
     if (tf32_) at::globalContext().setAllowTF32CuBLAS(true);
   }
   ~MatmulPrecision() { at::globalContext().setAllowTF32CuBLAS(before_); }
@@ -78,7 +77,7 @@ class MatmulPrecision {
 
  private:
   const bool before_;
-  bool tf32_ = false;
+  const bool tf32_;
 };
 
 // Busy-waits `us` microseconds: a substituted op's time kept on its lane.

@@ -95,6 +95,20 @@ void ProductThenCountThreads(void* ctx, int32_t) {
 // A lane runs with the thread count the replay set, not with the host's: a lane's matrix
 // product at one thread starts no thread pool of its own (before, each lane's BLAS ran a pool
 // of every core, and its threads outlived the lane).
+TEST(Executor, ALaneRunsWithTheReplaysThreadCount) {
+  at::set_num_threads(1);
+  auto executor = CreateExecutor("cpu");
+  ASSERT_THAT(executor, IsOk());
+  const int64_t before = ThreadsOfThisProcess();
+  const Status configured = (*executor)->Configure(2, 0, 0, false);
+  ASSERT_TRUE(configured.ok()) << configured.message();
+  (*executor)->BeginIteration();
+  ThreadsSeen seen;
+  (*executor)->Submit(1, {}, Work{ProductThenCountThreads, &seen, 0}, -1, -1);
+  (*executor)->EndIteration();
+  EXPECT_EQ(seen.during_product, before + 2) << "two lanes' threads and nothing else";
+}
+
 // A trace whose fp32 GEMM kernels ran in TF32 is replayed with TF32 matmuls allowed, and the
 // process's setting is given back after; one that shows no TF32 kernel keeps PyTorch's default.
 TEST(Executor, FloatMatmulsMultiplyInTheOriginalsPrecisionForTheReplayOnly) {
@@ -116,20 +130,6 @@ TEST(Executor, FloatMatmulsMultiplyInTheOriginalsPrecisionForTheReplayOnly) {
   EXPECT_EQ(replay("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>()"),
             "tf32");
   EXPECT_EQ(replay("ampere_sgemm_128x64_nn"), "ieee");
-}
-
-TEST(Executor, ALaneRunsWithTheReplaysThreadCount) {
-  at::set_num_threads(1);
-  auto executor = CreateExecutor("cpu");
-  ASSERT_THAT(executor, IsOk());
-  const int64_t before = ThreadsOfThisProcess();
-  const Status configured = (*executor)->Configure(2, 0, 0, false);
-  ASSERT_TRUE(configured.ok()) << configured.message();
-  (*executor)->BeginIteration();
-  ThreadsSeen seen;
-  (*executor)->Submit(1, {}, Work{ProductThenCountThreads, &seen, 0}, -1, -1);
-  (*executor)->EndIteration();
-  EXPECT_EQ(seen.during_product, before + 2) << "two lanes' threads and nothing else";
 }
 
 // --heap auto follows the original's recorded page faults per step: an original that faulted

@@ -134,6 +134,8 @@ bool IsCommunicationKernel(std::string_view event_name);
 // ("cutlass_80_tensorop_s1688gemm_*"). The half-precision kernels that share the "s1688" tile
 // ("cutlass_75_tensorop_bf16_s1688gemm_bf16_*") are not.
 bool IsTf32Kernel(std::string_view event_name);
+// Whether any device kernel `op` launched itself is a TF32 one (IsTf32Kernel).
+bool LaunchedTf32Kernel(const proto::Op& op);
 // The GPU architecture a device kernel's name says it was built for, as sm_XY's XY ("sm80_*",
 // "nvjet_sm90_*", "cutlass_80_*", "cutlass3x_sm90_*"; 70 for "volta_*", 75 "turing_*", 80
 // "ampere_*"); 0 when it names none. A GPU also runs kernels built for older ones (the H200
