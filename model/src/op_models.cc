@@ -558,6 +558,42 @@ double SecondPassBytes(const Ctx& c) {
   return batch && training ? Bytes(c.in[0]) : 0;
 }
 
+// Whether PyTorch's CUDA batch norm takes its channels-last kernels for input `t`
+// (batch_norm_use_channels_last_kernels): NHWC or NDHWC memory, or a contiguous tensor whose
+// channels are innermost (BatchNorm1d's [N, C]).
+bool BatchNormChannelsLast(const proto::Tensor& t) {
+  if (IsChannelsLast(t)) return true;
+  const int r = t.shape_size();
+  if (r < 2 || t.strides_size() != r || t.strides(1) != 1) return false;
+  int64_t dense = 1;
+  for (int i = r - 1; i >= 0; dense *= t.shape(i--))
+    if (t.shape(i) != 1 && t.strides(i) != dense) return false;
+  return true;
+}
+
+// PyTorch's channels-last batch norm on a GPU, by the cycles its kernels spend per element
+// (Platform.batch_norm_channels_last): each thread of the fixed 2-D grid walks its channel
+// down the rows one element at a time, a Welford update (with a division) a step in the
+// forward's statistics, so the kernels run below the memory's rate (docs/model.md). ATen's
+// own kernels only (OpEvidence::native_batch_norm; cuDNN's are priced by their bytes), in
+// training: a forward (statistics, then normalize) or a backward (reduce, then grad input).
+double ChannelsLastBatchNormUs(const Ctx& c) {
+  const proto::ChannelsLastBatchNorm& bn = c.p.batch_norm_channels_last();
+  const bool backward = c.name.find("backward") != std::string_view::npos;
+  const double cycles = backward ? bn.backward_cycles() : bn.forward_cycles();
+  if (!IsGpu(c.p) || !c.e.native_batch_norm || !(cycles > 0) || c.p.sm_count() <= 0 ||
+      !(c.p.boost_clock_mhz() > 0))
+    return 0;
+  // The training flag: argument 7 of the backwards, 5 of the forwards (3 of the
+  // _native_batch_norm_legit overload without running statistics).
+  const int training_arg = backward ? 7 : c.op.inputs_size() == 6 ? 3 : 5;
+  const size_t input = backward ? 1 : 0;
+  if (c.in.size() <= input || !BoolArg(c.op, training_arg) || !BatchNormChannelsLast(*c.in[input]))
+    return 0;
+  const double sm_hz = static_cast<double>(c.p.sm_count()) * c.p.boost_clock_mhz() * 1e6;
+  return static_cast<double>(c.in[input]->numel()) * cycles / sm_hz * 1e6;
+}
+
 OpCost ReductionNormModel(const Ctx& c) {
   // Pooling and training-mode batch norm make several passes or gather windows: kinds of
   // their own where calibrated (EffectiveBandwidth falls back to "binary" otherwise).
@@ -571,7 +607,10 @@ OpCost ReductionNormModel(const Ctx& c) {
   else if (c.name.find("pool") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "pool_backward" : "pool";
   else if (c.name.find("batch_norm") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "batch_norm_backward" : "batch_norm";
   else if (c.name.find("norm") != std::string_view::npos) kind = "norm";
-  return BandwidthModel(c, kind, TouchedBytes(c.in, c.out) + (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
+  OpCost cost = BandwidthModel(
+      c, kind, TouchedBytes(c.in, c.out) + (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
+  cost.compute_us = std::max(cost.compute_us, ChannelsLastBatchNormUs(c));
+  return cost;
 }
 
 // Elementwise ops that generate random numbers cost far more per byte than arithmetic.
@@ -1188,7 +1227,6 @@ bool GemmShapeOf(const proto::Workload& w, const proto::Op& op, GemmShape* out) 
   return true;
 }
 
-// A 4-D or 5-D tensor whose channels (dim 1) are its innermost dim, as recorded: NHWC memory.
 bool IsChannelsLast(const proto::Tensor& t) {
   const int r = t.shape_size();
   if ((r != 4 && r != 5) || t.strides_size() != r || t.shape(1) <= 1) return false;

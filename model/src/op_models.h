@@ -39,6 +39,9 @@ struct OpEvidence {
   // A GEMM or convolution kernel it (or an op under it) launched multiplied fp32 operands in
   // TF32 on tensor cores (eg::IsTf32Kernel): the job allowed TF32 for it.
   bool tf32_kernels = false;
+  // It is (or an op under it is) ATen's own batch norm (aten::native_batch_norm and its
+  // backward, aten::_native_batch_norm_legit), not cuDNN's: its kernels are Normalization.cuh's.
+  bool native_batch_norm = false;
 };
 
 // The tensors among `values` (lists included), and the bytes of one (0 for null).

@@ -170,6 +170,14 @@ bool IsValuesOp(const std::string& name) {
 // took 1.17 of the op's 1.73 ms.
 bool IsCast(const proto::Op& op) { return op.name() == "aten::_to_copy"; }
 
+// ATen's own batch norm, forward or backward, where PyTorch did not hand it to cuDNN
+// (aten::cudnn_batch_norm): bf16 input, cuDNN disabled, a 2-D input.
+bool IsNativeBatchNorm(const proto::Op& op) {
+  const std::string_view name = std::string_view(op.name()).substr(0, op.name().find('.'));
+  return name == "aten::native_batch_norm" || name == "aten::native_batch_norm_backward" ||
+         name.starts_with("aten::_native_batch_norm_legit");
+}
+
 void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::Platform& p,
                 const std::map<int, int>& tbe, int index, CacheModel& cache, SubtreeCost& acc) {
   const proto::Op& op = w.ops(index);
@@ -196,12 +204,14 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
     const bool copy = eg::ClassOf(op.name()) == eg::OpClass::kMemcpy;
     std::vector<int> casts;
     e.tf32_kernels = eg::LaunchedTf32Kernel(op);
+    e.native_batch_norm = IsNativeBatchNorm(op);
     std::vector<int> stack(tree.Children(index).begin(), tree.Children(index).end());
     while (!stack.empty()) {
       const int c = stack.back();
       stack.pop_back();
       acc.nodes += 1;
       e.tf32_kernels = e.tf32_kernels || eg::LaunchedTf32Kernel(w.ops(c));
+      e.native_batch_norm = e.native_batch_norm || IsNativeBatchNorm(w.ops(c));
       if (IsValuesOp(w.ops(c).name()))
         for (const proto::Tensor* t : Tensors(w, w.ops(c).outputs()))
           e.sparse_values_bytes += Bytes(t);

@@ -319,6 +319,49 @@ void SetEmbeddingBagStep(double us, const std::string& measured, proto::Platform
       (p.sm_count() > 0 ? "" : "; no SM count known: the whole grid taken as resident");
 }
 
+// GPUs: ATen's channels-last batch norm (batch_norm_channels_last; the model's
+// ChannelsLastBatchNormUs), a training forward and its backward on a bf16 NHWC activation of
+// ResNet-50's (64 x 256 x 56 x 56: 103 MB, more than an H100's L2), in SM cycles per element.
+constexpr int64_t kBatchNormProbeShape[] = {64, 256, 56, 56};
+
+struct BatchNormProbes {
+  int forward = -1, backward = -1;
+};
+
+BatchNormProbes AddBatchNormProbes(Probes& probes, const at::TensorOptions& f32) {
+  const at::Tensor x = at::randn(kBatchNormProbeShape, f32.dtype(at::kBFloat16))
+                           .contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor weight = at::ones({kBatchNormProbeShape[1]}, f32),
+                   bias = at::zeros({kBatchNormProbeShape[1]}, f32);
+  at::Tensor mean = at::zeros({kBatchNormProbeShape[1]}, f32),
+             var = at::ones({kBatchNormProbeShape[1]}, f32);
+  const auto [y, save_mean, save_invstd] =
+      at::native_batch_norm(x, weight, bias, mean, var, true, 0.1, 1e-5);
+  BatchNormProbes ids;
+  ids.forward =
+      probes.Add([=] { (void)at::native_batch_norm(x, weight, bias, mean, var, true, 0.1, 1e-5); });
+  ids.backward = probes.Add([=] {
+    (void)at::native_batch_norm_backward(y, x, weight, mean, var, save_mean, save_invstd, true,
+                                         1e-5, {true, true, true});
+  });
+  return ids;
+}
+
+void SetChannelsLastBatchNorm(double forward_us, double backward_us, const std::string& measured,
+                              proto::Platform& p) {
+  const double sm_hz = static_cast<double>(p.sm_count()) * p.boost_clock_mhz() * 1e6;
+  if (!(sm_hz > 0) || !(forward_us > 0) || !(backward_us > 0)) return;
+  double elements = 1;
+  for (int64_t d : kBatchNormProbeShape) elements *= static_cast<double>(d);
+  p.mutable_batch_norm_channels_last()->set_forward_cycles(forward_us * 1e-6 * sm_hz / elements);
+  p.mutable_batch_norm_channels_last()->set_backward_cycles(backward_us * 1e-6 * sm_hz / elements);
+  (*p.mutable_sources())["batch_norm_channels_last"] =
+      measured +
+      ": aten::native_batch_norm (training) and aten::native_batch_norm_backward on a 64 x 256 x "
+      "56 x 56 bf16 channels-last input, their time over its elements, in cycles of the "
+      "platform's SMs at its boost clock";
+}
+
 // The dispatcher's fixed cost per op, boxed as replay calls it: probes of a view (aten::t), an
 // allocating op (aten::add) and an in-place op (aten::mul_) on one-element tensors, where the
 // data costs nothing. Their mean is dispatch_us.
@@ -728,10 +771,12 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     const std::vector<ValueProbe> value =
         gpu ? std::vector<ValueProbe>{} : AddValueProbes(probes, f32);
     int launch_probe = -1, embedding_bag_probe = -1;
+    BatchNormProbes batch_norm_probes;
     if (gpu) {
       at::Tensor small = at::zeros({32}, f32);
       launch_probe = probes.Add([small]() mutable { small.add_(1.0); });
       embedding_bag_probe = AddEmbeddingBagStepProbe(probes, f32);
+      batch_norm_probes = AddBatchNormProbes(probes, f32);
     }
 
     // GEMM sweep: m (rows, usually the batch) x n x k, fp32 and bf16 (autocast's CPU dtype,
@@ -1080,6 +1125,12 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     if (gpu) {
       SetEmbeddingBagStep(probes.Us(embedding_bag_probe), measured, p);
       log("embedding bag: " + std::to_string(p.embedding_bag_step_ns()) + " ns a step");
+      SetChannelsLastBatchNorm(probes.Us(batch_norm_probes.forward),
+                               probes.Us(batch_norm_probes.backward), measured, p);
+      log("channels-last batch norm: " +
+          std::to_string(p.batch_norm_channels_last().forward_cycles()) + " and " +
+          std::to_string(p.batch_norm_channels_last().backward_cycles()) +
+          " SM cycles an element (forward, backward)");
     }
     const std::string per_device =
         gpu ? "t4_us = a tiny aten::add_ launch minus dispatch"

@@ -89,6 +89,8 @@ struct ImplicitGemm {
   double m = 1, n = 1, k = 1;
 };
 ImplicitGemm ImplicitGemmOf(const ConvShape& c);
+// A 4-D or 5-D tensor whose channels (dim 1) are its innermost dim, as recorded: NHWC memory.
+bool IsChannelsLast(const proto::Tensor& t);
 // PyTorch's CUDA EmbeddingBag forward (EmbeddingBag_updateOutputKernel_sum_mean and _max,
 // ATen's EmbeddingBag.cu) launches 1,024 blocks of 32 x 8 threads whatever the shape: each warp
 // sums one bag's 32-column chunk, one looked-up row a step. The steps each warp takes for `bags`
