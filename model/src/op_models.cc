@@ -60,11 +60,14 @@ int64_t Dim(const proto::Tensor* t, int i) {
 }
 
 // Bytes of every tensor an op reads (`a`) and writes (`b`): an in-place op's tensor counts once
-// read and once written.
+// read and once written; a tensor passed twice (addcmul_(g, g)) is read once.
 double TouchedBytes(const std::vector<const proto::Tensor*>& a, const std::vector<const proto::Tensor*>& b) {
   double sum = 0;
-  for (const proto::Tensor* t : a) sum += Bytes(t);
-  for (const proto::Tensor* t : b) sum += Bytes(t);
+  for (std::vector<const proto::Tensor*> list : {a, b}) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+    for (const proto::Tensor* t : list) sum += Bytes(t);
+  }
   return sum;
 }
 
@@ -783,9 +786,22 @@ std::vector<const proto::Tensor*> Tensors(const proto::Workload& w,
   return out;
 }
 
+// The tensors of the arguments `op`'s schema marks as written in place (`Tensor(a!)`,
+// `Tensor(a!)[]`): what an op that returns nothing (`-> ()`: the in-place _foreach_ ops, the
+// fused optimizers) writes. Empty without a schema.
+std::vector<const proto::Tensor*> MutatedArguments(const proto::Workload& w, const proto::Op& op) {
+  std::vector<const proto::Tensor*> out;
+  if (op.schema() < 0 || op.schema() >= w.schemas_size()) return out;
+  const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(w.schemas(op.schema()));
+  for (size_t i = 0; i < args.size() && i < static_cast<size_t>(op.inputs_size()); ++i)
+    if (args[i].mutated) CollectTensors(w, op.inputs(static_cast<int>(i)), out);
+  return out;
+}
+
 std::vector<const proto::Tensor*> OutputsOf(const proto::Workload& w, const proto::Op& op,
                                             const std::vector<const proto::Tensor*>& in) {
   std::vector<const proto::Tensor*> out = Tensors(w, op.outputs());
+  if (out.empty() && !in.empty()) out = MutatedArguments(w, op);
   if (!out.empty() || in.empty() || !eg::IsKinetoOnly(w)) return out;
   const std::string_view name = BaseName(op.name());
   if (name == "aten::cat" || name == "aten::stack") return in;
