@@ -960,6 +960,7 @@ TEST(Predict, AChannelsLastBatchNormOnAGpuRunsAtItsKernelsCyclesPerElement) {
   const proto::Platform h200 = Builtin("h200");
   const proto::ChannelsLastBatchNorm& bn = h200.batch_norm_channels_last();
   ASSERT_GT(bn.forward_cycles(), 0);
+  const double sm_hz = static_cast<double>(h200.sm_count()) * h200.boost_clock_mhz() * 1e6;
   const eg::OpTree tree(w);
   struct Priced {
     int ops = 0;
@@ -978,8 +979,7 @@ TEST(Predict, AChannelsLastBatchNormOnAGpuRunsAtItsKernelsCyclesPerElement) {
       ++out.ops;
       out.us += o.compute_us;
       out.at_rate_us += static_cast<double>(x.numel()) *
-                        (backward ? bn.backward_cycles() : bn.forward_cycles()) / (132 * 1830e6) *
-                        1e6;
+                        (backward ? bn.backward_cycles() : bn.forward_cycles()) / sm_hz * 1e6;
       out.recorded_us += o.original_us;
     }
     return out;
