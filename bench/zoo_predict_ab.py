@@ -11,8 +11,9 @@ after binary's op classes, so both predictions are judged on the same ops. Print
       --after-bin build/default/cli/mimic --after-platform platforms/cpu_host.json
   python3 bench/zoo_predict_ab.py --dir D --before-bin B --after-bin B --after-platform P \\
       --before-without cpu_overheads.in_turn,value_slowdown   # one build, P less some figures
+  python3 bench/zoo_predict_ab.py --dir D --replays 3 ...   # against D/NAME.rep{1,2,3}.json
 """
-import argparse, collections, json, os, subprocess, tempfile
+import argparse, collections, json, os, statistics, subprocess, tempfile
 
 NAMES = "gpt_mini,vit_tiny,moe,dlrm_adagrad,wide_deep,conv_ae,graph_sage,lstm_tagger"
 
@@ -25,6 +26,37 @@ def predict(binary, platform, d, n):
 
 def err(a, b):
     return f"{100 * (a - b) / b:+.1f}%"
+
+
+def judge_on_replays(a):
+    """Each model's step and the ops whose prediction moved, against the median of N replays."""
+    print("| model | replay ms (median of %d) | before: predicted ms | vs replay | after: predicted ms | vs replay |"
+          " ops whose prediction moved: replayed / before / after ms |" % a.replays)
+    print("|---|---:|---:|---:|---:|---:|---|")
+    eb, ea = [], []
+    for n in a.only.split(","):
+        reps = [json.load(open(f"{a.dir}/{n}.rep{i}.json")) for i in range(1, a.replays + 1)]
+        rm = statistics.median(r["iteration_ms"]["median"] for r in reps)
+        replayed = collections.defaultdict(list)
+        for r in reps:
+            for op in r["ops"]:
+                replayed[op["name"]].append(op["replay_ms"])
+        B = predict(a.before_bin, a.before_platform, a.dir, n)
+        A = predict(a.after_bin, a.after_platform, a.dir, n)
+        moved = collections.defaultdict(lambda: [0.0, 0.0])
+        for b, x in zip(B["ops"], A["ops"]):
+            if abs(b["predicted_us"] - x["predicted_us"]) > 0.05:
+                moved[x["name"]][0] += b["predicted_us"] / 1000
+                moved[x["name"]][1] += x["predicted_us"] / 1000
+        cells = [f"`{k}` {statistics.median(replayed[k]):.3f} / {v[0]:.3f} / {v[1]:.3f}"
+                 for k, v in sorted(moved.items(), key=lambda kv: -abs(kv[1][1] - kv[1][0]))[:3] if k in replayed]
+        eb.append(abs(B["iteration_ms"] - rm) / rm)
+        ea.append(abs(A["iteration_ms"] - rm) / rm)
+        print(f"| {n} | {rm:.2f} | {B['iteration_ms']:.2f} | {err(B['iteration_ms'], rm)} | {A['iteration_ms']:.2f} | "
+              f"{err(A['iteration_ms'], rm)} | {'; '.join(cells) or '-'} |")
+    within = lambda e: sum(x <= 0.05 for x in e)
+    print(f"| mean \\|error\\|, within 5 % | | | {100 * sum(eb) / len(eb):.1f}%, {within(eb)} of {len(eb)} | | "
+          f"{100 * sum(ea) / len(ea):.1f}%, {within(ea)} of {len(ea)} | |")
 
 
 def main():
@@ -40,6 +72,10 @@ def main():
     ap.add_argument("--after-platform", required=True)
     ap.add_argument("--classes", default="embedding,conv,reduction_norm,elementwise")
     ap.add_argument("--only", default=NAMES, help="the models, comma-separated (default: %(default)s)")
+    ap.add_argument("--replays", type=int, default=0,
+                    help="judge on DIR/NAME.rep1..N.json (`mimic replay --report`: the median step, and per op "
+                         "name the median of its replayed time) instead of one compare report, and list the "
+                         "ops whose prediction moved")
     a = ap.parse_args()
     if not a.before_platform:
         if not a.before_without:
@@ -61,6 +97,8 @@ def main():
         a.before_platform = os.path.join(tempfile.mkdtemp(), "before.json")
         with open(a.before_platform, "w") as f:
             json.dump(platform, f)
+    if a.replays:
+        return judge_on_replays(a)
     rows, cls_rows, eb, ea = [], [], [], []
     for n in a.only.split(","):
         c = json.load(open(f"{a.dir}/{n}.compare.json"))

@@ -2,8 +2,9 @@
 """The fidelity zoo: real training setups that differ in what a replay must reproduce (RNNs,
 attention with GELU/LayerNorm, GroupNorm/SiLU conv nets with transposed convolutions,
 embedding-heavy recommenders, sparse gradients, MoE-style routing with index ops, graph
-scatter/gather, mixed precision; SGD, Adam/AdamW with foreach, Adagrad, RMSprop). Kept apart from
-fleet_samples/ and never used by tests or to tune anything.
+scatter/gather, mixed precision, channels-last CNNs; SGD, Adam/AdamW with foreach, Adagrad,
+RMSprop). Kept apart from fleet_samples/ and never used by tests or to tune anything; resnet_cl
+came after the twelve that docs/benchmarks.md's fidelity tables run.
 
 Captures each model as scripts/capture_fleet_samples.py captures the fleet samples (warm-up,
 unprofiled timed steps with the process's system figures, then ET + Kineto): the output folder
@@ -275,11 +276,34 @@ def wide_deep() -> W:
     return W("wide_deep", "wide & deep recommender, Adagrad + Adam", "emb 10000x32", 256, step)
 
 
+def resnet_channels_last() -> W:
+    """Residual CNN in fp32 with channels_last (stem, max pooling, two basic blocks), Adam."""
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
+            self.c2, self.b2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+            self.skip = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                         if stride != 1 or cin != cout else nn.Identity())
+
+        def forward(self, x):
+            return F.relu(self.b2(self.c2(F.relu(self.b1(self.c1(x))))) + self.skip(x))
+
+    m = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(inplace=True),
+                      nn.MaxPool2d(2), Block(32, 32, 1), Block(32, 64, 2),
+                      nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).to(memory_format=torch.channels_last)
+    x = torch.randn(32, 3, 32, 32).to(memory_format=torch.channels_last)
+    y = torch.randint(0, 10, (32,))
+    return W("resnet_cl", "residual CNN, fp32 channels_last, Adam", "stem + 2 basic blocks", 32,
+             cfs.make_step(m, nn.CrossEntropyLoss(), torch.optim.Adam(m.parameters(), lr=1e-3), (x,), y))
+
+
 ZOO = {name: f for name, f in {
     "lstm_tagger": lstm_tagger, "bigru": bigru_classifier, "gpt_mini": gpt_mini, "unet_gn": unet_gn,
     "dlrm_adagrad": dlrm_adagrad, "sparse_emb": sparse_embedding, "moe": moe_router,
     "graph_sage": graph_sage, "cnn_bf16": resnet_bf16, "vit_tiny": vit_tiny, "conv_ae": autoencoder_rmsprop,
-    "wide_deep": wide_deep}.items()}
+    "wide_deep": wide_deep, "resnet_cl": resnet_channels_last}.items()}
 
 
 def main() -> None:

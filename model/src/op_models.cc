@@ -295,17 +295,39 @@ std::string_view TrafficDtype(const Ctx& c) {
   return dtype.empty() ? "fp32" : dtype;
 }
 
+// The share of an op's floating-point bytes in half precision (bf16, fp16).
+double HalfPrecisionShare(const Ctx& c) {
+  double half = 0, all = 0;
+  for (const auto* list : {&c.in, &c.out})
+    for (const proto::Tensor* t : *list) {
+      const proto::DType d = t->dtype();
+      if (d != proto::FLOAT32 && d != proto::FLOAT64 && d != proto::FLOAT16 && d != proto::BFLOAT16)
+        continue;
+      all += Bytes(t);
+      if (d == proto::FLOAT16 || d == proto::BFLOAT16) half += Bytes(t);
+    }
+  return all > 0 ? half / all : 0;
+}
+
 // Memory-bound ops: bytes read and written over the effective bandwidth at that size, the
 // cold share of the inputs slowed down as measured. Embedding kinds are measured on their own
-// working sets and keep their figure.
+// working sets and keep their figure. A CPU converts half precision to fp32 to compute, so an
+// element costs about what an fp32 one does: priced at fp32's points (those of a kind the
+// platform measured on no half-precision tensors: batch norm, pooling, reductions), its
+// half-precision tensors count at fp32's width.
 OpCost BandwidthModel(const Ctx& c, std::string_view kind, double bytes) {
   OpCost cost;
   cost.model = "bandwidth";
   cost.bytes = bytes;
-  cost.compute_us =
-      bytes > 0 ? bytes / EffectiveBandwidth(c.p, kind, bytes, TrafficDtype(c)) * 1e6 : 0;
+  std::string_view dtype = TrafficDtype(c);
+  double priced = bytes;
+  if (!IsGpu(c.p) && (dtype == "fp32" || !HasBandwidthPoints(c.p, kind, dtype))) {
+    priced = bytes * (1 + HalfPrecisionShare(c));
+    dtype = "fp32";
+  }
+  cost.compute_us = priced > 0 ? priced / EffectiveBandwidth(c.p, kind, priced, dtype) * 1e6 : 0;
   if (c.e.cold_fraction > 0 && kind != "gather" && kind != "embedding_backward")
-    cost.compute_us *= 1 + c.e.cold_fraction * (ColdSlowdown(c.p, kind, bytes) - 1);
+    cost.compute_us *= 1 + c.e.cold_fraction * (ColdSlowdown(c.p, kind, priced) - 1);
   return cost;
 }
 
@@ -597,6 +619,18 @@ double ChannelsLastBatchNormUs(const Ctx& c) {
   return static_cast<double>(c.in[input]->numel()) * cycles / sm_hz * 1e6;
 }
 
+// A batch norm's kind: "batch_norm" or "batch_norm_backward", on a channels-last input (NHWC,
+// NDHWC) their "_channels_last" twins where the platform measured them (a CPU runs other
+// kernels for that layout: 2-3x faster in fp32 on the build VM).
+std::string_view BatchNormKind(const Ctx& c) {
+  const bool backward = c.name.find("backward") != std::string_view::npos;
+  const size_t input = backward ? 1 : 0;
+  const std::string_view last =
+      backward ? "batch_norm_backward_channels_last" : "batch_norm_channels_last";
+  if (c.in.size() > input && IsChannelsLast(*c.in[input]) && HasKind(c.p, last)) return last;
+  return backward ? "batch_norm_backward" : "batch_norm";
+}
+
 OpCost ReductionNormModel(const Ctx& c) {
   // Pooling and training-mode batch norm make several passes or gather windows: kinds of
   // their own where calibrated (EffectiveBandwidth falls back to "binary" otherwise).
@@ -608,7 +642,8 @@ OpCost ReductionNormModel(const Ctx& c) {
   // Adaptive average pooling to a small output (a global average) is a mean over each map.
   else if (c.name.find("adaptive_avg_pool") != std::string_view::npos && c.name.find("backward") == std::string_view::npos) kind = "reduction";
   else if (c.name.find("pool") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "pool_backward" : "pool";
-  else if (c.name.find("batch_norm") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "batch_norm_backward" : "batch_norm";
+  else if (c.name.find("batch_norm") != std::string_view::npos)
+    kind = BatchNormKind(c);
   else if (c.name.find("norm") != std::string_view::npos) kind = "norm";
   OpCost cost = BandwidthModel(
       c, kind, TouchedBytes(c.in, c.out) + (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
@@ -636,6 +671,46 @@ bool IsSparse(const proto::Tensor* t) {
   return true;
 }
 
+// The dims of `t` from its largest stride to its smallest (the order memory walks them in),
+// dims of one element left out; empty where the strides were not recorded or a dim is
+// broadcast (stride 0, which TensorIterator walks as a scalar).
+std::vector<int> DimOrder(const proto::Tensor& t) {
+  const int r = t.shape_size();
+  if (r < 2 || t.strides_size() != r) return {};
+  std::vector<int> dims;
+  for (int i = 0; i < r; ++i) {
+    if (t.shape(i) == 1) continue;
+    if (t.strides(i) == 0) return {};
+    dims.push_back(i);
+  }
+  std::stable_sort(dims.begin(), dims.end(),
+                   [&](int a, int b) { return t.strides(a) > t.strides(b); });
+  return dims;
+}
+
+// Whether an elementwise op's tensors of one shape lie in memory in different dim orders (a
+// channels-last activation and a contiguous gradient, a transposed view and a plain tensor):
+// TensorIterator cannot walk them as one flat array, and a CPU's loop then reads one of them
+// with a stride, element by element.
+bool MixedLayouts(const Ctx& c) {
+  const proto::Tensor* first = nullptr;
+  std::vector<int> order;
+  for (const auto* list : {&c.in, &c.out})
+    for (const proto::Tensor* t : *list) {
+      std::vector<int> dims = DimOrder(*t);
+      if (dims.empty()) continue;
+      if (!first) {
+        first = t, order = std::move(dims);
+        continue;
+      }
+      if (std::equal(t->shape().begin(), t->shape().end(), first->shape().begin(),
+                     first->shape().end()) &&
+          dims != order)
+        return true;
+    }
+  return false;
+}
+
 OpCost ElementwiseModel(const Ctx& c) {
   // A sparse operand (SGD's update of an embedding table from its sparse gradient) touches only
   // the rows it holds: its values read, and as many bytes of the dense tensor read and written.
@@ -647,6 +722,9 @@ OpCost ElementwiseModel(const Ctx& c) {
   // the platform measured it (sqrt is 4x and tanh 26x relu's time on the CPU host).
   const std::string_view math = MathKindOf(c.name);
   if (!math.empty() && HasKind(c.p, math)) return BandwidthModel(c, math, TouchedBytes(c.in, c.out));
+  // Operands in different layouts: at the rate measured so, where the platform did.
+  if (HasKind(c.p, "mixed_layout") && MixedLayouts(c))
+    return BandwidthModel(c, "mixed_layout", TouchedBytes(c.in, c.out));
   return BandwidthModel(c, c.in.size() >= 2 ? "binary" : "unary", TouchedBytes(c.in, c.out));
 }
 
@@ -904,6 +982,10 @@ double EffectiveBandwidth(const proto::Platform& p, std::string_view kind, doubl
     if (!pts.empty() || !(pts = Points(p, k, /*cold=*/false)).empty()) break;
   if (pts.empty()) return p.memory_bandwidth_bytes_per_s() * (IsGpu(p) ? 0.8 : 0.5);
   return Interpolate(std::move(pts), bytes);
+}
+
+bool HasBandwidthPoints(const proto::Platform& p, std::string_view kind, std::string_view dtype) {
+  return !Points(p, kind, /*cold=*/false, dtype).empty();
 }
 
 double ColdSlowdown(const proto::Platform& p, std::string_view kind, double bytes) {

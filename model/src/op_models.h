@@ -87,6 +87,9 @@ OpCost CollectiveCost(const proto::Op& op, const proto::Platform& p, int64_t ran
 double EffectiveBandwidth(const proto::Platform& p, std::string_view kind, double bytes,
                           std::string_view dtype = "fp32");
 
+// Whether `p` measured kind `kind` in cache on tensors of `dtype` ("fp32", "bf16", ...).
+bool HasBandwidthPoints(const proto::Platform& p, std::string_view kind, std::string_view dtype);
+
 // How many times longer kind `kind` takes at `bytes` per call when its inputs come from DRAM
 // (HBM) instead of cache: hot / cold bandwidth of that kind's measured cold points (else of
 // "binary"), interpolated like EffectiveBandwidth. 1 below the smallest cold point, or when

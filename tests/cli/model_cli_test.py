@@ -210,6 +210,17 @@ class CalibrateTest(unittest.TestCase):
             self.assertIn(("binary", 6 * 2 ** 18), bf16)
             self.assertIn(("sigmoid", 4 * 2 ** 18), bf16)
             self.assertFalse([b for b in p["bandwidth"] if b.get("dtype") == "bf16" and b.get("cold")])
+            # Batch norm on channels-last maps and an add of two layouts, in cache (quick: 2^10 and
+            # 2^18 elements) and out of it (2^18).
+            layouts = ("batch_norm_channels_last", "batch_norm_backward_channels_last", "mixed_layout")
+
+            def layout_points(q):
+                return sorted((b["kind"], float(b["bytes"]), b.get("cold", False))
+                              for b in q["bandwidth"] if b["kind"] in layouts)
+            layout_grid = layout_points(p)
+            self.assertEqual(len(layout_grid), 9, layout_grid)
+            self.assertIn(("mixed_layout", 12 * 2 ** 18, True), layout_grid)
+            self.assertIn(("batch_norm_backward_channels_last", 12 * 2 ** 10, False), layout_grid)
             for e in p["gemm_efficiency"]:
                 self.assertTrue(0 < e["efficiency"] <= 1)
             # bf16 (autocast's CPU dtype) measured as such, against the best bf16 rate measured.
@@ -281,6 +292,16 @@ class CalibrateTest(unittest.TestCase):
             self.assertEqual(sorted(v["kind"] for v in q["value_slowdown"]), sorted(slow))
             self.assertIn("--only values", q["sources"]["value_slowdown"])
             self.assertEqual(q["cpu_overheads"], p["cpu_overheads"])
+            # The layout kinds alone: the same points measured again in place of the base's.
+            r = mimic("calibrate", "--quick", "--trials", "1", "--threads", "1", "--only", "layouts", "--base", out,
+                      "-o", only)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(only) as f:
+                q = json.load(f)
+            self.assertEqual(layout_points(q), layout_grid)
+            self.assertIn("--only layouts", q["sources"]["bandwidth.layouts"])
+            others = lambda x: [b for b in x["bandwidth"] if b["kind"] not in layouts]
+            self.assertEqual(others(q), others(p))
 
     def test_a_cpu_replay_takes_the_capture_cost_from_this_hosts_calibration(self):
         """`calibrate --cache` keeps this host's cpu_host; a replay with recorded host gaps then

@@ -1574,7 +1574,8 @@ TEST(Predict, BinaryCrossEntropyIsPricedAtItsMeasuredRate) {
 }
 
 // A CPU computes bf16 elementwise math in fp32 after converting: a bf16 op is priced from the
-// points calibrate measured on bf16 tensors where the platform has them, else from fp32's.
+// points calibrate measured on bf16 tensors where the platform has them, else from fp32's with
+// each element costing an fp32 one.
 TEST(Predict, Bf16ElementwiseOpsTakeTheRateMeasuredOnBf16Tensors) {
   proto::Workload w;
   w.add_types("");
@@ -1601,12 +1602,108 @@ TEST(Predict, Bf16ElementwiseOpsTakeTheRateMeasuredOnBf16Tensors) {
   auto r = Predict(w, p, Options(false));
   ASSERT_THAT(r, IsOk());
   EXPECT_NEAR(r->ops[0].compute_us, fp32_bytes / 100e9 * 1e6, 1e-9);
-  EXPECT_NEAR(r->ops[1].compute_us, bf16_bytes / 100e9 * 1e6, 1e-9);  // none measured in bf16
+  EXPECT_NEAR(r->ops[1].compute_us, fp32_bytes / 100e9 * 1e6, 1e-9);  // none measured in bf16
   point("bf16", 40e9);
   r = Predict(w, p, Options(false));
   ASSERT_THAT(r, IsOk());
   EXPECT_NEAR(r->ops[0].compute_us, fp32_bytes / 100e9 * 1e6, 1e-9);  // fp32's points alone
   EXPECT_NEAR(r->ops[1].compute_us, bf16_bytes / 40e9 * 1e6, 1e-9);
+}
+
+// A CPU workload's 16 x 64 x 16 x 16 maps: `layout` "nchw", "nhwc" or "broadcast" (a
+// per-channel tensor expanded to the map's shape: stride 0 but along channels).
+int AddMap(proto::Workload& w, const std::string& layout, proto::DType dtype, int itemsize) {
+  const int t = AddTensor(w, {16, 64, 16, 16}, dtype, itemsize);
+  proto::Tensor* x = w.mutable_tensors(t);
+  x->set_device("cpu");
+  const std::vector<int64_t> strides = layout == "nchw"   ? std::vector<int64_t>{16384, 256, 16, 1}
+                                       : layout == "nhwc" ? std::vector<int64_t>{16384, 1, 1024, 64}
+                                                          : std::vector<int64_t>{0, 1, 0, 0};
+  for (int64_t s : strides) x->add_strides(s);
+  return t;
+}
+
+proto::Op* AddCpuOp(proto::Workload& w, int64_t id, const char* name, const std::vector<int>& in,
+                    const std::vector<int>& out) {
+  proto::Op* o = w.add_ops();
+  o->set_id(id), o->set_name(name), o->set_schema(-1), o->set_thread(1);
+  for (int t : in) o->add_inputs()->set_tensor(t);
+  for (int t : out) o->add_outputs()->set_tensor(t);
+  return o;
+}
+
+// An elementwise op whose operands of one shape lie in memory in two orders (a channels-last
+// CNN's ReLU backward on the contiguous gradient a flatten's view hands it) takes the rate
+// calibrate measured for an add of two such maps ("mixed_layout"); operands in one layout, or
+// one broadcast along the other's dims, the plain binary rate.
+TEST(Predict, AnElementwiseOpOnOperandsInTwoLayoutsTakesTheMixedLayoutRate) {
+  proto::Workload w;
+  w.add_types("");
+  w.mutable_provenance()->set_schema(eg::kKinetoOnlySchema);
+  auto map = [&](const char* layout) { return AddMap(w, layout, proto::FLOAT32, 4); };
+  AddCpuOp(w, 1, "aten::threshold_backward", {map("nchw"), map("nhwc")}, {map("nhwc")});
+  AddCpuOp(w, 2, "aten::threshold_backward", {map("nhwc"), map("nhwc")}, {map("nhwc")});
+  AddCpuOp(w, 3, "aten::add", {map("nhwc"), map("broadcast")}, {map("nhwc")});
+  proto::Platform p = Builtin("cpu_host");
+  p.clear_bandwidth();
+  auto point = [&](const char* kind, double rate) {
+    for (double bytes : {1e4, 1e8}) {
+      proto::BandwidthPoint* b = p.add_bandwidth();
+      b->set_kind(kind), b->set_bytes(bytes), b->set_bytes_per_s(rate);
+    }
+  };
+  point("binary", 100e9);
+  const double bytes = 3.0 * 4 * 16 * 64 * 16 * 16;
+  auto r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->ops.size(), 3u);
+  EXPECT_NEAR(r->ops[0].compute_us, bytes / 100e9 * 1e6, 1e-9);  // none measured
+  point("mixed_layout", 20e9);
+  r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  EXPECT_NEAR(r->ops[0].compute_us, bytes / 20e9 * 1e6, 1e-9);
+  EXPECT_NEAR(r->ops[1].compute_us, bytes / 100e9 * 1e6, 1e-9);
+  EXPECT_LT(r->ops[2].compute_us, bytes / 100e9 * 1e6);  // the broadcast tensor is small
+}
+
+// On a CPU, batch norm on channels-last maps takes the points calibrate measured on such maps;
+// its bf16 maps (autocast's) cost what fp32 ones do where no bf16 points were measured, however
+// small the fp32 weight and statistics beside them.
+TEST(Predict, ACpuBatchNormTakesItsLayoutsRateAndABf16ElementAnFp32Ones) {
+  proto::Workload w;
+  w.add_types("");
+  w.mutable_provenance()->set_schema(eg::kKinetoOnlySchema);
+  std::vector<int> stats;
+  for (int i = 0; i < 5; ++i) {
+    stats.push_back(AddTensor(w, {64}, proto::FLOAT32, 4));
+    w.mutable_tensors(stats.back())->set_device("cpu");
+  }
+  auto backward = [&](int64_t id, const char* layout, proto::DType dtype, int itemsize) {
+    const int g = AddMap(w, layout, dtype, itemsize), x = AddMap(w, layout, dtype, itemsize);
+    std::vector<int> in = {g, x};
+    in.insert(in.end(), stats.begin(), stats.end());
+    AddCpuOp(w, id, "aten::native_batch_norm_backward", in,
+             {AddMap(w, layout, dtype, itemsize), stats[0], stats[1]});
+  };
+  backward(1, "nchw", proto::FLOAT32, 4);
+  backward(2, "nhwc", proto::FLOAT32, 4);
+  backward(3, "nhwc", proto::BFLOAT16, 2);
+  proto::Platform p = Builtin("cpu_host");
+  p.clear_bandwidth();
+  for (auto [kind, rate] :
+       {std::pair{"batch_norm_backward", 60e9}, {"batch_norm_backward_channels_last", 30e9}})
+    for (double bytes : {1e4, 1e8}) {
+      proto::BandwidthPoint* b = p.add_bandwidth();
+      b->set_kind(kind), b->set_bytes(bytes), b->set_bytes_per_s(rate);
+    }
+  auto r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->ops.size(), 3u);
+  const double maps =
+      3 * 4.0 * 16 * 64 * 16 * 16;  // two in and one out, beside 1 KiB of statistics
+  EXPECT_NEAR(r->ops[0].compute_us, maps / 60e9 * 1e6, 1e-2 * r->ops[0].compute_us);
+  EXPECT_NEAR(r->ops[1].compute_us, 2 * r->ops[0].compute_us, 1e-9);
+  EXPECT_NEAR(r->ops[2].compute_us, r->ops[1].compute_us, 1e-2 * r->ops[1].compute_us);
 }
 
 // embedding's backward with `sparse=True` (a zoo capture's shapes: 512 x 10 lookups of 64-wide

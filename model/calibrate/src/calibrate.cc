@@ -149,6 +149,101 @@ struct ColdInputs {
   size_t Next() { return next = (next + 1) % a.size(); }
 };
 
+// A memory-bound probe: the bytes it moves a call (inputs + outputs, as the model counts them)
+// and the size the model looks its bandwidth up by.
+struct Traffic {
+  std::string kind;
+  double bytes;      // moved per call
+  double key_bytes;  // the size the model looks the bandwidth up by
+  int probe;
+  bool cold = false;       // inputs from DRAM (ColdInputs), not cache
+  std::string dtype = {};  // "" for fp32
+};
+
+// The fp32 elements of the memory-bound kinds' sizes.
+std::vector<int64_t> TrafficElems(const CalibrateOptions& o) {
+  if (o.quick) return {1 << 10, 1 << 18};
+  return {1 << 8, 1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24};
+}
+
+// Cold points start at 256 KiB inputs: below, the fixed cost of an op hides the misses, and a
+// thousand copies would not leave the last-level cache.
+constexpr int64_t kMinColdElems = 1 << 16;
+
+// The N x 16 x H x H feature maps of `n` elements (H = 8, or 32 from 2^14 elements up) that the
+// map kinds (pooling, batch norm) run on, as CNNs run them.
+std::vector<int64_t> MapShape(int64_t n) {
+  const int64_t h = n >= (1 << 14) ? 32 : 8;
+  return {std::max<int64_t>(n / (16 * h * h), 1), 16, h, h};
+}
+
+// The layout kinds, from 2^10 elements, in cache and from kMinColdElems out of it: ATen's batch
+// norm forward and backward on channels-last maps ("batch_norm_channels_last",
+// "batch_norm_backward_channels_last": its CPU kernels for that layout are others), and an add
+// of a channels-last map and a contiguous one ("mixed_layout": TensorIterator cannot walk the
+// two as one flat array, as a channels-last CNN's ReLU backward does with the gradient a
+// flatten's view hands it).
+void AddLayoutProbes(const std::vector<int64_t>& elems, const at::TensorOptions& f32, double llc,
+                     Probes& probes, std::vector<Traffic>& traffic) {
+  constexpr auto kLast = at::MemoryFormat::ChannelsLast;
+  for (int64_t n : elems) {
+    if (n < 1024) continue;
+    const std::vector<int64_t> shape = MapShape(n);
+    const int64_t c = shape[1];
+    at::Tensor w = at::ones({c}, f32), bias = at::zeros({c}, f32), rm = at::zeros({c}, f32),
+               rv = at::ones({c}, f32);
+    const at::Tensor x = at::randn(shape, f32).contiguous(kLast);
+    const at::Tensor gy = at::randn(shape, f32), gl = gy.contiguous(kLast);
+    const auto bn = at::native_batch_norm(x, w, bias, rm, rv, true, 0.1, 1e-5);
+    const double xb = 4.0 * static_cast<double>(x.numel());
+    // Cold: a pool of channels-last maps (a) and gradients (b), and the gradients contiguous.
+    std::shared_ptr<ColdInputs> last, plain;
+    if (llc > 0 && n >= kMinColdElems) {
+      plain = std::make_shared<ColdInputs>(shape, f32, llc);
+      last = std::make_shared<ColdInputs>(*plain);
+      for (size_t i = 0; i < last->a.size(); ++i)
+        last->a[i] = plain->a[i].contiguous(kLast), last->b[i] = plain->b[i].contiguous(kLast);
+    }
+    using Op = std::function<void(const at::Tensor&, const at::Tensor&)>;
+    auto kind = [&](const char* name, double moved, const Op& op, bool contiguous_b) {
+      const at::Tensor b = contiguous_b ? gy : gl;
+      traffic.push_back({name, moved, moved, probes.Add([op, x, b] { op(x, b); })});
+      if (!last) return;
+      traffic.push_back({name, moved, moved, probes.Add([op, last, plain, contiguous_b] {
+                           const size_t i = last->Next();
+                           op(last->a[i], contiguous_b ? plain->b[i] : last->b[i]);
+                         }),
+                         /*cold=*/true});
+    };
+    kind(
+        "batch_norm_channels_last", 2 * xb,
+        [=](const at::Tensor& in, const at::Tensor&) {
+          (void)at::native_batch_norm(in, w, bias, rm, rv, true, 0.1, 1e-5);
+        },
+        false);
+    kind(
+        "batch_norm_backward_channels_last", 3 * xb,
+        [=](const at::Tensor& in, const at::Tensor& g) {
+          (void)at::native_batch_norm_backward(g, in, w, rm, rv, std::get<1>(bn), std::get<2>(bn),
+                                               true, 1e-5, {true, true, true});
+        },
+        false);
+    kind(
+        "mixed_layout", 3 * xb,
+        [](const at::Tensor& a, const at::Tensor& b) { (void)at::add(a, b); }, true);
+  }
+}
+
+// A traffic probe's figure, with `overhead_us` (the dispatch, on a CPU) taken off its time.
+void AddBandwidthPoint(const Traffic& t, double us, double overhead_us, proto::Platform& p) {
+  proto::BandwidthPoint* bp = p.add_bandwidth();
+  bp->set_kind(t.kind);
+  bp->set_bytes(t.key_bytes);
+  bp->set_bytes_per_s(t.bytes / (std::max(us - overhead_us, us * 0.1) * 1e-6));
+  bp->set_cold(t.cold);
+  bp->set_dtype(t.dtype);
+}
+
 // Elementwise math whose cost the arithmetic sets, each a bandwidth kind of its own (the
 // model's MathKindOf maps op names to these).
 using UnaryFn = at::Tensor (*)(const at::Tensor&);
@@ -612,8 +707,28 @@ void RecordConvTransposePoints(const std::vector<ConvProbe>& points, const Probe
       "of the convolution whose data gradient it is (m = N*H_in*W_in, n = C_in, k = C_out*4)";
 }
 
-// `--only index`, `conv_transpose` or `values`: the base platform with that sweep's points
-// measured again, nothing else changed.
+// The layout kinds' points into `p.bandwidth` (replacing those there).
+void RecordLayoutPoints(const std::vector<Traffic>& points, const Probes& probes,
+                        double dispatch_us, const std::string& how, proto::Platform& p) {
+  auto* table = p.mutable_bandwidth();
+  table->erase(std::remove_if(table->begin(), table->end(),
+                              [&](const proto::BandwidthPoint& b) {
+                                return std::any_of(
+                                    points.begin(), points.end(),
+                                    [&](const Traffic& t) { return t.kind == b.kind(); });
+                              }),
+               table->end());
+  for (const Traffic& t : points) AddBandwidthPoint(t, probes.Us(t.probe), dispatch_us, p);
+  (*p.mutable_sources())["bandwidth.layouts"] =
+      how +
+      ": batch norm forward and backward on channels-last N x 16 x H x H maps "
+      "(batch_norm_channels_last, batch_norm_backward_channels_last) and an add of a "
+      "channels-last map and a contiguous one (mixed_layout) by size, in and out of cache, "
+      "dispatch subtracted";
+}
+
+// `--only index`, `conv_transpose`, `values` or `layouts`: the base platform with that sweep's
+// points measured again, nothing else changed.
 Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
                                       const std::function<void(const std::string&)>& log) {
   if (o.base.empty())
@@ -639,8 +754,11 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
                                                   : std::vector<ConvProbe>{};
     const std::vector<ValueProbe> value =
         o.only == "values" ? AddValueProbes(probes, f32) : std::vector<ValueProbe>{};
-    log(std::to_string(index.size() + transposed.size() + 3 * value.size()) + " " + o.only +
-        " probes, " + std::to_string(o.trials) + " rounds");
+    std::vector<Traffic> layouts;
+    if (o.only == "layouts")
+      AddLayoutProbes(TrafficElems(o), f32, LastLevelCacheBytes(), probes, layouts);
+    log(std::to_string(index.size() + transposed.size() + 3 * value.size() + layouts.size()) + " " +
+        o.only + " probes, " + std::to_string(o.trials) + " rounds");
     probes.RunRounds();
     const std::string where = HostName() + " (" + CpuModel() + ", " +
                               std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " cpus, " +
@@ -652,6 +770,7 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
     if (!transposed.empty())
       RecordConvTransposePoints(transposed, probes, DispatchUs(probes, dispatch), how, p);
     if (!value.empty()) RecordValueSlowdowns(value, probes, how, p);
+    if (!layouts.empty()) RecordLayoutPoints(layouts, probes, DispatchUs(probes, dispatch), how, p);
   } catch (const c10::Error& e) {
     return Status::Internal(std::string("calibration failed in LibTorch: ") +
                             e.what_without_backtrace());
@@ -707,7 +826,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   };
   if (o.statistic != "median" && o.statistic != "min")
     return Status::InvalidInput("--statistic " + o.statistic + ": must be median or min");
-  if (o.only == "index" || o.only == "conv_transpose" || o.only == "values")
+  if (o.only == "index" || o.only == "conv_transpose" || o.only == "values" || o.only == "layouts")
     return CalibrateOnly(o, log);
   if (o.only == "capture")
     return CalibrateOverheadsOnly(o, "cpu_overheads.capture",
@@ -726,7 +845,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   }
   if (!o.only.empty())
     return Status::InvalidInput(
-        "--only " + o.only + ": must be index, conv_transpose, values, capture or cold_dispatch");
+        "--only " + o.only +
+        ": must be index, conv_transpose, values, layouts, capture or cold_dispatch");
   // The replay's executor: the same device selection, allocator and synchronization.
   Result<std::unique_ptr<replay::Executor>> executor = replay::CreateExecutor(o.device);
   if (!executor.ok()) return executor.status();
@@ -974,20 +1094,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
             }
 
     // Memory-bound kinds by size: bytes as the model counts them (inputs + outputs).
-    struct Traffic {
-      std::string kind;
-      double bytes;       // moved per call
-      double key_bytes;   // the size the model looks the bandwidth up by
-      int probe;
-      bool cold = false;  // inputs from DRAM (ColdInputs), not cache
-      std::string dtype = {};  // "" for fp32
-    };
     std::vector<Traffic> traffic;
-    const std::vector<int64_t> elems = o.quick ? std::vector<int64_t>{1 << 10, 1 << 18}
-                                               : std::vector<int64_t>{1 << 8, 1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24};
-    // Cold points start at 256 KiB inputs: below, the fixed cost of an op hides the misses,
-    // and a thousand copies would not leave the last-level cache.
-    constexpr int64_t kMinColdElems = 1 << 16;
+    const std::vector<int64_t> elems = TrafficElems(o);
     using BinaryOp = std::function<void(const at::Tensor&, const at::Tensor&)>;
     auto add = [&](const char* kind, double moved, std::function<void()> fn, bool cold,
                    const char* dtype = "") {
@@ -1045,8 +1153,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       // 2x2 max pooling and training-mode batch norm over N x 16 x H x H feature maps, as
       // CNNs run them; bytes as the model counts them (the tensors in and out).
       if (n >= 1024) {
-        const int64_t h = n >= (1 << 14) ? 32 : 8, batch = std::max<int64_t>(n / (16 * h * h), 1);
-        at::Tensor x = at::randn({batch, 16, h, h}, f32);
+        at::Tensor x = at::randn(MapShape(n), f32);
         const double xb = 4.0 * static_cast<double>(x.numel());
         auto pooled = at::max_pool2d_with_indices(x, {2, 2}, {2, 2});
         at::Tensor gp = at::randn_like(std::get<0>(pooled));
@@ -1072,6 +1179,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         });
       }
     }
+    AddLayoutProbes(elems, f32, llc, probes, traffic);
     // The workloads' embedding bags: forward by working set ("gather"), backward by the
     // bytes the model counts for it (the dense gradient written, the gradient rows read twice).
     for (const model::WorkloadShapes& ws : o.workloads)
@@ -1189,14 +1297,9 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         how;
     double dram = 0;
     for (const Traffic& t : traffic) {
-      proto::BandwidthPoint* bp = p.add_bandwidth();
-      bp->set_kind(t.kind);
-      bp->set_bytes(t.key_bytes);
-      bp->set_bytes_per_s(t.bytes / (net_us(probes.Us(t.probe)) * 1e-6));
-      bp->set_cold(t.cold);
-      bp->set_dtype(t.dtype);
+      AddBandwidthPoint(t, probes.Us(t.probe), gpu ? 0.0 : dispatch_us, p);
       if (t.kind == "copy" && !t.cold && t.dtype.empty())
-        dram = bp->bytes_per_s();  // the largest size comes last
+        dram = p.bandwidth().rbegin()->bytes_per_s();  // the largest size comes last
     }
     if (o.base.empty()) {
       p.set_memory_bandwidth_bytes_per_s(dram);
@@ -1205,8 +1308,10 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     (*p.mutable_sources())["bandwidth"] =
         measured +
         ": copy_, relu, add, sum, softmax, layer_norm, dropout, sqrt, rsqrt, exp, log, tanh, "
-        "sigmoid, gelu, silu, 2x2 max pooling and batch norm (forward and backward), embedding_bag "
-        "by size; copy_, relu, add and the math again on bf16 tensors" +
+        "sigmoid, gelu, silu, 2x2 max pooling and batch norm (forward and backward; batch norm "
+        "again on channels-last maps), an add of a channels-last map and a contiguous one "
+        "(mixed_layout), embedding_bag by size; copy_, relu, add and the math again on bf16 "
+        "tensors" +
         (o.workloads.empty() ? "" : ", the workloads' embedding bags and their backward") + ", " +
         how + ", dispatch subtracted; cold points (" +
         (llc > 0 ? "inputs cycled through copies of 2x the " +
