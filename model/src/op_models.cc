@@ -621,7 +621,7 @@ double ChannelsLastBatchNormUs(const Ctx& c) {
 
 // A batch norm's kind: "batch_norm" or "batch_norm_backward", on a channels-last input (NHWC,
 // NDHWC) their "_channels_last" twins where the platform measured them (a CPU runs other
-// kernels for that layout: 2-3x faster in fp32 on the build VM).
+// kernels for that layout, faster or slower by size: docs/model.md).
 std::string_view BatchNormKind(const Ctx& c) {
   const bool backward = c.name.find("backward") != std::string_view::npos;
   const size_t input = backward ? 1 : 0;
@@ -693,20 +693,14 @@ std::vector<int> DimOrder(const proto::Tensor& t) {
 // TensorIterator cannot walk them as one flat array, and a CPU's loop then reads one of them
 // with a stride, element by element.
 bool MixedLayouts(const Ctx& c) {
-  const proto::Tensor* first = nullptr;
-  std::vector<int> order;
+  std::map<std::vector<int64_t>, std::vector<int>> order;  // by shape, the first tensor's
   for (const auto* list : {&c.in, &c.out})
     for (const proto::Tensor* t : *list) {
       std::vector<int> dims = DimOrder(*t);
       if (dims.empty()) continue;
-      if (!first) {
-        first = t, order = std::move(dims);
-        continue;
-      }
-      if (std::equal(t->shape().begin(), t->shape().end(), first->shape().begin(),
-                     first->shape().end()) &&
-          dims != order)
-        return true;
+      const auto [it, first] =
+          order.emplace(std::vector<int64_t>(t->shape().begin(), t->shape().end()), dims);
+      if (!first && it->second != dims) return true;
     }
   return false;
 }

@@ -1644,6 +1644,15 @@ TEST(Predict, AnElementwiseOpOnOperandsInTwoLayoutsTakesTheMixedLayoutRate) {
   AddCpuOp(w, 1, "aten::threshold_backward", {map("nchw"), map("nhwc")}, {map("nhwc")});
   AddCpuOp(w, 2, "aten::threshold_backward", {map("nhwc"), map("nhwc")}, {map("nhwc")});
   AddCpuOp(w, 3, "aten::add", {map("nhwc"), map("broadcast")}, {map("nhwc")});
+  // The layouts compared among the tensors of one shape, whatever comes first.
+  auto row = [&] {
+    const int t = AddTensor(w, {64, 16}, proto::FLOAT32, 4);
+    w.mutable_tensors(t)->set_device("cpu");
+    w.mutable_tensors(t)->add_strides(16), w.mutable_tensors(t)->add_strides(1);
+    return t;
+  };
+  AddCpuOp(w, 4, "aten::where", {row(), map("nchw"), map("nhwc")}, {map("nchw")});
+  AddCpuOp(w, 5, "aten::where", {row(), map("nchw"), map("nchw")}, {map("nchw")});
   proto::Platform p = Builtin("cpu_host");
   p.clear_bandwidth();
   auto point = [&](const char* kind, double rate) {
@@ -1656,7 +1665,7 @@ TEST(Predict, AnElementwiseOpOnOperandsInTwoLayoutsTakesTheMixedLayoutRate) {
   const double bytes = 3.0 * 4 * 16 * 64 * 16 * 16;
   auto r = Predict(w, p, Options(false));
   ASSERT_THAT(r, IsOk());
-  ASSERT_EQ(r->ops.size(), 3u);
+  ASSERT_EQ(r->ops.size(), 5u);
   EXPECT_NEAR(r->ops[0].compute_us, bytes / 100e9 * 1e6, 1e-9);  // none measured
   point("mixed_layout", 20e9);
   r = Predict(w, p, Options(false));
@@ -1664,6 +1673,7 @@ TEST(Predict, AnElementwiseOpOnOperandsInTwoLayoutsTakesTheMixedLayoutRate) {
   EXPECT_NEAR(r->ops[0].compute_us, bytes / 20e9 * 1e6, 1e-9);
   EXPECT_NEAR(r->ops[1].compute_us, bytes / 100e9 * 1e6, 1e-9);
   EXPECT_LT(r->ops[2].compute_us, bytes / 100e9 * 1e6);  // the broadcast tensor is small
+  EXPECT_NEAR(r->ops[3].compute_us, 5 * r->ops[4].compute_us, 1e-9);
 }
 
 // On a CPU, batch norm on channels-last maps takes the points calibrate measured on such maps;
