@@ -153,17 +153,18 @@ Runner AddCalibrate(CLI::App& app) {
                  "--statistic min find the uncontended cost on a loaded machine")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option(
-         "--only", args->options.only,
-         "Measure one part alone into a copy of --base, its other figures kept: index "
-         "(the gathers and scatters of index_ops), conv_transpose (transposed "
-         "convolutions), values (value_slowdown: the ops whose time the values they read "
-         "set), layouts (batch norm on channels-last maps and an add of operands in two layouts, "
-         "bandwidth kinds batch_norm(_backward)_channels_last and mixed_layout), capture "
-         "(what the capture's instrumentation costs the host, "
-         "cpu_overheads.capture_*), cold_dispatch (what a CPU op's dispatch costs once "
-         "its code went cold, cpu_overheads.in_turn and after_traffic) or host_gaps (the "
-         "per-issuer T1s on the --workload captures, with the base's capture cost)")
+  app.add_option("--only", args->options.only,
+                 "Measure one part alone into a copy of --base, its other figures kept: index "
+                 "(the gathers and scatters of index_ops), conv_transpose (transposed "
+                 "convolutions), values (value_slowdown: the ops whose time the values they read "
+                 "set), layouts (batch norm on channels-last maps, an add and ReLU's backward on "
+                 "operands in two layouts, "
+                 "bandwidth kinds batch_norm(_backward)_channels_last, mixed_layout and "
+                 "threshold_backward_mixed_layout), capture "
+                 "(what the capture's instrumentation costs the host, "
+                 "cpu_overheads.capture_*), cold_dispatch (what a CPU op's dispatch costs once "
+                 "its code went cold, cpu_overheads.in_turn and after_traffic) or host_gaps (the "
+                 "per-issuer T1s on the --workload captures, with the base's capture cost)")
       ->check(CLI::IsMember({"index", "conv_transpose", "values", "layouts", "capture",
                              "cold_dispatch", "host_gaps"}));
   app.add_flag("--quick", args->options.quick, "A small sweep (seconds, for tests); less accurate");

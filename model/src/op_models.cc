@@ -716,9 +716,15 @@ OpCost ElementwiseModel(const Ctx& c) {
   // the platform measured it (sqrt is 4x and tanh 26x relu's time on the CPU host).
   const std::string_view math = MathKindOf(c.name);
   if (!math.empty() && HasKind(c.p, math)) return BandwidthModel(c, math, TouchedBytes(c.in, c.out));
-  // Operands in different layouts: at the rate measured so, where the platform did.
-  if (HasKind(c.p, "mixed_layout") && MixedLayouts(c))
-    return BandwidthModel(c, "mixed_layout", TouchedBytes(c.in, c.out));
+  // Operands in different layouts: at the rate measured so, where the platform did (ReLU's
+  // backward, whose CPU loop on two layouts runs several times slower again than an add's,
+  // its own).
+  if (HasKind(c.p, "mixed_layout") && MixedLayouts(c)) {
+    const bool relu =
+        c.name == "aten::threshold_backward" && HasKind(c.p, "threshold_backward_mixed_layout");
+    return BandwidthModel(c, relu ? "threshold_backward_mixed_layout" : "mixed_layout",
+                          TouchedBytes(c.in, c.out));
+  }
   return BandwidthModel(c, c.in.size() >= 2 ? "binary" : "unary", TouchedBytes(c.in, c.out));
 }
 

@@ -210,15 +210,16 @@ class CalibrateTest(unittest.TestCase):
             self.assertIn(("binary", 6 * 2 ** 18), bf16)
             self.assertIn(("sigmoid", 4 * 2 ** 18), bf16)
             self.assertFalse([b for b in p["bandwidth"] if b.get("dtype") == "bf16" and b.get("cold")])
-            # Batch norm on channels-last maps and an add of two layouts, in cache (quick: 2^10 and
-            # 2^18 elements) and out of it (2^18).
-            layouts = ("batch_norm_channels_last", "batch_norm_backward_channels_last", "mixed_layout")
+            # Batch norm on channels-last maps, an add and ReLU's backward on two layouts, in cache
+            # (quick: 2^10 and 2^18 elements) and out of it (2^18).
+            layouts = ("batch_norm_channels_last", "batch_norm_backward_channels_last", "mixed_layout",
+                       "threshold_backward_mixed_layout")
 
             def layout_points(q):
                 return sorted((b["kind"], float(b["bytes"]), b.get("cold", False))
                               for b in q["bandwidth"] if b["kind"] in layouts)
             layout_grid = layout_points(p)
-            self.assertEqual(len(layout_grid), 9, layout_grid)
+            self.assertEqual(len(layout_grid), 12, layout_grid)
             self.assertIn(("mixed_layout", 12 * 2 ** 18, True), layout_grid)
             self.assertIn(("batch_norm_backward_channels_last", 12 * 2 ** 10, False), layout_grid)
             for e in p["gemm_efficiency"]:

@@ -1634,8 +1634,9 @@ proto::Op* AddCpuOp(proto::Workload& w, int64_t id, const char* name, const std:
 
 // An elementwise op whose operands of one shape lie in memory in two orders (a channels-last
 // CNN's ReLU backward on the contiguous gradient a flatten's view hands it) takes the rate
-// calibrate measured for an add of two such maps ("mixed_layout"); operands in one layout, or
-// one broadcast along the other's dims, the plain binary rate.
+// calibrate measured for an add of two such maps ("mixed_layout"), ReLU's backward the rate
+// measured for it ("threshold_backward_mixed_layout"); operands in one layout, or one broadcast
+// along the other's dims, the plain binary rate.
 TEST(Predict, AnElementwiseOpOnOperandsInTwoLayoutsTakesTheMixedLayoutRate) {
   proto::Workload w;
   w.add_types("");
@@ -1673,6 +1674,13 @@ TEST(Predict, AnElementwiseOpOnOperandsInTwoLayoutsTakesTheMixedLayoutRate) {
   EXPECT_NEAR(r->ops[0].compute_us, bytes / 20e9 * 1e6, 1e-9);
   EXPECT_NEAR(r->ops[1].compute_us, bytes / 100e9 * 1e6, 1e-9);
   EXPECT_LT(r->ops[2].compute_us, bytes / 100e9 * 1e6);  // the broadcast tensor is small
+  EXPECT_NEAR(r->ops[3].compute_us, 5 * r->ops[4].compute_us, 1e-9);
+  // ReLU's backward at its own rate on two layouts where measured; other ops keep the add's.
+  point("threshold_backward_mixed_layout", 4e9);
+  r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  EXPECT_NEAR(r->ops[0].compute_us, bytes / 4e9 * 1e6, 1e-9);
+  EXPECT_NEAR(r->ops[1].compute_us, bytes / 100e9 * 1e6, 1e-9);
   EXPECT_NEAR(r->ops[3].compute_us, 5 * r->ops[4].compute_us, 1e-9);
 }
 

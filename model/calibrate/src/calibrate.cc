@@ -54,6 +54,7 @@
 #include <ATen/ops/sqrt.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/tanh.h>
+#include <ATen/ops/threshold_backward.h>
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 #include <unistd.h>
@@ -181,8 +182,9 @@ std::vector<int64_t> MapShape(int64_t n) {
 // norm forward and backward on channels-last maps ("batch_norm_channels_last",
 // "batch_norm_backward_channels_last": its CPU kernels for that layout are others), and an add
 // of a channels-last map and a contiguous one ("mixed_layout": TensorIterator cannot walk the
-// two as one flat array, as a channels-last CNN's ReLU backward does with the gradient a
-// flatten's view hands it).
+// two as one flat array), and ReLU's backward on the same two ("threshold_backward_mixed_layout":
+// a channels-last CNN's, on the contiguous gradient a flatten's view hands it; several times
+// slower again than the add).
 void AddLayoutProbes(const std::vector<int64_t>& elems, const at::TensorOptions& f32, double llc,
                      Probes& probes, std::vector<Traffic>& traffic) {
   constexpr auto kLast = at::MemoryFormat::ChannelsLast;
@@ -231,6 +233,12 @@ void AddLayoutProbes(const std::vector<int64_t>& elems, const at::TensorOptions&
     kind(
         "mixed_layout", 3 * xb,
         [](const at::Tensor& a, const at::Tensor& b) { (void)at::add(a, b); }, true);
+    kind(
+        "threshold_backward_mixed_layout", 3 * xb,
+        [](const at::Tensor& self, const at::Tensor& grad) {
+          (void)at::threshold_backward(grad, self, 0);
+        },
+        true);
   }
 }
 
@@ -722,9 +730,9 @@ void RecordLayoutPoints(const std::vector<Traffic>& points, const Probes& probes
   (*p.mutable_sources())["bandwidth.layouts"] =
       how +
       ": batch norm forward and backward on channels-last N x 16 x H x H maps "
-      "(batch_norm_channels_last, batch_norm_backward_channels_last) and an add of a "
-      "channels-last map and a contiguous one (mixed_layout) by size, in and out of cache, "
-      "dispatch subtracted";
+      "(batch_norm_channels_last, batch_norm_backward_channels_last), an add of a "
+      "channels-last map and a contiguous one (mixed_layout) and ReLU's backward on the two "
+      "(threshold_backward_mixed_layout) by size, in and out of cache, dispatch subtracted";
 }
 
 // `--only index`, `conv_transpose`, `values` or `layouts`: the base platform with that sweep's
@@ -1309,8 +1317,9 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         measured +
         ": copy_, relu, add, sum, softmax, layer_norm, dropout, sqrt, rsqrt, exp, log, tanh, "
         "sigmoid, gelu, silu, 2x2 max pooling and batch norm (forward and backward; batch norm "
-        "again on channels-last maps), an add of a channels-last map and a contiguous one "
-        "(mixed_layout), embedding_bag by size; copy_, relu, add and the math again on bf16 "
+        "again on channels-last maps), an add of a channels-last map and a contiguous one and "
+        "ReLU's backward on the two (mixed_layout, threshold_backward_mixed_layout), "
+        "embedding_bag by size; copy_, relu, add and the math again on bf16 "
         "tensors" +
         (o.workloads.empty() ? "" : ", the workloads' embedding bags and their backward") + ", " +
         how + ", dispatch subtracted; cold points (" +
