@@ -17,8 +17,10 @@ docs/model.md), each the median of 200 timed calls at 2 intra-op threads:
   channel; a first layer's backward with and without the input's gradient: why
   `backward_weight` is a pass of its own; bf16 convolutions on NCHW and on channels-last
   tensors: why calibrate measures a workload's convolutions in the layout it ran them in;
-- ReLU's backward and add on a contiguous and a channels-last map against two contiguous
-  ones (not modelled: docs/benchmarks.md §5).
+- ReLU's backward and other elementwise ops on a contiguous and a channels-last map against
+  one layout, and batch norm on resnet_cl's channels-last maps: why calibrate measures
+  mixed_layout, threshold_backward_mixed_layout and batch norm on channels-last maps
+  (docs/benchmarks.md §5).
 
 Usage: python3 bench/op_costs.py
 """
@@ -134,6 +136,33 @@ def layouts():
                      ("add", torch.add)]:
         one, two = median_us(lambda: fn(grad, act)), median_us(lambda: fn(grad, last))
         print(f"  {name:18s} one {one * 1e3 / e:5.2f}  two {two * 1e3 / e:5.2f}")
+    aten = torch.ops.aten
+    grad, act = torch.randn(16, 32, 32, 32), torch.randn(16, 32, 32, 32)
+    last, grad_last = act.contiguous(memory_format=torch.channels_last), grad.contiguous(memory_format=torch.channels_last)
+    print("[16, 32, 32, 32] fp32, two layouts (gradient contiguous) over one (median us):")
+    for name, fn in [("threshold_backward", lambda g, x: aten.threshold_backward(g, x, 0)),
+                     ("leaky_relu_backward", lambda g, x: aten.leaky_relu_backward(g, x, 0.01, False)),
+                     ("hardtanh_backward", lambda g, x: aten.hardtanh_backward(g, x, -1, 1)),
+                     ("sigmoid_backward", lambda g, x: aten.sigmoid_backward(g, x)),
+                     ("add", torch.add), ("mul", torch.mul)]:
+        one = median_us(lambda: fn(grad_last, last), 50)
+        two = median_us(lambda: fn(grad, last), 50)
+        print(f"  {name:19s} one {one:7.0f}  two {two:7.0f}  {two / one:5.1f}x")
+    grad = torch.randn(16, 64, 16, 16, dtype=torch.bfloat16)  # cnn_bf16's last ReLU
+    last = torch.randn(16, 64, 16, 16, dtype=torch.bfloat16).contiguous(memory_format=torch.channels_last)
+    print(f"bf16 threshold_backward on [16, 64, 16, 16], two layouts: "
+          f"{median_us(lambda: aten.threshold_backward(grad, last, 0), 50):.0f} us")
+    # resnet_cl's six training batch-norm forwards, on channels-last and on NCHW maps.
+    shapes = [(32, 32, 32, 32), (32, 32, 16, 16), (32, 32, 16, 16), (32, 64, 8, 8), (32, 64, 8, 8),
+              (32, 64, 8, 8)]
+    for fmt in (torch.channels_last, torch.contiguous_format):
+        total = 0
+        for s in shapes:
+            x = torch.randn(s).contiguous(memory_format=fmt)
+            c = torch.ones(s[1]), torch.zeros(s[1]), torch.zeros(s[1]), torch.ones(s[1])
+            total += median_us(lambda: aten.native_batch_norm(x, c[0], c[1], c[2], c[3], True, 0.1, 1e-5), 50)
+        print(f"resnet_cl's six batch-norm forwards, {'channels-last' if fmt is torch.channels_last else 'NCHW'}: "
+              f"{total:.0f} us")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ after binary's op classes, so both predictions are judged on the same ops. Print
       --after-bin build/default/cli/mimic --after-platform platforms/cpu_host.json
   python3 bench/zoo_predict_ab.py --dir D --before-bin B --after-bin B --after-platform P \\
       --before-without cpu_overheads.in_turn,value_slowdown   # one build, P less some figures
-  python3 bench/zoo_predict_ab.py --dir D --replays 3 ...   # against D/NAME.rep{1,2,3}.json
+  python3 bench/zoo_predict_ab.py --dir D --replays 3 ...   # against D/NAME.rep{1,2,3}.json,
+      # and per class of --classes against the replays and the original
 """
 import argparse, collections, json, os, statistics, subprocess, tempfile
 
@@ -28,12 +29,27 @@ def err(a, b):
     return f"{100 * (a - b) / b:+.1f}%"
 
 
+def class_row(n, cls, reps, replayed, B, A):
+    """One class of one model: its ops (by name, classed as the after build classes them)
+    replayed (median of the replays), in the original (the capture's host timeline where it has
+    one, else its profiled time) and predicted before and after, in ms."""
+    names = {x["name"] for x in A["ops"] if x["op_class"] == cls} & set(replayed)
+    if not names:
+        return None
+    original = {op["name"]: op.get("original_timeline_ms") or op.get("original_profiled_ms") or 0
+                for op in reps[0]["ops"]}
+    sums = [sum(statistics.median(replayed[k]) for k in names), sum(original[k] for k in names)]
+    sums += [sum(x["predicted_us"] for x in P["ops"] if x["op_class"] == cls) / 1000 for P in (B, A)]
+    return f"| {n} | {cls} | " + " | ".join(f"{v:.3f}" for v in sums) + " |"
+
+
 def judge_on_replays(a):
-    """Each model's step and the ops whose prediction moved, against the median of N replays."""
+    """Each model's step and the ops whose prediction moved, against the median of N replays;
+    then each of --classes against both the replays and the original."""
     print("| model | replay ms (median of %d) | before: predicted ms | vs replay | after: predicted ms | vs replay |"
           " ops whose prediction moved: replayed / before / after ms |" % a.replays)
     print("|---|---:|---:|---:|---:|---:|---|")
-    eb, ea = [], []
+    eb, ea, classes = [], [], []
     for n in a.only.split(","):
         reps = [json.load(open(f"{a.dir}/{n}.rep{i}.json")) for i in range(1, a.replays + 1)]
         rm = statistics.median(r["iteration_ms"]["median"] for r in reps)
@@ -54,9 +70,13 @@ def judge_on_replays(a):
         ea.append(abs(A["iteration_ms"] - rm) / rm)
         print(f"| {n} | {rm:.2f} | {B['iteration_ms']:.2f} | {err(B['iteration_ms'], rm)} | {A['iteration_ms']:.2f} | "
               f"{err(A['iteration_ms'], rm)} | {'; '.join(cells) or '-'} |")
+        classes += [row for cls in a.classes.split(",") if (row := class_row(n, cls, reps, replayed, B, A))]
     within = lambda e: sum(x <= 0.05 for x in e)
     print(f"| mean \\|error\\|, within 5 % | | | {100 * sum(eb) / len(eb):.1f}%, {within(eb)} of {len(eb)} | | "
-          f"{100 * sum(ea) / len(ea):.1f}%, {within(ea)} of {len(ea)} | |")
+          f"{100 * sum(ea) / len(ea):.1f}%, {within(ea)} of {len(ea)} | |\n")
+    print("| model | class | replay ms | original ms | before ms | after ms |")
+    print("|---|---|---:|---:|---:|---:|")
+    print("\n".join(classes))
 
 
 def main():

@@ -280,6 +280,10 @@ OpCost AttentionModel(const Ctx& c) {
                       DtypeKey(qq->dtype()), "");
 }
 
+bool IsFloating(proto::DType d) {
+  return d == proto::FLOAT32 || d == proto::FLOAT64 || d == proto::FLOAT16 || d == proto::BFLOAT16;
+}
+
 // The dtype of an op's floating-point tensors where they all share one ("fp32" where mixed,
 // or none is): the bandwidth points it is priced from.
 std::string_view TrafficDtype(const Ctx& c) {
@@ -287,8 +291,7 @@ std::string_view TrafficDtype(const Ctx& c) {
   for (const auto* list : {&c.in, &c.out})
     for (const proto::Tensor* t : *list) {
       const proto::DType d = t->dtype();
-      if (d != proto::FLOAT32 && d != proto::FLOAT64 && d != proto::FLOAT16 && d != proto::BFLOAT16)
-        continue;
+      if (!IsFloating(d)) continue;
       if (!dtype.empty() && DtypeKey(d) != dtype) return "fp32";
       dtype = DtypeKey(d);
     }
@@ -301,8 +304,7 @@ double HalfPrecisionShare(const Ctx& c) {
   for (const auto* list : {&c.in, &c.out})
     for (const proto::Tensor* t : *list) {
       const proto::DType d = t->dtype();
-      if (d != proto::FLOAT32 && d != proto::FLOAT64 && d != proto::FLOAT16 && d != proto::BFLOAT16)
-        continue;
+      if (!IsFloating(d)) continue;
       all += Bytes(t);
       if (d == proto::FLOAT16 || d == proto::BFLOAT16) half += Bytes(t);
     }
@@ -583,6 +585,15 @@ double SecondPassBytes(const Ctx& c) {
   return batch && training ? Bytes(c.in[0]) : 0;
 }
 
+bool IsBackward(const Ctx& c) { return c.name.find("backward") != std::string_view::npos; }
+
+// A batch norm's input activation: the forward's first tensor, the backward's second (after
+// grad_output); null where not recorded.
+const proto::Tensor* BatchNormInput(const Ctx& c) {
+  const size_t i = IsBackward(c) ? 1 : 0;
+  return i < c.in.size() ? c.in[i] : nullptr;
+}
+
 // Whether PyTorch's CUDA batch norm takes its channels-last kernels for input `t`
 // (batch_norm_use_channels_last_kernels): NHWC or NDHWC memory, or a contiguous tensor whose
 // channels are innermost (BatchNorm1d's [N, C]).
@@ -604,7 +615,7 @@ bool BatchNormChannelsLast(const proto::Tensor& t) {
 // training: a forward (statistics, then normalize) or a backward (reduce, then grad input).
 double ChannelsLastBatchNormUs(const Ctx& c) {
   const proto::ChannelsLastBatchNorm& bn = c.p.batch_norm_channels_last();
-  const bool backward = c.name.find("backward") != std::string_view::npos;
+  const bool backward = IsBackward(c);
   const double cycles = backward ? bn.backward_cycles() : bn.forward_cycles();
   if (!IsGpu(c.p) || !c.e.native_batch_norm || !(cycles > 0) || c.p.sm_count() <= 0 ||
       !(c.p.boost_clock_mhz() > 0))
@@ -612,22 +623,21 @@ double ChannelsLastBatchNormUs(const Ctx& c) {
   // The training flag: argument 7 of the backwards, 5 of the forwards (3 of the
   // _native_batch_norm_legit overload without running statistics).
   const int training_arg = backward ? 7 : c.op.inputs_size() == 6 ? 3 : 5;
-  const size_t input = backward ? 1 : 0;
-  if (c.in.size() <= input || !BoolArg(c.op, training_arg) || !BatchNormChannelsLast(*c.in[input]))
-    return 0;
+  const proto::Tensor* input = BatchNormInput(c);
+  if (!input || !BoolArg(c.op, training_arg) || !BatchNormChannelsLast(*input)) return 0;
   const double sm_hz = static_cast<double>(c.p.sm_count()) * c.p.boost_clock_mhz() * 1e6;
-  return static_cast<double>(c.in[input]->numel()) * cycles / sm_hz * 1e6;
+  return static_cast<double>(input->numel()) * cycles / sm_hz * 1e6;
 }
 
 // A batch norm's kind: "batch_norm" or "batch_norm_backward", on a channels-last input (NHWC,
 // NDHWC) their "_channels_last" twins where the platform measured them (a CPU runs other
 // kernels for that layout, faster or slower by size: docs/model.md).
 std::string_view BatchNormKind(const Ctx& c) {
-  const bool backward = c.name.find("backward") != std::string_view::npos;
-  const size_t input = backward ? 1 : 0;
+  const bool backward = IsBackward(c);
   const std::string_view last =
       backward ? "batch_norm_backward_channels_last" : "batch_norm_channels_last";
-  if (c.in.size() > input && IsChannelsLast(*c.in[input]) && HasKind(c.p, last)) return last;
+  const proto::Tensor* input = BatchNormInput(c);
+  if (input && IsChannelsLast(*input) && HasKind(c.p, last)) return last;
   return backward ? "batch_norm_backward" : "batch_norm";
 }
 
