@@ -112,10 +112,14 @@ class ContainerArgs {
 };
 
 int64_t AsInt(element e) {
+  int64_t i;
   switch (e.type()) {
     case element_type::INT64: return int64_t(e);
     case element_type::UINT64: return static_cast<int64_t>(uint64_t(e));
-    case element_type::DOUBLE: return static_cast<int64_t>(double(e));
+    case element_type::DOUBLE:
+      if (!TruncateToInt64(double(e), &i))
+        throw simdjson::simdjson_error(simdjson::NUMBER_OUT_OF_RANGE);
+      return i;
     case element_type::BOOL: return bool(e) ? 1 : 0;
     default: throw simdjson::simdjson_error(simdjson::INCORRECT_TYPE);
   }

@@ -9,6 +9,7 @@
 #include <simdjson.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -67,5 +68,15 @@ using MemberFn =
 Status WalkTopLevelObject(const std::string& path, InputStream& in, std::string_view array_key,
                           const ElementFn& on_element, const MemberFn& on_member,
                           bool* found_array);
+
+// A JSON double as an integer, truncated toward zero; false when it is not finite or lies
+// outside int64_t (a cast would be undefined there).
+inline bool TruncateToInt64(double d, int64_t* out) {
+  // 2^63 is exact as a double; every double below it and at or above -2^63 fits.
+  constexpr double kLimit = 9223372036854775808.0;
+  if (!(d > -kLimit - 1.0 && d < kLimit)) return false;
+  *out = static_cast<int64_t>(d);
+  return true;
+}
 
 }  // namespace mimic::eg

@@ -32,14 +32,15 @@ using kineto::Links;
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 
-// A number as an integer (a double is truncated), else `fallback`.
+// A number as an integer (a double is truncated), else `fallback` (also for a double no
+// int64_t holds).
 int64_t IntOf(element v, int64_t fallback) {
   int64_t i;
   if (v.get(i) == simdjson::SUCCESS) return i;
   uint64_t u;
   if (v.get(u) == simdjson::SUCCESS) return static_cast<int64_t>(u);
   double d;
-  if (v.get(d) == simdjson::SUCCESS) return static_cast<int64_t>(d);
+  if (v.get(d) == simdjson::SUCCESS && TruncateToInt64(d, &i)) return i;
   return fallback;
 }
 
