@@ -20,7 +20,11 @@ docs/model.md), each the median of 200 timed calls at 2 intra-op threads:
 - ReLU's backward and other elementwise ops on a contiguous and a channels-last map against
   one layout, and batch norm on resnet_cl's channels-last maps: why calibrate measures
   mixed_layout, threshold_backward_mixed_layout and batch norm on channels-last maps
-  (docs/benchmarks.md §5).
+  (docs/benchmarks.md §5);
+- SparseAdam's sparse ops at sparse_emb's shapes (4,852 of 50,000 rows of 64 floats) against
+  the index ops they run as and the bytes they move: why the model prices coalesce as a sort
+  and an in-place index_add, sparse_mask's multiply as an index, a sparse add_ as an in-place
+  index_add, and why calibrate measures aten::sort and the in-place index_add_/scatter_add_.
 
 Usage: python3 bench/op_costs.py
 """
@@ -73,6 +77,7 @@ def main():
     loss_and_dtypes()
     convolutions()
     layouts()
+    sparse()
 
 
 def loss_and_dtypes():
@@ -163,6 +168,30 @@ def layouts():
             total += median_us(lambda: aten.native_batch_norm(x, c[0], c[1], c[2], c[3], True, 0.1, 1e-5), 50)
         print(f"resnet_cl's six batch-norm forwards, {'channels-last' if fmt is torch.channels_last else 'NCHW'}: "
               f"{total:.0f} us")
+
+
+def sparse():
+    rows, width, nnz = 50000, 64, 4852
+    print(f"SparseAdam's sparse ops, {nnz} of {rows} rows of {width} floats (median us):")
+    table = torch.randn(rows, width)
+    idx = torch.randperm(rows)[:nnz]
+    values = torch.randn(nnz, width)
+    grad = torch.sparse_coo_tensor(idx[None], values, (rows, width), check_invariants=False)
+    coalesced = grad.coalesce()
+    keys = idx.clone()
+    copy = torch.empty_like(values)
+    for name, fn in [
+            ("coalesce", lambda: torch.sparse_coo_tensor(idx[None], values, (rows, width),
+                                                        check_invariants=False).coalesce()),
+            ("  sort of the keys", lambda: torch.sort(keys)),
+            ("  index_add_ into nnz rows", lambda: torch.zeros(nnz, width).index_add_(0, torch.arange(nnz), values)),
+            ("sparse_mask", lambda: table.sparse_mask(coalesced)),
+            ("  index (gather the rows)", lambda: table[idx]),
+            ("add_ of the sparse tensor", lambda: table.add_(coalesced)),
+            ("  index_add_ (in place)", lambda: table.index_add_(0, idx, values)),
+            ("  index_add (out of place)", lambda: torch.index_add(table, 0, idx, values)),
+            ("copy of the values (their bytes)", lambda: copy.copy_(values))]:
+        print(f"  {name:34s} {median_us(fn, 100):8.1f}")
 
 
 if __name__ == "__main__":

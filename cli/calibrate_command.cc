@@ -1,5 +1,5 @@
 // mimic calibrate [--device D] [--threads T] [--base P] [--name N] [--quick] [--workload W...]
-//                 [--only index|conv_transpose|values|layouts|capture|cold_dispatch|host_gaps]
+//                 [--only index|conv_transpose|values|layouts|sort|capture|cold_dispatch|host_gaps]
 //                 [--min-trial-ms MS] -o P.json
 // Under torchrun, srun or mpirun it also sweeps the collectives across the launched ranks.
 #include <cstdio>
@@ -160,12 +160,13 @@ Runner AddCalibrate(CLI::App& app) {
                  "set), layouts (batch norm on channels-last maps, an add and ReLU's backward on "
                  "operands in two layouts, "
                  "bandwidth kinds batch_norm(_backward)_channels_last, mixed_layout and "
-                 "threshold_backward_mixed_layout), capture "
+                 "threshold_backward_mixed_layout), sort (aten::sort by size, bandwidth kind "
+                 "sort), capture "
                  "(what the capture's instrumentation costs the host, "
                  "cpu_overheads.capture_*), cold_dispatch (what a CPU op's dispatch costs once "
                  "its code went cold, cpu_overheads.in_turn and after_traffic) or host_gaps (the "
                  "per-issuer T1s on the --workload captures, with the base's capture cost)")
-      ->check(CLI::IsMember({"index", "conv_transpose", "values", "layouts", "capture",
+      ->check(CLI::IsMember({"index", "conv_transpose", "values", "layouts", "sort", "capture",
                              "cold_dispatch", "host_gaps"}));
   app.add_flag("--quick", args->options.quick, "A small sweep (seconds, for tests); less accurate");
   app.add_option("-o,--output", args->output, "Platform JSON to write ('-' for stdout)");

@@ -511,21 +511,45 @@ double EmbeddingBagStepsUs(const Ctx& c, double lookups) {
          c.p.embedding_bag_step_ns() * 1e-3;
 }
 
+// An index op of shape `s` where the platform measured its kind (calibrate's index sweep), its
+// cold share of the inputs at the slow-down measured on tensors out of cache; -1 where the
+// platform has no such points.
+double MeasuredIndexUs(const Ctx& c, const IndexShape& s) {
+  const double us = IndexOpUs(c.p, s);
+  if (us < 0 || !(c.e.cold_fraction > 0)) return us;
+  return us * (1 + c.e.cold_fraction * (IndexColdSlowdown(c.p, s) - 1));
+}
+
+// Coalescing a sparse tensor (aten::_coalesce; the trace records no storage for it, only the
+// values and indices its children took: OpEvidence::sparse_rows): ATen's CPU kernel sorts the
+// nonzeros' flattened int64 indices, then adds each value row into its index's row of the
+// result, an index_add of the nonzeros into at most as many rows. At the platform's measured
+// sort and index_add where it has both; else the values read and written and the keys.
+OpCost CoalesceModel(const Ctx& c) {
+  const double nnz = static_cast<double>(c.e.sparse_rows), key_bytes = 3 * 8 * nnz;
+  OpCost cost = BandwidthModel(c, "gather", 2 * c.e.sparse_values_bytes + key_bytes);
+  cost.model = "embedding";
+  if (c.e.sparse_rows <= 0 || !HasKind(c.p, "sort")) return cost;
+  const IndexShape rows{"index_add_", c.e.sparse_rows, c.e.sparse_row_width, c.e.sparse_rows,
+                        "fp32"};
+  const double add_us = MeasuredIndexUs(c, rows);
+  if (add_us < 0) return cost;
+  cost.model = "index";
+  cost.compute_us = BandwidthModel(c, "sort", key_bytes).compute_us + add_us;
+  return cost;
+}
+
 // Embedding lookups: the rows gathered (from cache when the table's touched rows fit), the
 // output, the indices; backward: the dense gradient written plus the scattered rows.
 OpCost EmbeddingModel(const Ctx& c) {
   if (eg::TbeOf(c.op.name()).pass != eg::TbePass::kNone) return TbeModel(c);
+  if (c.name == "aten::_coalesce") return CoalesceModel(c);
   if (IndexShape s; IndexShapeOf(c.w, c.op, &s)) {
-    // Measured as such where the platform has the kind (calibrate's index sweep); its cold
-    // share of the inputs at the slow-down measured on tensors out of cache.
-    const double us = IndexOpUs(c.p, s);
-    if (us >= 0) {
+    if (const double us = MeasuredIndexUs(c, s); us >= 0) {
       OpCost cost;
       cost.model = "index";
       cost.bytes = TouchedBytes(c.in, c.out);
       cost.compute_us = us;
-      if (c.e.cold_fraction > 0)
-        cost.compute_us *= 1 + c.e.cold_fraction * (IndexColdSlowdown(c.p, s) - 1);
       return cost;
     }
   }
@@ -715,11 +739,39 @@ bool MixedLayouts(const Ctx& c) {
   return false;
 }
 
+// An elementwise op with a sparse operand runs on the rows the sparse tensor holds: its
+// values read, and as many bytes of the dense tensor read and written. Adding one into a dense
+// tensor (SGD's and SparseAdam's updates of an embedding table from its sparse gradient) runs
+// ATen's own loop over the rows, measured as index kind sparse_add_; multiplying a dense tensor
+// by one (sparse_mask's core) gathers those rows of the dense tensor, an index op, then
+// multiplies. At the platform's measured kinds where it has them: on the CPU host these take
+// 6-13x the time their bytes do (bench/op_costs.py sparse).
+OpCost SparseOperandModel(const Ctx& c) {
+  OpCost cost = BandwidthModel(c, "binary", 3 * c.e.sparse_values_bytes);
+  const auto dense = std::find_if(c.in.begin(), c.in.end(), [](const proto::Tensor* t) {
+    return !IsSparse(t) && t->shape_size() >= 1;
+  });
+  const bool add = c.name == "aten::add" || c.name == "aten::add_" || c.name == "aten::sub" ||
+                   c.name == "aten::sub_";
+  const bool mul = c.name == "aten::mul" || c.name == "aten::mul_";
+  if (dense == c.in.end() || c.e.sparse_rows <= 0 || (!add && !mul)) return cost;
+  const IndexShape rows{add ? "sparse_add_" : "index", c.e.sparse_rows, c.e.sparse_row_width,
+                        (*dense)->shape(0), std::string(DtypeKey((*dense)->dtype()))};
+  const double us = MeasuredIndexUs(c, rows);
+  if (us < 0) return cost;
+  // An add into another dense tensor than its operand copies the operand there first.
+  const bool copies = add && !c.out.empty() && c.out[0] != *dense && !IsSparse(c.out[0]);
+  cost.model = "index";
+  cost.compute_us = us + (mul ? cost.compute_us : 0) +
+                    (copies ? BandwidthModel(c, "copy", 2 * Bytes(*dense)).compute_us : 0);
+  return cost;
+}
+
 OpCost ElementwiseModel(const Ctx& c) {
   // A sparse operand (SGD's update of an embedding table from its sparse gradient) touches only
   // the rows it holds: its values read, and as many bytes of the dense tensor read and written.
   if (c.e.sparse_values_bytes > 0 && std::any_of(c.in.begin(), c.in.end(), IsSparse))
-    return BandwidthModel(c, "binary", 3 * c.e.sparse_values_bytes);
+    return SparseOperandModel(c);
   for (std::string_view r : kRandomOps)
     if (r == c.name) return BandwidthModel(c, "dropout", TouchedBytes(c.in, c.out));
   // Math the vector units spend longer on than the bytes take to move: a kind of its own where
@@ -928,7 +980,7 @@ std::string_view MathKindOf(std::string_view op) {
       {"aten::tanh", "tanh"},       {"aten::tanh_", "tanh"},       {"aten::sigmoid", "sigmoid"},
       {"aten::sigmoid_", "sigmoid"}, {"aten::gelu", "gelu"},       {"aten::gelu_", "gelu"},
       {"aten::gelu_backward", "gelu"}, {"aten::silu", "silu"},     {"aten::silu_", "silu"},
-      {"aten::silu_backward", "silu"},
+      {"aten::silu_backward", "silu"},      {"aten::sort", "sort"},
       {"aten::binary_cross_entropy", "binary_cross_entropy"},
       {"aten::binary_cross_entropy_backward", "binary_cross_entropy_backward"}};
   // clang-format on
@@ -1533,13 +1585,24 @@ std::array<double, 3> GridKey(const IndexShape& s) {
 
 }  // namespace
 
+// The kind `kind` is priced at on `p`: itself, or for an in-place kind ("index_add_") the
+// platform did not measure, its out-of-place twin, whose time holds a copy of the tensor more
+// (platforms calibrated before the in-place kinds were).
+std::string_view MeasuredIndexKind(const proto::Platform& p, std::string_view kind) {
+  if (!kind.ends_with('_')) return kind;
+  for (const proto::IndexPoint& pt : p.index_ops())
+    if (pt.kind() == kind) return kind;
+  return kind.substr(0, kind.size() - 1);
+}
+
 double IndexOpUs(const proto::Platform& p, const IndexShape& s) {
-  const IndexGrid time = IndexTimes(p, s.kind, /*cold=*/false);
+  const IndexGrid time = IndexTimes(p, MeasuredIndexKind(p, s.kind), /*cold=*/false);
   return time.empty() ? -1 : LogTrilinear(time, GridKey(s), /*extrapolate=*/true, ElementsMoved);
 }
 
 double IndexColdSlowdown(const proto::Platform& p, const IndexShape& s) {
-  const IndexGrid hot = IndexTimes(p, s.kind, false), cold = IndexTimes(p, s.kind, true);
+  const std::string_view kind = MeasuredIndexKind(p, s.kind);
+  const IndexGrid hot = IndexTimes(p, kind, false), cold = IndexTimes(p, kind, true);
   IndexGrid ratio;  // cold over hot where both were measured
   for (const auto& [key, us] : cold)
     if (auto it = hot.find(key); it != hot.end() && it->second > 0)

@@ -36,6 +36,8 @@ struct OpEvidence {
   // The bytes of the nonzero values of the sparse tensors it reads, where it reads one (the
   // `aten::_values` its recorded children took); 0 otherwise.
   double sparse_values_bytes = 0;
+  // The rows (nonzeros of its sparse dims) and elements per row of the largest of those values.
+  int64_t sparse_rows = 0, sparse_row_width = 0;
   // A GEMM or convolution kernel it (or an op under it) launched multiplied fp32 operands in
   // TF32 on tensor cores (eg::IsTf32Kernel): the job allowed TF32 for it.
   bool tf32_kernels = false;

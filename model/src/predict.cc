@@ -213,8 +213,13 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
       e.tf32_kernels = e.tf32_kernels || eg::LaunchedTf32Kernel(w.ops(c));
       e.native_batch_norm = e.native_batch_norm || IsNativeBatchNorm(w.ops(c));
       if (IsValuesOp(w.ops(c).name()))
-        for (const proto::Tensor* t : Tensors(w, w.ops(c).outputs()))
+        for (const proto::Tensor* t : Tensors(w, w.ops(c).outputs())) {
           e.sparse_values_bytes += Bytes(t);
+          if (t->shape_size() >= 1 && t->shape(0) > e.sparse_rows) {
+            e.sparse_rows = t->shape(0);
+            e.sparse_row_width = t->numel() / std::max<int64_t>(t->shape(0), 1);
+          }
+        }
       if (!copy && IsCast(w.ops(c))) casts.push_back(c);
       for (int g : tree.Children(c)) stack.push_back(g);
     }

@@ -222,6 +222,9 @@ class CalibrateTest(unittest.TestCase):
             self.assertEqual(len(layout_grid), 12, layout_grid)
             self.assertIn(("mixed_layout", 12 * 2 ** 18, True), layout_grid)
             self.assertIn(("batch_norm_backward_channels_last", 12 * 2 ** 10, False), layout_grid)
+            # aten::sort of int64 keys by size, in cache: the input and both outputs, 24 bytes a key.
+            sorts = sorted(float(b["bytes"]) for b in p["bandwidth"] if b["kind"] == "sort")
+            self.assertEqual(sorts, [24 * 2 ** 10, 24 * 2 ** 18])
             for e in p["gemm_efficiency"]:
                 self.assertTrue(0 < e["efficiency"] <= 1)
             # bf16 (autocast's CPU dtype) measured as such, against the best bf16 rate measured.
@@ -240,9 +243,10 @@ class CalibrateTest(unittest.TestCase):
                 self.assertGreater(x["time_us"], 0, x)
                 kinds.setdefault(x["kind"], []).append(
                     (int(x["indices"]), int(x["row_width"]), int(x["rows"]), x.get("cold", False)))
-            self.assertEqual(sorted(kinds), sorted(["index_select", "index", "gather", "scatter_add", "index_add",
-                                                    "index_put_accumulate", "embedding_dense_backward",
-                                                    "embedding_bag_backward"]))
+            self.assertEqual(sorted(kinds), sorted(["index_select", "index", "gather", "scatter_add", "scatter_add_",
+                                                    "index_add", "index_add_", "sparse_add_",
+                                                    "index_put_accumulate",
+                                                    "embedding_dense_backward", "embedding_bag_backward"]))
             for k, shapes in kinds.items():
                 self.assertEqual(sorted(shapes), [(256, 16, 1024, False), (2048, 16, 1024, False),
                                                   (2048, 16, 1024, True)], k)
@@ -303,6 +307,16 @@ class CalibrateTest(unittest.TestCase):
             self.assertIn("--only layouts", q["sources"]["bandwidth.layouts"])
             others = lambda x: [b for b in x["bandwidth"] if b["kind"] not in layouts]
             self.assertEqual(others(q), others(p))
+            # The sort kind alone, likewise.
+            r = mimic("calibrate", "--quick", "--trials", "1", "--threads", "1", "--only", "sort", "--base", out,
+                      "-o", only)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(only) as f:
+                q = json.load(f)
+            self.assertEqual(sorted(float(b["bytes"]) for b in q["bandwidth"] if b["kind"] == "sort"), sorts)
+            self.assertIn("aten::sort of a 1-D int64 tensor", q["sources"]["bandwidth.sort"])
+            self.assertEqual([b for b in q["bandwidth"] if b["kind"] != "sort"],
+                             [b for b in p["bandwidth"] if b["kind"] != "sort"])
 
     def test_a_cpu_replay_takes_the_capture_cost_from_this_hosts_calibration(self):
         """`calibrate --cache` keeps this host's cpu_host; a replay with recorded host gaps then

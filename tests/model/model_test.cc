@@ -1770,12 +1770,108 @@ TEST(IndexOps, ASparseEmbeddingGradientMovesNoRowsIntoTheTable) {
               r->ops[2].bytes / EffectiveBandwidth(p, "copy", r->ops[2].bytes) * 1e6, 1e-9);
 }
 
+// SparseAdam's step on a CPU (a zoo capture's shapes: 4,852 of 50,000 rows of 64 floats):
+// coalescing the gradient sorts its keys and adds its rows in place; sparse_mask's multiply
+// gathers the dense rows; the update adds the values' rows into the table (its own loop,
+// measured as sparse_add_). Each at the platform's measured kinds; without them, by bytes.
+TEST(IndexOps, SparseOpsRunAsTheIndexOpsTheyAre) {
+  proto::Workload w;
+  w.add_types("");
+  w.mutable_provenance()->set_schema(eg::kKinetoOnlySchema);
+  const int64_t nnz = 4852, rows = 50000, width = 64;
+  auto op = [&](int64_t id, int64_t parent, const char* name) {
+    proto::Op* o = w.add_ops();
+    o->set_id(id), o->set_parent(parent), o->set_name(name), o->set_schema(-1), o->set_thread(1);
+    return o;
+  };
+  auto sparse = [&] {  // a sparse tensor: its dense shape, no elements
+    const int t = AddTensor(w, {rows, width}, proto::FLOAT32, 0);
+    w.mutable_tensors(t)->set_numel(0);
+    return t;
+  };
+  auto values = [&](int64_t id, int64_t parent) {
+    op(id, parent, "aten::_values")->add_inputs()->set_tensor(sparse());
+    w.mutable_ops(w.ops_size() - 1)
+        ->add_outputs()
+        ->set_tensor(AddTensor(w, {nnz, width}, proto::FLOAT32, 4));
+  };
+  proto::Op* coalesce = op(1, 0, "aten::_coalesce");
+  coalesce->add_inputs()->set_tensor(sparse());
+  coalesce->add_outputs()->set_tensor(sparse());
+  values(2, 1);
+  op(3, 1, "aten::sort")->add_inputs()->set_tensor(AddTensor(w, {nnz}, proto::INT64, 8));
+  // sparse_mask's multiply, the update in place, and an add into a new tensor.
+  int64_t id = 4;
+  for (const char* name : {"aten::mul", "aten::add_", "aten::add"}) {
+    proto::Op* o = op(id, 0, name);
+    o->add_inputs()->set_tensor(AddTensor(w, {rows, width}, proto::FLOAT32, 4));
+    o->add_inputs()->set_tensor(sparse());
+    o->add_outputs()->set_tensor(std::string_view(name) == "aten::add"
+                                     ? AddTensor(w, {rows, width}, proto::FLOAT32, 4)
+                                     : o->inputs(0).tensor());
+    values(id + 1, id);
+    id += 2;
+  }
+  for (proto::Tensor& t : *w.mutable_tensors()) t.set_device("cpu");
+
+  proto::Platform p = Builtin("cpu_host");
+  p.clear_index_ops();
+  auto* bandwidth = p.mutable_bandwidth();  // in cache only: the figures below are exact
+  bandwidth->erase(std::remove_if(bandwidth->begin(), bandwidth->end(),
+                                  [](const proto::BandwidthPoint& b) { return b.cold(); }),
+                   bandwidth->end());
+  auto point = [&](const char* kind, int64_t l, int64_t r, double us) {
+    proto::IndexPoint* x = p.add_index_ops();
+    x->set_kind(kind), x->set_indices(l), x->set_row_width(width), x->set_rows(r);
+    x->set_dtype("fp32"), x->set_time_us(us);
+  };
+  point("sparse_add_", nnz, rows, 90);
+  point("index_add_", nnz, nnz, 70);
+  point("index", nnz, rows, 80);
+  for (double n : {1024.0, 16384.0}) {
+    proto::BandwidthPoint* b = p.add_bandwidth();
+    b->set_kind("sort"), b->set_bytes(24 * n), b->set_bytes_per_s(1e9);
+  }
+  auto r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->ops.size(), 4u);
+  const double values_bytes = nnz * width * 4.0, dense_bytes = rows * width * 4.0;
+  // coalesce: the keys sorted at 1 GB/s (24 bytes a key), then the rows added into nnz rows.
+  EXPECT_EQ(r->ops[0].model, "index");
+  EXPECT_NEAR(r->ops[0].compute_us, 24.0 * nnz / 1e9 * 1e6 + 70, 1e-6);
+  // mul: the dense rows gathered, then the values multiplied (a binary op's bytes).
+  const double binary_us =
+      3 * values_bytes / EffectiveBandwidth(p, "binary", 3 * values_bytes) * 1e6;
+  EXPECT_EQ(r->ops[1].model, "index");
+  EXPECT_NEAR(r->ops[1].compute_us, 80 + binary_us, 1e-6);
+  EXPECT_EQ(r->ops[2].model, "index");  // add_: ATen's loop adding the rows into the table
+  EXPECT_NEAR(r->ops[2].compute_us, 90, 1e-9);
+  // add: the dense operand copied into the result first.
+  EXPECT_NEAR(r->ops[3].compute_us,
+              90 + 2 * dense_bytes / EffectiveBandwidth(p, "copy", 2 * dense_bytes) * 1e6, 1e-6);
+
+  // A platform calibrated before the in-place kinds: the out-of-place index_add's time.
+  p.clear_index_ops();
+  point("index_add", nnz, rows, 300);
+  EXPECT_NEAR(IndexOpUs(p, IndexShape{"index_add_", nnz, width, rows, "fp32"}), 300, 1e-9);
+  EXPECT_LT(IndexOpUs(p, IndexShape{"sparse_add_", nnz, width, rows, "fp32"}), 0);
+  // Without index or sort points: the bytes, as before.
+  p.clear_index_ops();
+  p.mutable_bandwidth()->RemoveLast(), p.mutable_bandwidth()->RemoveLast();
+  r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->ops[0].model, "embedding");
+  EXPECT_EQ(r->ops[1].model, "bandwidth");
+  EXPECT_DOUBLE_EQ(r->ops[2].bytes, 3 * values_bytes);
+  EXPECT_EQ(r->ops[2].model, "bandwidth");
+}
+
 // The shipped CPU host has every kind measured, and prices the zoo's shapes from them.
 TEST(IndexOps, ShippedCpuHostHasEveryKind) {
   const proto::Platform p = Builtin("cpu_host");
   for (const char* kind :
-       {"index_select", "index", "gather", "scatter_add", "index_add", "index_put_accumulate",
-        "embedding_dense_backward", "embedding_bag_backward"}) {
+       {"index_select", "index", "gather", "scatter_add", "scatter_add_", "index_add", "index_add_",
+        "index_put_accumulate", "embedding_dense_backward", "embedding_bag_backward"}) {
     SCOPED_TRACE(kind);
     EXPECT_GT(IndexOpUs(p, IndexShape{kind, 16000, 64, 2000, "fp32"}), 0);
   }

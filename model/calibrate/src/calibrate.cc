@@ -51,6 +51,8 @@
 #include <ATen/ops/sigmoid.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/softmax.h>
+#include <ATen/ops/sort.h>
+#include <ATen/ops/sparse_coo_tensor.h>
 #include <ATen/ops/sqrt.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/tanh.h>
@@ -239,6 +241,20 @@ void AddLayoutProbes(const std::vector<int64_t>& elems, const at::TensorOptions&
           (void)at::threshold_backward(grad, self, 0);
         },
         true);
+  }
+}
+
+// aten::sort of a 1-D int64 tensor by size (what coalescing a sparse tensor sorts: its indices,
+// flattened), in cache, up to 2^20 elements; bytes as the model counts them, the input and both
+// outputs (values and int64 indices). A sort's time per element grows with its length, which
+// the points by size carry.
+void AddSortProbes(const std::vector<int64_t>& elems, const at::TensorOptions& f32, Probes& probes,
+                   std::vector<Traffic>& traffic) {
+  for (int64_t n : elems) {
+    if (n > (1 << 20)) continue;
+    const at::Tensor keys = at::randint(n * 16, {n}, f32.dtype(at::kLong));
+    const double moved = 3 * 8.0 * static_cast<double>(n);
+    traffic.push_back({"sort", moved, moved, probes.Add([keys] { (void)at::sort(keys); })});
   }
 }
 
@@ -521,6 +537,16 @@ std::function<void()> IndexCall(const std::string& k, const IndexTensors& t) {
   if (k == "gather") return [=] { (void)at::gather(table, 0, idx2); };
   if (k == "scatter_add") return [=] { (void)at::scatter_add(table, 0, idx2, rows); };
   if (k == "index_add") return [=] { (void)at::index_add(table, 0, idx, rows); };
+  // The in-place twins accumulate into the table itself (the out-of-place ops copy it first).
+  if (k == "scatter_add_") return [=]() mutable { at::Tensor(table).scatter_add_(0, idx2, rows); };
+  if (k == "index_add_") return [=]() mutable { at::Tensor(table).index_add_(0, idx, rows); };
+  // A dense tensor plus a sparse one of those L rows (SGD's and SparseAdam's updates of a table
+  // from its sparse gradient): ATen's own loop over the rows, not index_add_'s
+  // (bench/op_costs.py sparse: about twice its time on the build VM).
+  if (k == "sparse_add_") {
+    const at::Tensor grad = at::sparse_coo_tensor(idx.unsqueeze(0), rows, table.sizes());
+    return [=]() mutable { at::Tensor(table).add_(grad); };
+  }
   if (k == "index_put_accumulate")
     return [=]() mutable { at::Tensor(table).index_put_(list, rows, true); };
   const int64_t r = table.size(0), l = idx.size(0), d = table.size(1);
@@ -563,7 +589,10 @@ constexpr const char* kIndexKinds[] = {"index_select",
                                        "index",
                                        "gather",
                                        "scatter_add",
+                                       "scatter_add_",
                                        "index_add",
+                                       "index_add_",
+                                       "sparse_add_",
                                        "index_put_accumulate",
                                        "embedding_dense_backward",
                                        "embedding_bag_backward"};
@@ -715,9 +744,11 @@ void RecordConvTransposePoints(const std::vector<ConvProbe>& points, const Probe
       "of the convolution whose data gradient it is (m = N*H_in*W_in, n = C_in, k = C_out*4)";
 }
 
-// The layout kinds' points into `p.bandwidth` (replacing those there).
-void RecordLayoutPoints(const std::vector<Traffic>& points, const Probes& probes,
-                        double dispatch_us, const std::string& how, proto::Platform& p) {
+// A sweep's traffic points into `p.bandwidth` (replacing those of its kinds there), described
+// under sources[`source`].
+void RecordTrafficPoints(const std::vector<Traffic>& points, const Probes& probes,
+                         double dispatch_us, const std::string& source,
+                         const std::string& description, proto::Platform& p) {
   auto* table = p.mutable_bandwidth();
   table->erase(std::remove_if(table->begin(), table->end(),
                               [&](const proto::BandwidthPoint& b) {
@@ -727,13 +758,17 @@ void RecordLayoutPoints(const std::vector<Traffic>& points, const Probes& probes
                               }),
                table->end());
   for (const Traffic& t : points) AddBandwidthPoint(t, probes.Us(t.probe), dispatch_us, p);
-  (*p.mutable_sources())["bandwidth.layouts"] =
-      how +
-      ": batch norm forward and backward on channels-last N x 16 x H x H maps "
-      "(batch_norm_channels_last, batch_norm_backward_channels_last), an add of a "
-      "channels-last map and a contiguous one (mixed_layout) and ReLU's backward on the two "
-      "(threshold_backward_mixed_layout) by size, in and out of cache, dispatch subtracted";
+  (*p.mutable_sources())[source] = description;
 }
+
+constexpr const char* kLayoutPoints =
+    ": batch norm forward and backward on channels-last N x 16 x H x H maps "
+    "(batch_norm_channels_last, batch_norm_backward_channels_last), an add of a "
+    "channels-last map and a contiguous one (mixed_layout) and ReLU's backward on the two "
+    "(threshold_backward_mixed_layout) by size, in and out of cache, dispatch subtracted";
+constexpr const char* kSortPoints =
+    ": aten::sort of a 1-D int64 tensor of random values (a sparse tensor's indices, as "
+    "coalesce sorts them) by size, in cache; bytes the input and both outputs";
 
 // `--only index`, `conv_transpose`, `values` or `layouts`: the base platform with that sweep's
 // points measured again, nothing else changed.
@@ -762,10 +797,11 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
                                                   : std::vector<ConvProbe>{};
     const std::vector<ValueProbe> value =
         o.only == "values" ? AddValueProbes(probes, f32) : std::vector<ValueProbe>{};
-    std::vector<Traffic> layouts;
+    std::vector<Traffic> traffic;
     if (o.only == "layouts")
-      AddLayoutProbes(TrafficElems(o), f32, LastLevelCacheBytes(), probes, layouts);
-    log(std::to_string(index.size() + transposed.size() + 3 * value.size() + layouts.size()) + " " +
+      AddLayoutProbes(TrafficElems(o), f32, LastLevelCacheBytes(), probes, traffic);
+    if (o.only == "sort") AddSortProbes(TrafficElems(o), f32, probes, traffic);
+    log(std::to_string(index.size() + transposed.size() + 3 * value.size() + traffic.size()) + " " +
         o.only + " probes, " + std::to_string(o.trials) + " rounds");
     probes.RunRounds();
     const std::string where = HostName() + " (" + CpuModel() + ", " +
@@ -778,7 +814,9 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
     if (!transposed.empty())
       RecordConvTransposePoints(transposed, probes, DispatchUs(probes, dispatch), how, p);
     if (!value.empty()) RecordValueSlowdowns(value, probes, how, p);
-    if (!layouts.empty()) RecordLayoutPoints(layouts, probes, DispatchUs(probes, dispatch), how, p);
+    if (!traffic.empty())
+      RecordTrafficPoints(traffic, probes, DispatchUs(probes, dispatch), "bandwidth." + o.only,
+                          how + (o.only == "sort" ? kSortPoints : kLayoutPoints), p);
   } catch (const c10::Error& e) {
     return Status::Internal(std::string("calibration failed in LibTorch: ") +
                             e.what_without_backtrace());
@@ -834,7 +872,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   };
   if (o.statistic != "median" && o.statistic != "min")
     return Status::InvalidInput("--statistic " + o.statistic + ": must be median or min");
-  if (o.only == "index" || o.only == "conv_transpose" || o.only == "values" || o.only == "layouts")
+  if (o.only == "index" || o.only == "conv_transpose" || o.only == "values" ||
+      o.only == "layouts" || o.only == "sort")
     return CalibrateOnly(o, log);
   if (o.only == "capture")
     return CalibrateOverheadsOnly(o, "cpu_overheads.capture",
@@ -854,7 +893,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   if (!o.only.empty())
     return Status::InvalidInput(
         "--only " + o.only +
-        ": must be index, conv_transpose, values, layouts, capture or cold_dispatch");
+        ": must be index, conv_transpose, values, layouts, sort, capture or cold_dispatch");
   // The replay's executor: the same device selection, allocator and synchronization.
   Result<std::unique_ptr<replay::Executor>> executor = replay::CreateExecutor(o.device);
   if (!executor.ok()) return executor.status();
@@ -1188,6 +1227,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       }
     }
     AddLayoutProbes(elems, f32, llc, probes, traffic);
+    AddSortProbes(elems, f32, probes, traffic);
     // The workloads' embedding bags: forward by working set ("gather"), backward by the
     // bytes the model counts for it (the dense gradient written, the gradient rows read twice).
     for (const model::WorkloadShapes& ws : o.workloads)
@@ -1319,6 +1359,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         "sigmoid, gelu, silu, 2x2 max pooling and batch norm (forward and backward; batch norm "
         "again on channels-last maps), an add of a channels-last map and a contiguous one and "
         "ReLU's backward on the two (mixed_layout, threshold_backward_mixed_layout), "
+        "aten::sort of int64 keys (sort), "
         "embedding_bag by size; copy_, relu, add and the math again on bf16 "
         "tensors" +
         (o.workloads.empty() ? "" : ", the workloads' embedding bags and their backward") + ", " +

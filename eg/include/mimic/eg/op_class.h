@@ -94,8 +94,11 @@ TbeOp TbeOf(std::string_view op_name);
 // read or of the tensor written) from them: R = the table's first dimension; D = the table's
 // other dimensions (per_element: the index's); L = the index's elements (per_element: its
 // first dimension). Kinds: "index_select" (index_select, embedding), "index" (advanced
-// indexing), "gather", "scatter_add", "index_add", "index_put_accumulate",
-// "embedding_dense_backward" (embedding_backward too), "embedding_bag_backward".
+// indexing), "gather", "scatter_add", "index_add" (out of place: a copy of the tensor, then the
+// accumulation), "scatter_add_", "index_add_" (in place), "index_put_accumulate",
+// "embedding_dense_backward" (embedding_backward too), "embedding_bag_backward". Calibrate
+// measures one more kind that no op here is: "sparse_add_", a dense tensor plus a sparse one
+// of L rows (the model's price for add_ with a sparse operand).
 struct IndexOp {
   std::string_view op;  // base name, "aten::index_select"
   std::string_view kind;
