@@ -18,9 +18,9 @@ docs/model.md), each the median of 200 timed calls at 2 intra-op threads:
   `backward_weight` is a pass of its own; bf16 convolutions on NCHW and on channels-last
   tensors: why calibrate measures a workload's convolutions in the layout it ran them in;
 - ReLU's backward and other elementwise ops on a contiguous and a channels-last map against
-  one layout, and batch norm on resnet_cl's channels-last maps: why calibrate measures
-  mixed_layout, threshold_backward_mixed_layout and batch norm on channels-last maps
-  (docs/benchmarks.md §5);
+  one layout, and batch norm and max pooling on resnet_cl's channels-last maps: why calibrate
+  measures mixed_layout, threshold_backward_mixed_layout, and batch norm and max pooling on
+  channels-last maps (docs/benchmarks.md §5);
 - SparseAdam's sparse ops at sparse_emb's shapes (4,852 of 50,000 rows of 64 floats) against
   the index ops they run as and the bytes they move: why the model prices coalesce as a sort
   and an in-place index_add, sparse_mask's multiply as an index, a sparse add_ as an in-place
@@ -30,6 +30,7 @@ Usage: python3 bench/op_costs.py
 """
 import statistics
 import time
+import warnings
 
 import torch
 
@@ -168,9 +169,19 @@ def layouts():
             total += median_us(lambda: aten.native_batch_norm(x, c[0], c[1], c[2], c[3], True, 0.1, 1e-5), 50)
         print(f"resnet_cl's six batch-norm forwards, {'channels-last' if fmt is torch.channels_last else 'NCHW'}: "
               f"{total:.0f} us")
+    # resnet_cl's 2x2 max pooling with indices, forward and backward, on each layout.
+    for fmt in (torch.contiguous_format, torch.channels_last):
+        x = torch.randn(32, 32, 32, 32).contiguous(memory_format=fmt)
+        fwd = median_us(lambda: aten.max_pool2d_with_indices(x, [2, 2], [2, 2]), 50)
+        y, idx = aten.max_pool2d_with_indices(x, [2, 2], [2, 2])
+        gy = torch.randn_like(y)
+        bwd = median_us(lambda: aten.max_pool2d_with_indices_backward(gy, x, [2, 2], [2, 2], [0, 0], [1, 1], False, idx), 50)
+        print(f"max_pool2d [32, 32, 32, 32], {'channels-last' if fmt is torch.channels_last else 'NCHW'}: "
+              f"forward {fwd:.0f} us, backward {bwd:.0f} us")
 
 
 def sparse():
+    warnings.filterwarnings("ignore", message="Sparse invariant checks")
     rows, width, nnz = 50000, 64, 4852
     print(f"SparseAdam's sparse ops, {nnz} of {rows} rows of {width} floats (median us):")
     table = torch.randn(rows, width)

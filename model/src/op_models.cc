@@ -611,9 +611,9 @@ double SecondPassBytes(const Ctx& c) {
 
 bool IsBackward(const Ctx& c) { return c.name.find("backward") != std::string_view::npos; }
 
-// A batch norm's input activation: the forward's first tensor, the backward's second (after
-// grad_output); null where not recorded.
-const proto::Tensor* BatchNormInput(const Ctx& c) {
+// The feature map a batch norm or a pooling reads: the forward's first tensor, the backward's
+// second (after grad_output); null where not recorded.
+const proto::Tensor* MapInput(const Ctx& c) {
   const size_t i = IsBackward(c) ? 1 : 0;
   return i < c.in.size() ? c.in[i] : nullptr;
 }
@@ -647,22 +647,27 @@ double ChannelsLastBatchNormUs(const Ctx& c) {
   // The training flag: argument 7 of the backwards, 5 of the forwards (3 of the
   // _native_batch_norm_legit overload without running statistics).
   const int training_arg = backward ? 7 : c.op.inputs_size() == 6 ? 3 : 5;
-  const proto::Tensor* input = BatchNormInput(c);
+  const proto::Tensor* input = MapInput(c);
   if (!input || !BoolArg(c.op, training_arg) || !BatchNormChannelsLast(*input)) return 0;
   const double sm_hz = static_cast<double>(c.p.sm_count()) * c.p.boost_clock_mhz() * 1e6;
   return static_cast<double>(input->numel()) * cycles / sm_hz * 1e6;
 }
 
-// A batch norm's kind: "batch_norm" or "batch_norm_backward", on a channels-last input (NHWC,
-// NDHWC) their "_channels_last" twins where the platform measured them (a CPU runs other
-// kernels for that layout, faster or slower by size: docs/model.md).
-std::string_view BatchNormKind(const Ctx& c) {
-  const bool backward = IsBackward(c);
-  const std::string_view last =
-      backward ? "batch_norm_backward_channels_last" : "batch_norm_channels_last";
-  const proto::Tensor* input = BatchNormInput(c);
-  if (input && IsChannelsLast(*input) && HasKind(c.p, last)) return last;
-  return backward ? "batch_norm_backward" : "batch_norm";
+// A batch norm's or a pooling's kind (batch_norm, batch_norm_backward, pool, pool_backward), on
+// a channels-last input (NHWC, NDHWC) its "_channels_last" twin where the platform measured it:
+// a CPU runs other kernels for that layout (batch norm faster or slower by size, max pooling's
+// forward 10-15x as fast as on NCHW maps: docs/model.md).
+std::string_view LayoutKind(const Ctx& c, std::string_view kind) {
+  static constexpr std::pair<std::string_view, std::string_view> kTwins[] = {
+      {"batch_norm", "batch_norm_channels_last"},
+      {"batch_norm_backward", "batch_norm_backward_channels_last"},
+      {"pool", "pool_channels_last"},
+      {"pool_backward", "pool_backward_channels_last"}};
+  const proto::Tensor* input = MapInput(c);
+  if (!input || !IsChannelsLast(*input)) return kind;
+  for (const auto& [plain, last] : kTwins)
+    if (plain == kind && HasKind(c.p, last)) return last;
+  return kind;
 }
 
 OpCost ReductionNormModel(const Ctx& c) {
@@ -675,9 +680,10 @@ OpCost ReductionNormModel(const Ctx& c) {
     kind = "softmax";
   // Adaptive average pooling to a small output (a global average) is a mean over each map.
   else if (c.name.find("adaptive_avg_pool") != std::string_view::npos && c.name.find("backward") == std::string_view::npos) kind = "reduction";
-  else if (c.name.find("pool") != std::string_view::npos) kind = c.name.find("backward") != std::string_view::npos ? "pool_backward" : "pool";
+  else if (c.name.find("pool") != std::string_view::npos)
+    kind = LayoutKind(c, IsBackward(c) ? "pool_backward" : "pool");
   else if (c.name.find("batch_norm") != std::string_view::npos)
-    kind = BatchNormKind(c);
+    kind = LayoutKind(c, IsBackward(c) ? "batch_norm_backward" : "batch_norm");
   else if (c.name.find("norm") != std::string_view::npos) kind = "norm";
   OpCost cost = BandwidthModel(
       c, kind, TouchedBytes(c.in, c.out) + (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
@@ -744,8 +750,8 @@ bool MixedLayouts(const Ctx& c) {
 // tensor (SGD's and SparseAdam's updates of an embedding table from its sparse gradient) runs
 // ATen's own loop over the rows, measured as index kind sparse_add_; multiplying a dense tensor
 // by one (sparse_mask's core) gathers those rows of the dense tensor, an index op, then
-// multiplies. At the platform's measured kinds where it has them: on the CPU host these take
-// 6-13x the time their bytes do (bench/op_costs.py sparse).
+// multiplies. At the platform's measured kinds where it has them: on the build VM both take
+// about 7x the time a copy of their values does (bench/op_costs.py, sparse).
 OpCost SparseOperandModel(const Ctx& c) {
   OpCost cost = BandwidthModel(c, "binary", 3 * c.e.sparse_values_bytes);
   const auto dense = std::find_if(c.in.begin(), c.in.end(), [](const proto::Tensor* t) {
@@ -1583,8 +1589,6 @@ std::array<double, 3> GridKey(const IndexShape& s) {
           static_cast<double>(s.rows)};
 }
 
-}  // namespace
-
 // The kind `kind` is priced at on `p`: itself, or for an in-place kind ("index_add_") the
 // platform did not measure, its out-of-place twin, whose time holds a copy of the tensor more
 // (platforms calibrated before the in-place kinds were).
@@ -1594,6 +1598,8 @@ std::string_view MeasuredIndexKind(const proto::Platform& p, std::string_view ki
     if (pt.kind() == kind) return kind;
   return kind.substr(0, kind.size() - 1);
 }
+
+}  // namespace
 
 double IndexOpUs(const proto::Platform& p, const IndexShape& s) {
   const IndexGrid time = IndexTimes(p, MeasuredIndexKind(p, s.kind), /*cold=*/false);

@@ -210,18 +210,19 @@ class CalibrateTest(unittest.TestCase):
             self.assertIn(("binary", 6 * 2 ** 18), bf16)
             self.assertIn(("sigmoid", 4 * 2 ** 18), bf16)
             self.assertFalse([b for b in p["bandwidth"] if b.get("dtype") == "bf16" and b.get("cold")])
-            # Batch norm on channels-last maps, an add and ReLU's backward on two layouts, in cache
-            # (quick: 2^10 and 2^18 elements) and out of it (2^18).
+            # Batch norm and max pooling on channels-last maps, an add and ReLU's backward on two
+            # layouts, in cache (quick: 2^10 and 2^18 elements) and out of it (2^18).
             layouts = ("batch_norm_channels_last", "batch_norm_backward_channels_last", "mixed_layout",
-                       "threshold_backward_mixed_layout")
+                       "threshold_backward_mixed_layout", "pool_channels_last", "pool_backward_channels_last")
 
             def layout_points(q):
                 return sorted((b["kind"], float(b["bytes"]), b.get("cold", False))
                               for b in q["bandwidth"] if b["kind"] in layouts)
             layout_grid = layout_points(p)
-            self.assertEqual(len(layout_grid), 12, layout_grid)
+            self.assertEqual(len(layout_grid), 17, layout_grid)  # pooling's backward in cache only
             self.assertIn(("mixed_layout", 12 * 2 ** 18, True), layout_grid)
             self.assertIn(("batch_norm_backward_channels_last", 12 * 2 ** 10, False), layout_grid)
+            self.assertIn(("pool_channels_last", 5 * 2 ** 18, True), layout_grid)
             # aten::sort of int64 keys by size, in cache: the input and both outputs, 24 bytes a key.
             sorts = sorted(float(b["bytes"]) for b in p["bandwidth"] if b["kind"] == "sort")
             self.assertEqual(sorts, [24 * 2 ** 10, 24 * 2 ** 18])

@@ -184,9 +184,11 @@ std::vector<int64_t> MapShape(int64_t n) {
 // norm forward and backward on channels-last maps ("batch_norm_channels_last",
 // "batch_norm_backward_channels_last": its CPU kernels for that layout are others), and an add
 // of a channels-last map and a contiguous one ("mixed_layout": TensorIterator cannot walk the
-// two as one flat array), and ReLU's backward on the same two ("threshold_backward_mixed_layout":
+// two as one flat array), ReLU's backward on the same two ("threshold_backward_mixed_layout":
 // a channels-last CNN's, on the contiguous gradient a flatten's view hands it; several times
-// slower again than the add).
+// slower again than the add), and 2x2 max pooling on channels-last maps ("pool_channels_last",
+// and "pool_backward_channels_last" in cache only: the forward's NCHW kernel is a scalar loop
+// 10-15x slower than the channels-last one, bench/op_costs.py).
 void AddLayoutProbes(const std::vector<int64_t>& elems, const at::TensorOptions& f32, double llc,
                      Probes& probes, std::vector<Traffic>& traffic) {
   constexpr auto kLast = at::MemoryFormat::ChannelsLast;
@@ -241,6 +243,21 @@ void AddLayoutProbes(const std::vector<int64_t>& elems, const at::TensorOptions&
           (void)at::threshold_backward(grad, self, 0);
         },
         true);
+    // 2x2 max pooling on the channels-last maps (bytes as the NCHW kinds count them); the
+    // backward in cache only, as pool_backward.
+    kind(
+        "pool_channels_last", xb + xb / 4,
+        [](const at::Tensor& in, const at::Tensor&) {
+          (void)at::max_pool2d_with_indices(in, {2, 2}, {2, 2});
+        },
+        false);
+    const auto pooled = at::max_pool2d_with_indices(x, {2, 2}, {2, 2});
+    const at::Tensor gp = at::randn_like(std::get<0>(pooled)), idx = std::get<1>(pooled);
+    traffic.push_back({"pool_backward_channels_last", xb / 4 + 2 * xb / 4 + 2 * xb,
+                       xb / 4 + 2 * xb / 4 + 2 * xb, probes.Add([gp, x, idx] {
+                         (void)at::max_pool2d_with_indices_backward(gp, x, {2, 2}, {2, 2}, {0, 0},
+                                                                    {1, 1}, false, idx);
+                       })});
   }
 }
 
@@ -762,8 +779,10 @@ void RecordTrafficPoints(const std::vector<Traffic>& points, const Probes& probe
 }
 
 constexpr const char* kLayoutPoints =
-    ": batch norm forward and backward on channels-last N x 16 x H x H maps "
-    "(batch_norm_channels_last, batch_norm_backward_channels_last), an add of a "
+    ": batch norm forward and backward and 2x2 max pooling forward and backward (in cache) on "
+    "channels-last N x 16 x H x H maps (batch_norm_channels_last, "
+    "batch_norm_backward_channels_last, pool_channels_last, pool_backward_channels_last), an "
+    "add of a "
     "channels-last map and a contiguous one (mixed_layout) and ReLU's backward on the two "
     "(threshold_backward_mixed_layout) by size, in and out of cache, dispatch subtracted";
 constexpr const char* kSortPoints =
@@ -1356,7 +1375,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     (*p.mutable_sources())["bandwidth"] =
         measured +
         ": copy_, relu, add, sum, softmax, layer_norm, dropout, sqrt, rsqrt, exp, log, tanh, "
-        "sigmoid, gelu, silu, 2x2 max pooling and batch norm (forward and backward; batch norm "
+        "sigmoid, gelu, silu, 2x2 max pooling and batch norm (forward and backward; both "
         "again on channels-last maps), an add of a channels-last map and a contiguous one and "
         "ReLU's backward on the two (mixed_layout, threshold_backward_mixed_layout), "
         "aten::sort of int64 keys (sort), "
