@@ -1,5 +1,6 @@
 // mimic calibrate [--device D] [--threads T] [--base P] [--name N] [--quick] [--workload W...]
-//                 [--only index|conv_transpose|values|layouts|sort|capture|cold_dispatch|host_gaps]
+//                 [--only
+//                 index|conv_transpose|conv_strided|values|layouts|sort|capture|cold_dispatch|host_gaps]
 //                 [--min-trial-ms MS] -o P.json
 // Under torchrun, srun or mpirun it also sweeps the collectives across the launched ranks.
 #include <cstdio>
@@ -156,7 +157,8 @@ Runner AddCalibrate(CLI::App& app) {
   app.add_option("--only", args->options.only,
                  "Measure one part alone into a copy of --base, its other figures kept: index "
                  "(the gathers and scatters of index_ops), conv_transpose (transposed "
-                 "convolutions), values (value_slowdown: the ops whose time the values they read "
+                 "convolutions), conv_strided (stride-2 convolutions), values (value_slowdown: the "
+                 "ops whose time the values they read "
                  "set), layouts (batch norm and max pooling on channels-last maps, an add and "
                  "ReLU's backward on operands in two layouts, bandwidth kinds "
                  "batch_norm(_backward)_channels_last, pool(_backward)_channels_last, "
@@ -167,8 +169,8 @@ Runner AddCalibrate(CLI::App& app) {
                  "cpu_overheads.capture_*), cold_dispatch (what a CPU op's dispatch costs once "
                  "its code went cold, cpu_overheads.in_turn and after_traffic) or host_gaps (the "
                  "per-issuer T1s on the --workload captures, with the base's capture cost)")
-      ->check(CLI::IsMember({"index", "conv_transpose", "values", "layouts", "sort", "capture",
-                             "cold_dispatch", "host_gaps"}));
+      ->check(CLI::IsMember({"index", "conv_transpose", "conv_strided", "values", "layouts", "sort",
+                             "capture", "cold_dispatch", "host_gaps"}));
   app.add_flag("--quick", args->options.quick, "A small sweep (seconds, for tests); less accurate");
   app.add_option("-o,--output", args->output, "Platform JSON to write ('-' for stdout)");
   app.add_flag(

@@ -250,13 +250,18 @@ OpCost ConvModel(const Ctx& c) {
   ConvShape cs;
   if (!ConvShapeOf(c.w, c.op, &cs)) return OpCost{"conv"};
   const ImplicitGemm g = ImplicitGemmOf(cs);
-  // A transposed convolution at the points measured as such, else at the plain ones.
-  std::string pass = ConvPassOf(cs);
   const auto& table = c.p.conv_efficiency();
-  if (std::none_of(table.begin(), table.end(),
-                   [&](const proto::EfficiencyPoint& e) { return e.pass() == pass; }))
-    pass = cs.backward ? "backward" : "forward";
   const std::string_view dtype = MathDtype(c, cs.dtype, true, table);
+  // A transposed or strided convolution at the points measured as such on its dtype, else at
+  // the plain pass's (a first layer's weight gradient at its own where measured).
+  auto measured = [&](std::string_view pass, bool of_dtype) {
+    return std::any_of(table.begin(), table.end(), [&](const proto::EfficiencyPoint& e) {
+      return e.pass() == pass && (!of_dtype || e.dtype() == dtype);
+    });
+  };
+  std::string pass = ConvPassOf(cs);
+  if (pass != PlainConvPassOf(cs) && !measured(pass, true)) pass = PlainConvPassOf(cs);
+  if (!measured(pass, false)) pass = cs.backward ? "backward" : "forward";
   const double slowdown = MisalignedConvChannels(c, cs, dtype) ? kMisalignedGemmSlowdown : 1;
   return ComputeBound(c, "conv", 2 * g.m * g.n * g.k * cs.passes, table, g.m, g.n, g.k, dtype, pass,
                       slowdown, cs.channels_last ? "channels_last" : "");
@@ -1485,9 +1490,14 @@ ImplicitGemm ImplicitGemmOf(const ConvShape& c) {
   return g;
 }
 
+std::string PlainConvPassOf(const ConvShape& c) {
+  return !c.backward ? "forward" : c.input_grad ? "backward" : "backward_weight";
+}
+
 std::string ConvPassOf(const ConvShape& c) {
-  const char* pass = !c.backward ? "forward" : c.input_grad ? "backward" : "backward_weight";
-  return std::string(c.transposed ? "transposed_" : "") + pass;
+  const bool strided =
+      std::any_of(c.stride.begin(), c.stride.end(), [](int64_t s) { return s > 1; });
+  return (c.transposed ? "transposed_" : strided ? "strided_" : "") + PlainConvPassOf(c);
 }
 
 bool EmbeddingShapeOf(const proto::Workload& w, const proto::Op& op, EmbeddingShape* out) {

@@ -254,9 +254,13 @@ class CalibrateTest(unittest.TestCase):
             self.assertIn("cold points", p["sources"]["index_ops"])
             passes = sorted(e.get("pass") for e in p["conv_efficiency"] if e.get("pass", "").startswith("transposed_"))
             self.assertEqual(passes, ["transposed_backward", "transposed_forward"])
+            # Stride-2 convolutions under passes of their own, fp32 (quick: one 3x3 layer).
+            strided = sorted(e.get("pass") for e in p["conv_efficiency"] if e.get("pass", "").startswith("strided_"))
+            self.assertEqual(strided, ["strided_backward", "strided_backward_weight", "strided_forward"])
+            self.assertIn("stride-2 convolutions", p["sources"]["conv_efficiency.strided"])
             # The grid's convolutions forward, backward and the weight's gradient alone, per dtype.
             grid = collections.Counter((e.get("pass"), e["dtype"]) for e in p["conv_efficiency"]
-                                       if not e.get("pass", "").startswith("transposed_"))
+                                       if not e.get("pass", "").startswith(("transposed_", "strided_")))
             self.assertEqual(sorted(grid), [(ps, dt) for ps in ("backward", "backward_weight", "forward")
                                             for dt in ("bf16", "fp32")])
             self.assertEqual(len(set(grid.values())), 1, grid)
@@ -308,6 +312,17 @@ class CalibrateTest(unittest.TestCase):
             self.assertIn("--only layouts", q["sources"]["bandwidth.layouts"])
             others = lambda x: [b for b in x["bandwidth"] if b["kind"] not in layouts]
             self.assertEqual(others(q), others(p))
+            # The strided convolutions alone, likewise.
+            r = mimic("calibrate", "--quick", "--trials", "1", "--threads", "1", "--only", "conv_strided", "--base",
+                      out, "-o", only)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(only) as f:
+                q = json.load(f)
+            self.assertEqual(sorted(e["pass"] for e in q["conv_efficiency"] if e.get("pass", "").startswith("strided_")),
+                             strided)
+            self.assertIn("--only conv_strided", q["sources"]["conv_efficiency.strided"])
+            self.assertEqual([e for e in q["conv_efficiency"] if not e.get("pass", "").startswith("strided_")],
+                             [e for e in p["conv_efficiency"] if not e.get("pass", "").startswith("strided_")])
             # The sort kind alone, likewise.
             r = mimic("calibrate", "--quick", "--trials", "1", "--threads", "1", "--only", "sort", "--base", out,
                       "-o", only)

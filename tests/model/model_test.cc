@@ -416,6 +416,46 @@ TEST(Shapes, AFirstLayersBackwardIsPricedAsTheWeightsGradientAlone) {
   EXPECT_NEAR(LeafCost(w, *both, p).compute_us, 2 * flops / (0.1 * peak) * 1e6, 1e-6);
 }
 
+// A downsampling convolution (stride 2) scatters its input's gradient with gaps: on the CPU its
+// backward ran 1.3-2x a stride-1 one of the same implicit GEMM. Priced under the strided_
+// points measured on its dtype where there are some, else under the plain pass's.
+TEST(Shapes, AStridedConvolutionTakesThePointsOfItsStride) {
+  proto::Workload w;
+  w.add_types("");
+  auto tensor = [&](std::vector<int64_t> shape) { return AddCpuFloatTensor(w, std::move(shape)); };
+  // Conv2d(32, 64, 3, stride 2, padding 1) over 16 maps of 16 x 16, its backward.
+  const int x = tensor({16, 32, 16, 16}), wt = tensor({64, 32, 3, 3}), y = tensor({16, 64, 8, 8});
+  proto::Op* o = w.add_ops();
+  o->set_id(1), o->set_name("aten::convolution_backward"), o->set_thread(1);
+  for (int t : {y, x, wt}) o->add_inputs()->set_tensor(t);
+  Ints(o->add_inputs(), {64}), Ints(o->add_inputs(), {2, 2}), Ints(o->add_inputs(), {1, 1});
+  Ints(o->add_inputs(), {1, 1}), o->add_inputs()->set_bool_value(false);
+  Ints(o->add_inputs(), {0, 0}), o->add_inputs()->set_int_value(1);
+  proto::ValueList* mask = o->add_inputs()->mutable_list();
+  for (bool b : {true, true, false}) mask->add_items()->set_bool_value(b);
+  ConvShape c;
+  ASSERT_TRUE(ConvShapeOf(w, *o, &c));
+  EXPECT_EQ(ConvPassOf(c), "strided_backward");
+  EXPECT_EQ(PlainConvPassOf(c), "backward");
+  const ImplicitGemm g = ImplicitGemmOf(c);
+  EXPECT_DOUBLE_EQ(g.m, 16 * 8 * 8);
+
+  proto::Platform p = Builtin("cpu_host");
+  p.clear_conv_efficiency();
+  auto point = [&](const char* pass, const char* dtype, double efficiency) {
+    proto::EfficiencyPoint* e = p.add_conv_efficiency();
+    e->set_m(static_cast<int64_t>(g.m)), e->set_n(64), e->set_k(32 * 9), e->set_batch(1);
+    e->set_dtype(dtype), e->set_pass(pass), e->set_efficiency(efficiency);
+  };
+  point("backward", "fp32", 0.4);
+  const double flops = 2 * 2.0 * g.m * g.n * g.k, peak = PeakFlops(p, "fp32", false);
+  EXPECT_NEAR(LeafCost(w, *o, p).compute_us, flops / (0.4 * peak) * 1e6, 1e-6);
+  point("strided_backward", "bf16", 0.1);  // another dtype's: not this op's
+  EXPECT_NEAR(LeafCost(w, *o, p).compute_us, flops / (0.4 * peak) * 1e6, 1e-6);
+  point("strided_backward", "fp32", 0.2);
+  EXPECT_NEAR(LeafCost(w, *o, p).compute_us, flops / (0.2 * peak) * 1e6, 1e-6);
+}
+
 // A convolution over channels-last tensors (NHWC, as recorded by its strides) runs other kernels
 // than over NCHW ones (oneDNN's nhwc, cuDNN's NHWC tensor-core kernels): it is priced from the
 // points calibrate measured in its layout where there are some, else from any layout's.

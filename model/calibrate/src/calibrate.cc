@@ -735,15 +735,62 @@ std::vector<ConvProbe> AddConvTransposeProbes(const CalibrateOptions& o, Probes&
   return out;
 }
 
-// The transposed points into `p.conv_efficiency` (replacing those there), as efficiencies
-// against the platform's fp32 peak.
-void RecordConvTransposePoints(const std::vector<ConvProbe>& points, const Probes& probes,
-                               double dispatch_us, const std::string& how, proto::Platform& p) {
+// Stride-2 convolutions (a downsampling layer: 3x3 padding 1, and 1x1, as ResNets' shortcuts
+// are), forward, backward and the weight's gradient alone (a first layer's), fp32 NCHW, as the
+// implicit GEMMs the model prices (passes "strided_*"): on the build VM their backward ran
+// 1.6-2x a stride-1 convolution's of the same GEMM, their forward about the same.
+std::vector<ConvProbe> AddStridedConvProbes(const CalibrateOptions& o, Probes& probes,
+                                            const at::TensorOptions& f32) {
+  using V = std::vector<int64_t>;
+  std::vector<ConvProbe> out;
+  for (int64_t kernel : o.quick ? V{3} : V{1, 3})
+    for (int64_t nb : o.quick ? V{8} : V{8, 32})
+      for (int64_t ci : o.quick ? V{16} : V{1, 16, 64})
+        for (int64_t co : o.quick ? V{16} : V{16, 64})
+          for (int64_t hw : o.quick ? V{16} : V{16, 32})
+            for (const char* pass : {"forward", "backward", "backward_weight"}) {
+              const bool backward = std::string_view(pass) != "forward";
+              const bool input_grad = std::string_view(pass) == "backward";
+              const int64_t pad = kernel / 2;
+              model::ConvShape cs{
+                  {nb, ci, hw, hw}, {co, ci, kernel, kernel}, {2, 2}, {pad, pad}, {1, 1}, 1, false,
+                  backward,         input_grad ? 2 : 1,       "fp32", input_grad};
+              at::Tensor x = at::randn(cs.input, f32), w = at::randn(cs.weight, f32);
+              at::Tensor y =
+                  at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, false, {0, 0}, 1);
+              const model::ImplicitGemm g = model::ImplicitGemmOf(cs);
+              ConvProbe pt;
+              pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)),
+                  pt.point.set_k(static_cast<int64_t>(g.k));
+              pt.point.set_batch(1), pt.point.set_dtype("fp32"),
+                  pt.point.set_pass(model::ConvPassOf(cs));
+              pt.flops = 2.0 * g.m * g.n * g.k * cs.passes;
+              if (backward)
+                pt.probe = probes.Add([x, w, y, cs] {
+                  (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding,
+                                                 cs.dilation, false, {0, 0}, 1,
+                                                 {cs.input_grad, true, false});
+                });
+              else
+                pt.probe = probes.Add([x, w, cs] {
+                  (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, false, {0, 0},
+                                        1);
+                });
+              out.push_back(pt);
+            }
+  return out;
+}
+
+// A sweep's convolution points into `p.conv_efficiency` (replacing those of passes beginning
+// with `prefix` there), as efficiencies against the platform's fp32 peak, described under
+// sources[`source`].
+void RecordConvPassPoints(const std::vector<ConvProbe>& points, const Probes& probes,
+                          double dispatch_us, const std::string& prefix, const std::string& source,
+                          const std::string& description, proto::Platform& p) {
   auto* table = p.mutable_conv_efficiency();
-  table->erase(std::remove_if(table->begin(), table->end(),
-                              [](const proto::EfficiencyPoint& e) {
-                                return e.pass().rfind("transposed_", 0) == 0;
-                              }),
+  table->erase(std::remove_if(
+                   table->begin(), table->end(),
+                   [&](const proto::EfficiencyPoint& e) { return e.pass().rfind(prefix, 0) == 0; }),
                table->end());
   const double peak = model::PeakFlops(p, "fp32", false);
   for (const ConvProbe& x : points) {
@@ -753,13 +800,18 @@ void RecordConvTransposePoints(const std::vector<ConvProbe>& points, const Probe
     e->set_time_us(us);
     e->set_efficiency(std::clamp(x.flops / (net * 1e-6) / peak, 1e-4, 1.0));
   }
-  (*p.mutable_sources())["conv_efficiency.transposed"] =
-      how +
-      ": conv_transpose 2x2 stride 2 (convolution with transposed=true), forward and backward "
-      "(grad input + "
-      "weight), N 8, 32 x C_in 16, 64 x C_out 1, 3, 16, 64 x H = W 8, 16, as the implicit GEMM "
-      "of the convolution whose data gradient it is (m = N*H_in*W_in, n = C_in, k = C_out*4)";
+  (*p.mutable_sources())[source] = description;
 }
+
+constexpr const char* kTransposedPoints =
+    ": conv_transpose 2x2 stride 2 (convolution with transposed=true), forward and backward "
+    "(grad input + weight), N 8, 32 x C_in 16, 64 x C_out 1, 3, 16, 64 x H = W 8, 16, as the "
+    "implicit GEMM of the convolution whose data gradient it is (m = N*H_in*W_in, n = C_in, "
+    "k = C_out*4)";
+constexpr const char* kStridedPoints =
+    ": stride-2 convolutions, 3x3 padding 1 and 1x1, forward, backward (grad input + weight) "
+    "and the weight's gradient alone, N 8, 32 x C_in 1, 16, 64 x C_out 16, 64 x H = W 16, 32, "
+    "fp32 NCHW, as implicit GEMMs (m = N*H_out*W_out, n = C_out, k = C_in*kh*kw)";
 
 // A sweep's traffic points into `p.bandwidth` (replacing those of its kinds there), described
 // under sources[`source`].
@@ -789,8 +841,8 @@ constexpr const char* kSortPoints =
     ": aten::sort of a 1-D int64 tensor of random values (a sparse tensor's indices, as "
     "coalesce sorts them) by size, in cache; bytes the input and both outputs";
 
-// `--only index`, `conv_transpose`, `values` or `layouts`: the base platform with that sweep's
-// points measured again, nothing else changed.
+// `--only index`, `conv_transpose`, `conv_strided`, `values`, `layouts` or `sort`: the base
+// platform with that sweep's points measured again, nothing else changed.
 Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
                                       const std::function<void(const std::string&)>& log) {
   if (o.base.empty())
@@ -814,14 +866,17 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
     const std::vector<ConvProbe> transposed = o.only == "conv_transpose"
                                                   ? AddConvTransposeProbes(o, probes, f32)
                                                   : std::vector<ConvProbe>{};
+    const std::vector<ConvProbe> strided =
+        o.only == "conv_strided" ? AddStridedConvProbes(o, probes, f32) : std::vector<ConvProbe>{};
     const std::vector<ValueProbe> value =
         o.only == "values" ? AddValueProbes(probes, f32) : std::vector<ValueProbe>{};
     std::vector<Traffic> traffic;
     if (o.only == "layouts")
       AddLayoutProbes(TrafficElems(o), f32, LastLevelCacheBytes(), probes, traffic);
     if (o.only == "sort") AddSortProbes(TrafficElems(o), f32, probes, traffic);
-    log(std::to_string(index.size() + transposed.size() + 3 * value.size() + traffic.size()) + " " +
-        o.only + " probes, " + std::to_string(o.trials) + " rounds");
+    log(std::to_string(index.size() + transposed.size() + strided.size() + 3 * value.size() +
+                       traffic.size()) +
+        " " + o.only + " probes, " + std::to_string(o.trials) + " rounds");
     probes.RunRounds();
     const std::string where = HostName() + " (" + CpuModel() + ", " +
                               std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " cpus, " +
@@ -831,7 +886,11 @@ Result<proto::Platform> CalibrateOnly(const CalibrateOptions& o,
                             std::to_string(o.trials) + " round-robin trials";
     if (!index.empty()) RecordIndexPoints(index, probes, DispatchUs(probes, dispatch), how, p);
     if (!transposed.empty())
-      RecordConvTransposePoints(transposed, probes, DispatchUs(probes, dispatch), how, p);
+      RecordConvPassPoints(transposed, probes, DispatchUs(probes, dispatch), "transposed_",
+                           "conv_efficiency.transposed", how + kTransposedPoints, p);
+    if (!strided.empty())
+      RecordConvPassPoints(strided, probes, DispatchUs(probes, dispatch), "strided_",
+                           "conv_efficiency.strided", how + kStridedPoints, p);
     if (!value.empty()) RecordValueSlowdowns(value, probes, how, p);
     if (!traffic.empty())
       RecordTrafficPoints(traffic, probes, DispatchUs(probes, dispatch), "bandwidth." + o.only,
@@ -891,8 +950,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   };
   if (o.statistic != "median" && o.statistic != "min")
     return Status::InvalidInput("--statistic " + o.statistic + ": must be median or min");
-  if (o.only == "index" || o.only == "conv_transpose" || o.only == "values" ||
-      o.only == "layouts" || o.only == "sort")
+  if (o.only == "index" || o.only == "conv_transpose" || o.only == "conv_strided" ||
+      o.only == "values" || o.only == "layouts" || o.only == "sort")
     return CalibrateOnly(o, log);
   if (o.only == "capture")
     return CalibrateOverheadsOnly(o, "cpu_overheads.capture",
@@ -912,7 +971,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   if (!o.only.empty())
     return Status::InvalidInput(
         "--only " + o.only +
-        ": must be index, conv_transpose, values, layouts, sort, capture or cold_dispatch");
+        ": must be index, conv_transpose, conv_strided, values, layouts, sort, capture or "
+        "cold_dispatch");
   // The replay's executor: the same device selection, allocator and synchronization.
   Result<std::unique_ptr<replay::Executor>> executor = replay::CreateExecutor(o.device);
   if (!executor.ok()) return executor.status();
@@ -1287,6 +1347,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     const std::vector<IndexProbe> index =
         gpu ? std::vector<IndexProbe>{} : AddIndexProbes(o, probes, f32, llc);
     const std::vector<ConvProbe> transposed = AddConvTransposeProbes(o, probes, f32);
+    const std::vector<ConvProbe> strided = AddStridedConvProbes(o, probes, f32);
 
     log(std::to_string(probes.size()) + " probes (" + std::to_string(gemm.size()) + " gemm, " +
         std::to_string(conv.size()) + " conv, " + std::to_string(attention.size()) +
@@ -1395,8 +1456,11 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
           (o.workloads.empty() ? "" : " and the workloads' layers") + ", " + how;
     if (!index.empty()) RecordIndexPoints(index, probes, dispatch_us, measured + ", " + how, p);
     if (!value.empty()) RecordValueSlowdowns(value, probes, measured + ", " + how, p);
-    RecordConvTransposePoints(transposed, probes, gpu ? 0.0 : dispatch_us, measured + ", " + how,
-                              p);
+    RecordConvPassPoints(transposed, probes, gpu ? 0.0 : dispatch_us, "transposed_",
+                         "conv_efficiency.transposed", measured + ", " + how + kTransposedPoints,
+                         p);
+    RecordConvPassPoints(strided, probes, gpu ? 0.0 : dispatch_us, "strided_",
+                         "conv_efficiency.strided", measured + ", " + how + kStridedPoints, p);
     (*p.mutable_sources())["attention_efficiency"] =
         measured +
         ": scaled_dot_product_attention, batch x heads 8, 32, sequence 64, 256, head size 32, 64" +
