@@ -691,6 +691,32 @@ struct ConvProbe {
   double flops;
   int probe;
 };
+// One probe of convolution `cs` (fp32, NCHW) and its point: the implicit GEMM the model prices,
+// under cs's pass; a backward computes the gradients cs does (its output_mask).
+ConvProbe ConvProbeOf(const model::ConvShape& cs, const at::TensorOptions& f32, Probes& probes) {
+  const at::Tensor x = at::randn(cs.input, f32), w = at::randn(cs.weight, f32);
+  const std::vector<int64_t> out_pad(cs.stride.size(), 0);
+  const at::Tensor y =
+      at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed, out_pad, 1);
+  const model::ImplicitGemm g = model::ImplicitGemmOf(cs);
+  ConvProbe pt;
+  pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)),
+      pt.point.set_k(static_cast<int64_t>(g.k));
+  pt.point.set_batch(1), pt.point.set_dtype("fp32"), pt.point.set_pass(model::ConvPassOf(cs));
+  pt.flops = 2.0 * g.m * g.n * g.k * (cs.backward ? cs.passes : 1);
+  if (cs.backward)
+    pt.probe = probes.Add([x, w, y, cs, out_pad] {
+      (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding, cs.dilation,
+                                     cs.transposed, out_pad, 1, {cs.input_grad, true, false});
+    });
+  else
+    pt.probe = probes.Add([x, w, cs, out_pad] {
+      (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed, out_pad,
+                            1);
+    });
+  return pt;
+}
+
 std::vector<ConvProbe> AddConvTransposeProbes(const CalibrateOptions& o, Probes& probes,
                                               const at::TensorOptions& f32) {
   using V = std::vector<int64_t>;
@@ -700,45 +726,25 @@ std::vector<ConvProbe> AddConvTransposeProbes(const CalibrateOptions& o, Probes&
       for (int64_t co : o.quick ? V{16} : V{1, 3, 16, 64})
         for (int64_t hw : o.quick ? V{8} : V{8, 16})
           for (bool backward : {false, true}) {
-            model::ConvShape cs{{nb, ci, hw, hw},
-                                {ci, co, 2, 2},
-                                {2, 2},
-                                {0, 0},
-                                {1, 1},
-                                1,
-                                true,
-                                backward,
-                                2,
-                                "fp32"};
-            at::Tensor x = at::randn(cs.input, f32), w = at::randn(cs.weight, f32);
-            at::Tensor y =
-                at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, true, {0, 0}, 1);
-            const model::ImplicitGemm g = model::ImplicitGemmOf(cs);
-            ConvProbe pt;
-            pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)),
-                pt.point.set_k(static_cast<int64_t>(g.k));
-            pt.point.set_batch(1), pt.point.set_dtype("fp32"),
-                pt.point.set_pass(model::ConvPassOf(cs));
-            pt.flops = 2.0 * g.m * g.n * g.k * (backward ? 2 : 1);
-            if (backward)
-              pt.probe = probes.Add([x, w, y, cs] {
-                (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding,
-                                               cs.dilation, true, {0, 0}, 1, {true, true, false});
-              });
-            else
-              pt.probe = probes.Add([x, w, cs] {
-                (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, true, {0, 0},
-                                      1);
-              });
-            out.push_back(pt);
+            const model::ConvShape cs{{nb, ci, hw, hw},
+                                      {ci, co, 2, 2},
+                                      {2, 2},
+                                      {0, 0},
+                                      {1, 1},
+                                      1,
+                                      true,
+                                      backward,
+                                      2,
+                                      "fp32"};
+            out.push_back(ConvProbeOf(cs, f32, probes));
           }
   return out;
 }
 
 // Stride-2 convolutions (a downsampling layer: 3x3 padding 1, and 1x1, as ResNets' shortcuts
 // are), forward, backward and the weight's gradient alone (a first layer's), fp32 NCHW, as the
-// implicit GEMMs the model prices (passes "strided_*"): on the build VM their backward ran
-// 1.6-2x a stride-1 convolution's of the same GEMM, their forward about the same.
+// implicit GEMMs the model prices (passes "strided_*"): on the build VM their backward took
+// 1.3-1.4x a stride-1 one's of the same GEMM, their forward about the same.
 std::vector<ConvProbe> AddStridedConvProbes(const CalibrateOptions& o, Probes& probes,
                                             const at::TensorOptions& f32) {
   using V = std::vector<int64_t>;
@@ -748,35 +754,13 @@ std::vector<ConvProbe> AddStridedConvProbes(const CalibrateOptions& o, Probes& p
       for (int64_t ci : o.quick ? V{16} : V{1, 16, 64})
         for (int64_t co : o.quick ? V{16} : V{16, 64})
           for (int64_t hw : o.quick ? V{16} : V{16, 32})
-            for (const char* pass : {"forward", "backward", "backward_weight"}) {
-              const bool backward = std::string_view(pass) != "forward";
-              const bool input_grad = std::string_view(pass) == "backward";
+            for (const std::string_view pass : {"forward", "backward", "backward_weight"}) {
+              const bool backward = pass != "forward", input_grad = pass == "backward";
               const int64_t pad = kernel / 2;
-              model::ConvShape cs{
+              const model::ConvShape cs{
                   {nb, ci, hw, hw}, {co, ci, kernel, kernel}, {2, 2}, {pad, pad}, {1, 1}, 1, false,
                   backward,         input_grad ? 2 : 1,       "fp32", input_grad};
-              at::Tensor x = at::randn(cs.input, f32), w = at::randn(cs.weight, f32);
-              at::Tensor y =
-                  at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, false, {0, 0}, 1);
-              const model::ImplicitGemm g = model::ImplicitGemmOf(cs);
-              ConvProbe pt;
-              pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)),
-                  pt.point.set_k(static_cast<int64_t>(g.k));
-              pt.point.set_batch(1), pt.point.set_dtype("fp32"),
-                  pt.point.set_pass(model::ConvPassOf(cs));
-              pt.flops = 2.0 * g.m * g.n * g.k * cs.passes;
-              if (backward)
-                pt.probe = probes.Add([x, w, y, cs] {
-                  (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding,
-                                                 cs.dilation, false, {0, 0}, 1,
-                                                 {cs.input_grad, true, false});
-                });
-              else
-                pt.probe = probes.Add([x, w, cs] {
-                  (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, false, {0, 0},
-                                        1);
-                });
-              out.push_back(pt);
+              out.push_back(ConvProbeOf(cs, f32, probes));
             }
   return out;
 }
