@@ -16,7 +16,9 @@ docs/model.md), each the median of 200 timed calls at 2 intra-op threads:
 - a 3x3 convolution from one channel to 1, 3 and 16: why the conv grid goes down to one
   channel; a first layer's backward with and without the input's gradient: why
   `backward_weight` is a pass of its own; bf16 convolutions on NCHW and on channels-last
-  tensors: why calibrate measures a workload's convolutions in the layout it ran them in;
+  tensors: why calibrate measures a workload's convolutions in the layout it ran them in; a
+  stride-2 convolution against a stride-1 one of the same implicit GEMM: why calibrate
+  measures strided convolutions under passes of their own;
 - ReLU's backward and other elementwise ops on a contiguous and a channels-last map against
   one layout, and batch norm and max pooling on resnet_cl's channels-last maps: why calibrate
   measures mixed_layout, threshold_backward_mixed_layout, and batch norm and max pooling on
@@ -130,6 +132,18 @@ def convolutions():
                 y, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, False]), 50)
             row.append(f"{fwd:6.0f} / {bwd:6.0f}")
         print(f"  {str(xs):17s} -> {ws[0]:3d}: NCHW {row[0]}, channels-last {row[1]}")
+    # conv_ae's downsampling layer (16 -> 32 channels, 3x3, stride 2) against a stride-1
+    # convolution of the same output size (the same implicit GEMM).
+    w = torch.randn(32, 16, 3, 3)
+    row = []
+    for stride, hw in ((2, 14), (1, 7)):
+        x = torch.randn(32, 16, hw, hw)
+        y = torch.conv2d(x, w, padding=1, stride=stride)
+        fwd = median_us(lambda: torch.conv2d(x, w, padding=1, stride=stride), 100)
+        bwd = median_us(lambda: torch.ops.aten.convolution_backward(
+            y, x, w, None, [stride] * 2, [1, 1], [1, 1], False, [0, 0], 1, [True, True, False]), 100)
+        row.append(f"forward {fwd:.0f} us, backward {bwd:.0f} us")
+    print(f"3x3 convolution 16 -> 32 channels, 32 maps, out 7x7: stride 2 {row[0]}; stride 1 {row[1]}")
 
 
 def layouts():

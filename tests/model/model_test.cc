@@ -417,7 +417,7 @@ TEST(Shapes, AFirstLayersBackwardIsPricedAsTheWeightsGradientAlone) {
 }
 
 // A downsampling convolution (stride 2) scatters its input's gradient with gaps: on the CPU its
-// backward ran 1.3-2x a stride-1 one of the same implicit GEMM. Priced under the strided_
+// backward ran 1.3-1.6x a stride-1 one of the same implicit GEMM. Priced under the strided_
 // points measured on its dtype where there are some, else under the plain pass's.
 TEST(Shapes, AStridedConvolutionTakesThePointsOfItsStride) {
   proto::Workload w;

@@ -152,6 +152,10 @@ struct ColdInputs {
   size_t Next() { return next = (next + 1) % a.size(); }
 };
 
+// A probe's time with `overhead_us` (the dispatch, on a CPU) taken off, never below a tenth of
+// it (a probe barely above the dispatch would otherwise come out at an absurd rate).
+double NetUs(double us, double overhead_us) { return std::max(us - overhead_us, us * 0.1); }
+
 // A memory-bound probe: the bytes it moves a call (inputs + outputs, as the model counts them)
 // and the size the model looks its bandwidth up by.
 struct Traffic {
@@ -178,6 +182,18 @@ constexpr int64_t kMinColdElems = 1 << 16;
 std::vector<int64_t> MapShape(int64_t n) {
   const int64_t h = n >= (1 << 14) ? 32 : 8;
   return {std::max<int64_t>(n / (16 * h * h), 1), 16, h, h};
+}
+
+// 2x2 max pooling's backward on map `x` (in its layout), in cache: bytes as the model counts
+// them (the pooled gradient and indices read, the input's gradient written).
+Traffic PoolBackwardTraffic(const char* kind, const at::Tensor& x, Probes& probes) {
+  const double xb = 4.0 * static_cast<double>(x.numel()), moved = xb / 4 + 2 * xb / 4 + 2 * xb;
+  const auto pooled = at::max_pool2d_with_indices(x, {2, 2}, {2, 2});
+  const at::Tensor gp = at::randn_like(std::get<0>(pooled)), idx = std::get<1>(pooled);
+  return {kind, moved, moved, probes.Add([gp, x, idx] {
+            (void)at::max_pool2d_with_indices_backward(gp, x, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false,
+                                                       idx);
+          })};
 }
 
 // The layout kinds, from 2^10 elements, in cache and from kMinColdElems out of it: ATen's batch
@@ -251,13 +267,7 @@ void AddLayoutProbes(const std::vector<int64_t>& elems, const at::TensorOptions&
           (void)at::max_pool2d_with_indices(in, {2, 2}, {2, 2});
         },
         false);
-    const auto pooled = at::max_pool2d_with_indices(x, {2, 2}, {2, 2});
-    const at::Tensor gp = at::randn_like(std::get<0>(pooled)), idx = std::get<1>(pooled);
-    traffic.push_back({"pool_backward_channels_last", xb / 4 + 2 * xb / 4 + 2 * xb,
-                       xb / 4 + 2 * xb / 4 + 2 * xb, probes.Add([gp, x, idx] {
-                         (void)at::max_pool2d_with_indices_backward(gp, x, {2, 2}, {2, 2}, {0, 0},
-                                                                    {1, 1}, false, idx);
-                       })});
+    traffic.push_back(PoolBackwardTraffic("pool_backward_channels_last", x, probes));
   }
 }
 
@@ -280,7 +290,7 @@ void AddBandwidthPoint(const Traffic& t, double us, double overhead_us, proto::P
   proto::BandwidthPoint* bp = p.add_bandwidth();
   bp->set_kind(t.kind);
   bp->set_bytes(t.key_bytes);
-  bp->set_bytes_per_s(t.bytes / (std::max(us - overhead_us, us * 0.1) * 1e-6));
+  bp->set_bytes_per_s(t.bytes / (NetUs(us, overhead_us) * 1e-6));
   bp->set_cold(t.cold);
   bp->set_dtype(t.dtype);
 }
@@ -671,7 +681,7 @@ void RecordIndexPoints(const std::vector<IndexProbe>& index, const Probes& probe
     pt->set_kind(x.shape.kind), pt->set_indices(x.shape.indices),
         pt->set_row_width(x.shape.row_width);
     pt->set_rows(x.shape.rows), pt->set_dtype(x.shape.dtype), pt->set_cold(x.cold);
-    pt->set_time_us(std::max(us - dispatch_us, us * 0.1));
+    pt->set_time_us(NetUs(us, dispatch_us));
   }
   (*p.mutable_sources())["index_ops"] =
       how +
@@ -778,7 +788,7 @@ void RecordConvPassPoints(const std::vector<ConvProbe>& points, const Probes& pr
                table->end());
   const double peak = model::PeakFlops(p, "fp32", false);
   for (const ConvProbe& x : points) {
-    const double us = probes.Us(x.probe), net = std::max(us - dispatch_us, us * 0.1);
+    const double us = probes.Us(x.probe), net = NetUs(us, dispatch_us);
     proto::EfficiencyPoint* e = table->Add();
     *e = x.point;
     e->set_time_us(us);
@@ -818,9 +828,8 @@ constexpr const char* kLayoutPoints =
     ": batch norm forward and backward and 2x2 max pooling forward and backward (in cache) on "
     "channels-last N x 16 x H x H maps (batch_norm_channels_last, "
     "batch_norm_backward_channels_last, pool_channels_last, pool_backward_channels_last), an "
-    "add of a "
-    "channels-last map and a contiguous one (mixed_layout) and ReLU's backward on the two "
-    "(threshold_backward_mixed_layout) by size, in and out of cache, dispatch subtracted";
+    "add of a channels-last map and a contiguous one (mixed_layout) and ReLU's backward on the "
+    "two (threshold_backward_mixed_layout) by size, in and out of cache, dispatch subtracted";
 constexpr const char* kSortPoints =
     ": aten::sort of a 1-D int64 tensor of random values (a sparse tensor's indices, as "
     "coalesce sorts them) by size, in cache; bytes the input and both outputs";
@@ -1265,12 +1274,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       if (n >= 1024) {
         at::Tensor x = at::randn(MapShape(n), f32);
         const double xb = 4.0 * static_cast<double>(x.numel());
-        auto pooled = at::max_pool2d_with_indices(x, {2, 2}, {2, 2});
-        at::Tensor gp = at::randn_like(std::get<0>(pooled));
-        at::Tensor idx = std::get<1>(pooled);
-        add("pool_backward", xb / 4 + 2 * xb / 4 + 2 * xb, [gp, x, idx] {
-          (void)at::max_pool2d_with_indices_backward(gp, x, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, idx);
-        }, /*cold=*/false);
+        traffic.push_back(PoolBackwardTraffic("pool_backward", x, probes));
         at::Tensor w = at::ones({16}, f32), bias = at::zeros({16}, f32), rm = at::zeros({16}, f32), rv = at::ones({16}, f32);
         auto bn = at::native_batch_norm(x, w, bias, rm, rv, true, 0.1, 1e-5);
         at::Tensor gy = at::randn_like(x);
@@ -1363,7 +1367,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     log("dispatch: " + std::to_string(dispatch_us) + " us per op");
     MeasureHostT1(o, p, log);
     // CPU kernels run inside the dispatch they are timed with; subtract it (never below 10%).
-    auto net_us = [&](double us) { return std::max(us - (gpu ? 0.0 : dispatch_us), us * 0.1); };
+    auto net_us = [&](double us) { return NetUs(us, gpu ? 0.0 : dispatch_us); };
 
     // Peaks: a datasheet base keeps its figures; otherwise the best throughput measured.
     auto best = [&](std::string_view dtype) {

@@ -101,7 +101,8 @@ double EmbeddingBagSteps(double bags, double dim, double lookups, int64_t sm_cou
 // or "backward_weight" (the weight's gradient alone, as a network's first layer computes it),
 // with "transposed_" before it for a transposed one (its kernels differ: oneDNN runs it as a
 // backward-data convolution, with its own blocking) and "strided_" for one with a stride above
-// 1 (a downsampling layer: on the CPU its backward ran 1.6-2x a stride-1 one of the same GEMM).
+// 1 (a downsampling layer: on the CPU its backward ran 1.3-1.6x a stride-1 one of the same
+// implicit GEMM, docs/model.md).
 std::string ConvPassOf(const ConvShape& c);
 // That pass without its prefix: "forward", "backward" or "backward_weight".
 std::string PlainConvPassOf(const ConvShape& c);
