@@ -147,6 +147,9 @@ class CpuExecutor final : public Executor {
   }
 
   const std::vector<WorkTime>& work_times() const override { return times_; }
+  int HostThreadOf(int lane) const override {
+    return lane < static_cast<int>(first_threaded_) ? 0 : lane + 1;
+  }
 
   MemoryStats Memory() const override { return allocator_.Stats(); }
   void ResetPeakMemory() override { allocator_.ResetPeak(); }

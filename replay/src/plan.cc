@@ -218,8 +218,23 @@ class Planner {
       s.args = std::move(compiled[k]);
       s.check = k + 1 == parts.size();
       s.recorded_shapes = eg::HasDataDependentShape(w_.ops(parts[k].first).name());
+      s.outputs = OutputSlots(w_.ops(parts[k].first));
       store_order_.push_back(parts[k].first);
     }
+  }
+
+  static std::vector<OutputSlot> OutputSlots(const proto::Op& op) {
+    auto entry = [](const proto::Value& v) {
+      return v.kind_case() == proto::Value::kTensor && v.tensor() >= 0 ? v.tensor() : -1;
+    };
+    std::vector<OutputSlot> slots(op.outputs_size());
+    for (int k = 0; k < op.outputs_size(); ++k) {
+      const proto::Value& v = op.outputs(k);
+      slots[k].entry = entry(v);
+      if (v.kind_case() == proto::Value::kList)
+        for (const proto::Value& item : v.list().items()) slots[k].items.push_back(entry(item));
+    }
+    return slots;
   }
 
   // The ops to run for op `index` with operator `h`: the op itself, or, for a composite

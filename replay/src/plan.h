@@ -31,6 +31,14 @@ struct TopOp {
   bool disabled = false;  // skipped from now on (it failed in an iteration)
 };
 
+// Where an op's output goes in the tensor table: a tensor's entry, or a tensor list's entries
+// (-1: the recorded value is no tensor). Kept with the step, so that storing outputs reads no
+// proto.
+struct OutputSlot {
+  int32_t entry = -1;
+  std::vector<int32_t> items;
+};
+
 struct Step {
   enum class Kind : uint8_t { kOp, kDelay, kCollective, kWait };
   Kind kind = Kind::kOp;
@@ -46,6 +54,7 @@ struct Step {
   ops::CompiledArgs args;
   std::vector<InputSource> sources;  // where args.tensors[k] comes from
   std::vector<int32_t> releases;     // table entries whose value dies after it
+  std::vector<OutputSlot> outputs;   // where its outputs go in the table, by position
   std::vector<int64_t> acquire;      // --lazy-alloc: prepared buffers to allocate before it
   std::vector<int64_t> drop;         // --lazy-alloc: prepared buffers to free after it
   bool check = false;  // after it, check the top op's recorded outputs (1st iteration)

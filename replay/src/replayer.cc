@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -80,11 +81,15 @@ class MatmulPrecision {
   const bool tf32_;
 };
 
-// Busy-waits `us` microseconds: a substituted op's time kept on its lane.
-void Spin(double us) {
-  const auto until = Clock::now() + std::chrono::duration<double, std::micro>(us);
+// Busy-waits until `until`.
+void SpinUntil(Clock::time_point until) {
   while (Clock::now() < until) {
   }
+}
+
+Clock::time_point After(Clock::time_point t, double us) {
+  return t +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(us));
 }
 
 bool SameShape(const at::Tensor& t, const proto::Tensor& rec) {
@@ -151,6 +156,7 @@ class Runner {
     checks_.assign(plan_.steps.size(), {});
     stacks_.resize(plan_.lanes);
     composites_.resize(plan_.lanes);
+    idle_since_.resize(plan_.lanes + 1);
     ResetOpTimes();
     for (const PlannedSkip& s : plan_.skipped) {
       const proto::Op& op = w_.ops(plan_.tops[s.top].op_index);
@@ -177,6 +183,7 @@ class Runner {
     first_ = first;
     measuring_ = measure;
     executor_->BeginIteration();
+    idle_since_.assign(idle_since_.size(), Clock::now());
     for (int i = 0;
          i < static_cast<int>(plan_.steps.size()) && !stopping_.load(std::memory_order_relaxed);
          ++i) {
@@ -203,6 +210,9 @@ class Runner {
     for (size_t t = 0; t < plan_.tops.size(); ++t) replayed += plan_.tops[t].runs && !disabled_[t];
     result_.total_ops = static_cast<int64_t>(plan_.tops.size());
     result_.replayed_ops = replayed;
+    if (measured_iters > 0)
+      result_.host_gaps.own_ms =
+          std::accumulate(gap_own_us_.begin(), gap_own_us_.end(), 0.0) / 1000 / measured_iters;
     result_.preallocated_bytes = store_.prepared_bytes();
     result_.storages_preallocated = store_.prepared_storages();
     result_.inputs_sha256 = store_.inputs_sha256();
@@ -243,6 +253,7 @@ class Runner {
   void ResetOpTimes() {
     op_ms_.assign(plan_.tops.size(), 0.0);
     lane_ms_.assign(plan_.lanes, 0.0);
+    gap_own_us_.assign(plan_.lanes + 1, 0.0);
   }
 
  private:
@@ -287,11 +298,17 @@ class Runner {
     for (int64_t key : s.acquire) store_.Acquire(key);
     switch (s.kind) {
       case Step::Kind::kDelay:
-        Spin(s.delay_us);
+        if (s.host_gap) {
+          WaitHostGap(s);
+        } else {
+          SpinUntil(After(Clock::now(), s.delay_us));
+          Idle(s.lane);
+        }
         break;
       case Step::Kind::kCollective:
       case Step::Kind::kWait:
         RunCollective(i);
+        Idle(s.lane);
         break;
       case Step::Kind::kOp:
         if (options_.profile_path.empty()) {
@@ -304,6 +321,23 @@ class Runner {
         break;
     }
     for (int64_t key : s.drop) store_.Drop(key);
+  }
+
+  // The host thread of `lane` has just finished issuing work: a host gap after it counts from
+  // now.
+  void Idle(int lane) { idle_since_[executor_->HostThreadOf(lane)] = Clock::now(); }
+
+  // A host gap is the original's host time between its thread's ops, no op running: the
+  // replay's own work since its thread's last op (storing outputs, freeing dead tensors, the
+  // loop) fills the gap first, as the original's Python and autograd engine filled it, and it
+  // spins for the rest. Its own work beyond the gap still adds to the step.
+  void WaitHostGap(const Step& s) {
+    const int thread = executor_->HostThreadOf(s.lane);
+    const Clock::time_point now = Clock::now(), until = After(idle_since_[thread], s.delay_us);
+    if (measuring_)
+      gap_own_us_[thread] += std::min(
+          s.delay_us, std::chrono::duration<double, std::micro>(now - idle_since_[thread]).count());
+    SpinUntil(until);
   }
 
   // Under --profile, a composite run as its recorded parts is one cpu_op of its own name
@@ -327,9 +361,9 @@ class Runner {
     torch::jit::Stack& stack = stacks_[s.lane];
     ops::FillStack(
         s.args, [&](size_t k) { return store_.Get(s.sources[k]); }, &stack);
-    const proto::Op& op = w_.ops(s.op_index);
     try {
       s.handle->callBoxed(&stack);
+      Idle(s.lane);
     } catch (const c10::OutOfMemoryError& e) {
       return OutOfMemory(i, e.what_without_backtrace());
     } catch (const c10::Error& e) {
@@ -340,9 +374,9 @@ class Runner {
       if (IsOutOfMemory(e.what())) return OutOfMemory(i, e.what());
       return Fail(i, "exception", FirstLine(e.what()));
     }
-    if (s.recorded_shapes) KeepRecordedShapes(stack, op);
-    for (size_t k = 0; k < stack.size() && k < static_cast<size_t>(op.outputs_size()); ++k)
-      Register(stack[k], op.outputs(static_cast<int>(k)));
+    if (s.recorded_shapes) KeepRecordedShapes(stack, w_.ops(s.op_index));
+    for (size_t k = 0; k < stack.size() && k < s.outputs.size(); ++k)
+      Register(stack[k], s.outputs[k]);
     stack.clear();
     if (first_ && s.check) CheckOutputs(i);
     for (int32_t e : s.releases) store_.Release(e);
@@ -371,13 +405,15 @@ class Runner {
     }
   }
 
-  void Register(const c10::IValue& iv, const proto::Value& rec) {
-    if (iv.isTensor() && rec.kind_case() == proto::Value::kTensor && rec.tensor() >= 0) {
-      if (iv.toTensor().defined()) store_.Put(rec.tensor(), iv.toTensor());
-    } else if (iv.isTensorList() && rec.kind_case() == proto::Value::kList) {
+  void Register(const c10::IValue& iv, const OutputSlot& slot) {
+    if (iv.isTensor() && slot.entry >= 0) {
+      if (iv.toTensor().defined()) store_.Put(slot.entry, iv.toTensor());
+    } else if (iv.isTensorList()) {
       const auto list = iv.toTensorList();
-      for (size_t k = 0; k < list.size() && k < static_cast<size_t>(rec.list().items_size()); ++k)
-        Register(c10::IValue(list.get(k)), rec.list().items(static_cast<int>(k)));
+      for (size_t k = 0; k < list.size() && k < slot.items.size(); ++k) {
+        const at::Tensor t = list.get(k);
+        if (slot.items[k] >= 0 && t.defined()) store_.Put(slot.items[k], t);
+      }
     }
   }
 
@@ -579,6 +615,10 @@ class Runner {
   std::vector<char> disabled_;                                   // per top op
   std::vector<Check> checks_;                                    // per step, first iteration
   std::vector<double> op_ms_, lane_ms_;
+  // Per host thread (Executor::HostThreadOf): when it last finished issuing work, and the
+  // replay's own time inside host gaps over the measured iterations.
+  std::vector<Clock::time_point> idle_since_;
+  std::vector<double> gap_own_us_;
   bool per_op_timed_ = true;
   std::mutex failures_mu_;
   std::vector<Failure> failures_;
@@ -629,6 +669,7 @@ void Merge(const ReplayResult& p, bool several, bool comm, ReplayResult& result,
   result.host_gaps.modelled_from = p.host_gaps.modelled_from;
   result.host_gaps.gaps += p.host_gaps.gaps;
   result.host_gaps.ms += p.host_gaps.ms;
+  result.host_gaps.own_ms += p.host_gaps.own_ms;
   result.per_op_timed = p.per_op_timed;
   if (result.stop_reason.empty()) result.stop_reason = p.stop_reason;
   for (const OpNameStats& s : p.per_op) {

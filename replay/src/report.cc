@@ -381,6 +381,7 @@ class JsonReporter final : public Reporter {
     j.Key("modelled_from").String(r.host_gaps.modelled_from);
     j.Key("gaps").Int(r.host_gaps.gaps);
     j.Key("ms_per_iteration").Double(r.host_gaps.ms);
+    j.Key("own_work_ms_per_iteration").Double(r.host_gaps.own_ms);
     j.Key("exceed_original_step").Bool(GapsExceedOriginalStep(r, w));
     j.EndObject();
     j.Key("setup_ms").Double(r.setup_ms);

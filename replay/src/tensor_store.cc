@@ -7,6 +7,7 @@
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/randint.h>
 #include <ATen/ops/randperm.h>
+#include <c10/core/TensorOptions.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -544,9 +545,14 @@ at::Tensor TensorStore::ViewOf(const c10::Storage& storage, int t) const {
   const proto::Tensor& tensor = w_.tensors(t);
   c10::ScalarType st = c10::kFloat;
   ToScalarType(tensor.dtype(), &st);
-  // On the storage's own device: a host op's output stays on the host in a device replay.
-  at::Tensor view = at::empty({0}, at::TensorOptions().dtype(st).device(storage.device()));
-  view.set_(storage, tensor.offset(), Shape(tensor), Strides(tensor));
+  // On the storage's own device: a host op's output stays on the host in a device replay. What
+  // at::empty({0}).set_(...) makes, without two dispatcher calls: this runs for a view input
+  // of every op that takes one, each iteration.
+  const c10::DispatchKeySet keys(c10::computeDispatchKey(st, c10::kStrided, storage.device()));
+  at::Tensor view = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(storage), keys,
+                                                             c10::scalarTypeToTypeMeta(st));
+  view.unsafeGetTensorImpl()->set_sizes_and_strides(Shape(tensor), Strides(tensor),
+                                                    tensor.offset());
   return view;
 }
 

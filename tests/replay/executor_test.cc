@@ -283,6 +283,26 @@ TEST(Executor, RecordedHostGapsWaitAsTheOriginalsHostDid) {
   EXPECT_EQ(r->host_gaps.gaps, 0);
 }
 
+// The replay's own work after an op (storing its output, freeing what died, the loop) fills the
+// host gap after it, as the original's Python and autograd engine filled it: a gap shorter than
+// that work is filled whole, a long one only in part, and the spin waits the rest.
+TEST(Executor, TheReplaysOwnWorkAfterAnOpFillsTheHostGapFirst) {
+  proto::Workload w = TwoAddsTwoMsApart();
+  auto r = Replay(w, RecordedGapsOnce({250}));
+  ASSERT_THAT(r, IsOk());
+  EXPECT_GT(r->host_gaps.own_ms, 0);
+  EXPECT_LT(r->host_gaps.own_ms, r->host_gaps.ms / 2);
+  EXPECT_GE(r->iteration_ms[0], r->host_gaps.ms);
+
+  // A gap of a nanosecond: the clock read that ends the first op's span alone outlasts it.
+  w.mutable_ops(w.ops_size() - 1)->set_cpu_start_us(1010.001);
+  r = Replay(w, RecordedGapsOnce({0}));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->host_gaps.gaps, 1);
+  EXPECT_NEAR(r->host_gaps.ms, 1e-6, 1e-9);
+  EXPECT_DOUBLE_EQ(r->host_gaps.own_ms, r->host_gaps.ms);
+}
+
 // Three ops a forward pass, the autograd engine and an optimizer issued, no Kineto trace:
 // --host-gaps modelled (and auto, given the figures) waits the given T1 of each op's issuer
 // before it; asked for without figures, it is refused.

@@ -80,6 +80,9 @@ class Executor {
   virtual void Synchronize() = 0;
   // The work times of the last ended iteration, by timing slot.
   virtual const std::vector<WorkTime>& work_times() const = 0;
+  // The host thread that runs `lane`'s work (kHostLane included): 0 is the driving thread,
+  // others count from 1. A GPU issues every lane from the driving thread.
+  virtual int HostThreadOf(int lane) const { return (void)lane, 0; }
 
   virtual MemoryStats Memory() const = 0;
   virtual void ResetPeakMemory() = 0;

@@ -200,6 +200,7 @@ struct ReplayResult {
     std::string modelled_from;                          // modelled: where they come from
     int64_t gaps = 0;            // delays inserted per iteration
     double ms = 0;               // their sum per iteration
+    double own_ms = 0;           // of which the replay's own work filled, per measured iteration
   } host_gaps;
   int64_t estimated_peak_bytes = 0;  // prepared + the recorded sizes alive at once
   DeviceMetrics device_metrics;      // sampled during measured iterations (NVML on GPUs)
