@@ -46,7 +46,9 @@ class CountingAllocator final : public c10::Allocator {
 
   c10::DataPtr allocate(size_t n) override {
     void* data = c10::alloc_cpu(n);
-    Add(data == nullptr ? 0 : static_cast<int64_t>(malloc_usable_size(data)));
+    const int64_t bytes = data == nullptr ? 0 : static_cast<int64_t>(malloc_usable_size(data));
+    Add(bytes);
+    Report(data, bytes);
     return {data, data, &Free, c10::Device(c10::kCPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &Free; }
@@ -63,8 +65,17 @@ class CountingAllocator final : public c10::Allocator {
  private:
   static void Free(void* data) {
     if (data == nullptr) return;
-    Installed().live_.fetch_sub(static_cast<int64_t>(malloc_usable_size(data)));
+    const int64_t bytes = static_cast<int64_t>(malloc_usable_size(data));
+    Installed().live_.fetch_sub(bytes);
+    Installed().Report(data, -bytes);
     c10::free_cpu(data);
+  }
+  // Under a profiler recording memory (replay --profile), each allocation and free is a
+  // [memory] event, as LibTorch's own CPU allocator reports them in the original's trace.
+  void Report(void* data, int64_t bytes) const {
+    if (data != nullptr && c10::memoryProfilingEnabled())
+      c10::reportMemoryUsageToProfiler(data, bytes, static_cast<size_t>(live_.load()), 0,
+                                       c10::Device(c10::kCPU));
   }
   void Add(int64_t bytes) {
     const int64_t now = live_.fetch_add(bytes) + bytes;

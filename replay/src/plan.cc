@@ -65,6 +65,14 @@ bool RunsOn(const c10::OperatorHandle& h, c10::Device device) {
   return false;
 }
 
+// Whether the autograd engine ran in the trace: a training step, whose forward ran with
+// autograd on.
+bool HasBackward(const proto::Workload& w) {
+  for (const proto::Op& op : w.ops())
+    if (op.name().starts_with("autograd::engine::evaluate_function")) return true;
+  return false;
+}
+
 // A table entry or buffer used on more than one lane (ScheduleReleases, ScheduleLeaves).
 constexpr int kSeveralLanes = -100;
 constexpr int kNoLane = -200;
@@ -75,6 +83,7 @@ class Planner {
       : in_(in),
         w_(in.workload),
         remap_host_(!in.device.is_cpu() && CapturedOnHost(in.workload)),
+        training_(HasBackward(in.workload)),
         store_(store) {}
 
   Result<Plan> Build() {
@@ -219,6 +228,7 @@ class Planner {
       s.check = k + 1 == parts.size();
       s.recorded_shapes = eg::HasDataDependentShape(w_.ops(parts[k].first).name());
       s.outputs = OutputSlots(w_.ops(parts[k].first));
+      s.grad_mode = training_ && eg::IssuerOf(w_, in_.tree, index) == eg::Issuer::kForward;
       store_order_.push_back(parts[k].first);
     }
   }
@@ -552,6 +562,7 @@ class Planner {
   const PlanInputs& in_;
   const proto::Workload& w_;
   const bool remap_host_;  // the host devices the trace names are the replay's device
+  const bool training_;    // the trace ran the autograd engine (HasBackward)
   TensorStore& store_;
   Plan plan_;
   std::vector<int> store_order_;  // the ops the store plans, in replay order

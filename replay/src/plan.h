@@ -55,6 +55,10 @@ struct Step {
   std::vector<InputSource> sources;  // where args.tensors[k] comes from
   std::vector<int32_t> releases;     // table entries whose value dies after it
   std::vector<OutputSlot> outputs;   // where its outputs go in the table, by position
+  // Autograd on, as the original ran it: a training step's forward. The autograd engine and the
+  // optimizer run their ops with it off. Ops read it: an LSTM's mkldnn_rnn_layer keeps the
+  // workspace its backward reads only with it on.
+  bool grad_mode = false;
   std::vector<int64_t> acquire;      // --lazy-alloc: prepared buffers to allocate before it
   std::vector<int64_t> drop;         // --lazy-alloc: prepared buffers to free after it
   bool check = false;  // after it, check the top op's recorded outputs (1st iteration)

@@ -357,7 +357,7 @@ class Runner {
 
   void RunOp(int32_t i) {
     const Step& s = plan_.steps[i];
-    at::NoGradGuard no_grad;
+    const c10::AutoGradMode grad_mode(s.grad_mode);
     torch::jit::Stack& stack = stacks_[s.lane];
     ops::FillStack(
         s.args, [&](size_t k) { return store_.Get(s.sources[k]); }, &stack);
@@ -854,7 +854,8 @@ class Session {
     lead.StartSampling();
     sampling_ = true;
     if (options_.profile_path.empty()) return Status::Ok();
-    MIMIC_ASSIGN_OR_RETURN(profile_, ProfileSession::Start(lead.device()));
+    MIMIC_ASSIGN_OR_RETURN(profile_,
+                           ProfileSession::Start(lead.device(), {.shapes = true, .memory = true}));
     return Status::Ok();
   }
 

@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
+#include <torch/library.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -301,6 +303,56 @@ TEST(Executor, TheReplaysOwnWorkAfterAnOpFillsTheHostGapFirst) {
   ASSERT_EQ(r->host_gaps.gaps, 1);
   EXPECT_NEAR(r->host_gaps.ms, 1e-6, 1e-9);
   EXPECT_DOUBLE_EQ(r->host_gaps.own_ms, r->host_gaps.ms);
+}
+
+// A test operator that notes whether autograd was on when it ran.
+std::vector<bool> grad_mode_seen;
+at::Tensor NoteGradMode(const at::Tensor& x) {
+  grad_mode_seen.push_back(c10::GradMode::is_enabled());
+  return x.clone();
+}
+TORCH_LIBRARY(mimic_test, m) { m.def("note_grad_mode(Tensor x) -> Tensor", &NoteGradMode); }
+constexpr const char* kNoteGradMode = "mimic_test::note_grad_mode(Tensor x) -> Tensor";
+
+// The original ran a training step's forward with autograd on, and the autograd engine's and
+// the optimizer's ops with it off; ops read it (an LSTM layer keeps the workspace its backward
+// reads only with it on). The replay runs each op so; a step without a backward (inference)
+// runs with it off throughout.
+TEST(Executor, OpsRunWithAutogradOnOrOffAsTheOriginalRanThem) {
+  WorkloadBuilder b;
+  b.Step(1);
+  const int x = b.Tensor({4}), y = b.Tensor({4}), z = b.Tensor({4}), u = b.Tensor({4});
+  b.Op(kNoteGradMode, {b.T(x)}, {b.T(y)});
+  b.Op(kAdd, {}, {});  // the autograd node's record_function, below
+  b.Op(kNoteGradMode, {b.T(y)}, {b.T(z)});
+  b.Op(kAdd, {}, {});  // the optimizer's record_function, below
+  b.Op(kNoteGradMode, {b.T(z)}, {b.T(u)});
+  proto::Workload w = b.workload();
+  const int64_t step = w.ops(0).id();
+  auto wrap = [&](int wrapper, const char* name) {
+    w.mutable_ops(wrapper)->set_name(name);
+    w.mutable_ops(wrapper)->set_schema(-1);
+    w.mutable_ops(wrapper + 1)->set_parent(w.ops(wrapper).id());
+    w.mutable_ops(wrapper)->set_parent(step);
+  };
+  wrap(2, "autograd::engine::evaluate_function: AddBackward0");
+  wrap(4, "Optimizer.step#SGD.step");
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 0;
+  options.iters = 1;
+  options.host_gaps = HostGaps::kNone;
+  grad_mode_seen.clear();
+  auto r = Replay(w, options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->replayed_ops, 3);
+  EXPECT_EQ(grad_mode_seen, (std::vector<bool>{true, false, false}));
+
+  w.mutable_ops(2)->set_name("Optimizer.zero_grad#SGD.zero_grad");  // no backward now
+  grad_mode_seen.clear();
+  r = Replay(w, options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(grad_mode_seen, (std::vector<bool>{false, false, false}));
 }
 
 // Three ops a forward pass, the autograd engine and an optimizer issued, no Kineto trace:
