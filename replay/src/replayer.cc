@@ -338,6 +338,9 @@ class Runner {
       gap_own_us_[thread] += std::min(
           s.delay_us, std::chrono::duration<double, std::micro>(now - idle_since_[thread]).count());
     SpinUntil(until);
+    // With several lanes the gaps wait on the driving thread and the ops run on their lanes'
+    // threads: the next gap there counts from this one's end.
+    Idle(s.lane);
   }
 
   // Under --profile, a composite run as its recorded parts is one cpu_op of its own name

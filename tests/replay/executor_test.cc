@@ -355,6 +355,28 @@ TEST(Executor, OpsRunWithAutogradOnOrOffAsTheOriginalRanThem) {
   EXPECT_EQ(grad_mode_seen, (std::vector<bool>{false, false, false}));
 }
 
+// With several lanes the gaps wait on the driving thread while the ops run on their lanes'
+// threads: each gap is still waited whole, one after the other.
+TEST(Executor, HostGapsAreWaitedWholeWhenOpsRunOnLanesOfTheirOwn) {
+  WorkloadBuilder b;
+  b.Step(1);
+  const int x = b.Tensor({4}), y = b.Tensor({4}), z = b.Tensor({4}), u = b.Tensor({4});
+  proto::Op* ops[] = {&b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(y)}, 7),
+                      &b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(z)}, 20),
+                      &b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(u)}, 7)};
+  for (int k = 0; k < 3; ++k) {
+    ops[k]->set_has_cpu_span(true);
+    ops[k]->set_cpu_start_us(1000 + 2010 * k);
+    ops[k]->set_cpu_duration_us(10);
+  }
+  auto r = Replay(b.workload(), RecordedGapsOnce({0}));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->lanes.size(), 2u);
+  ASSERT_EQ(r->host_gaps.gaps, 2);
+  EXPECT_DOUBLE_EQ(r->host_gaps.ms, 4.0);
+  EXPECT_GE(r->iteration_ms[0], 4.0);
+}
+
 // Three ops a forward pass, the autograd engine and an optimizer issued, no Kineto trace:
 // --host-gaps modelled (and auto, given the figures) waits the given T1 of each op's issuer
 // before it; asked for without figures, it is refused.
