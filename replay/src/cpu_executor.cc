@@ -158,6 +158,7 @@ class CpuExecutor final : public Executor {
   }
 
   const std::vector<WorkTime>& work_times() const override { return times_; }
+  bool TimesWorkOnHost() const override { return true; }
   int HostThreadOf(int lane) const override {
     return lane < static_cast<int>(first_threaded_) ? 0 : lane + 1;
   }

@@ -154,6 +154,7 @@ class Runner {
                          plan_.host_gap_us / 1000};
     disabled_.assign(plan_.tops.size(), 0);
     checks_.assign(plan_.steps.size(), {});
+    after_call_ms_.assign(plan_.steps.size(), 0.0);
     stacks_.resize(plan_.lanes);
     composites_.resize(plan_.lanes);
     idle_since_.resize(plan_.lanes + 1);
@@ -324,8 +325,10 @@ class Runner {
   }
 
   // The host thread of `lane` has just finished issuing work: a host gap after it counts from
-  // now.
-  void Idle(int lane) { idle_since_[executor_->HostThreadOf(lane)] = Clock::now(); }
+  // now (returned).
+  Clock::time_point Idle(int lane) {
+    return idle_since_[executor_->HostThreadOf(lane)] = Clock::now();
+  }
 
   // A host gap is the original's host time between its thread's ops, no op running: the
   // replay's own work since its thread's last op (storing outputs, freeing dead tensors, the
@@ -364,9 +367,10 @@ class Runner {
     torch::jit::Stack& stack = stacks_[s.lane];
     ops::FillStack(
         s.args, [&](size_t k) { return store_.Get(s.sources[k]); }, &stack);
+    Clock::time_point called{};
     try {
       s.handle->callBoxed(&stack);
-      Idle(s.lane);
+      called = Idle(s.lane);
     } catch (const c10::OutOfMemoryError& e) {
       return OutOfMemory(i, e.what_without_backtrace());
     } catch (const c10::Error& e) {
@@ -383,6 +387,7 @@ class Runner {
     stack.clear();
     if (first_ && s.check) CheckOutputs(i);
     for (int32_t e : s.releases) store_.Release(e);
+    after_call_ms_[i] = std::chrono::duration<double, std::milli>(Clock::now() - called).count();
   }
 
   // An op whose output shapes depend on its inputs' values (nonzero, unique, ...) computed on
@@ -499,21 +504,28 @@ class Runner {
     }
   }
 
+  // An op's time: its step's, less on a host clock what the replay did after the call
+  // returned (storing outputs, freeing the tensors that died with it: the original freed them
+  // between ops, in Python or the autograd engine, where the host gaps hold it).
+  double OpMs(size_t i, const WorkTime& t) const {
+    if (!executor_->TimesWorkOnHost()) return t.duration_ms;
+    return std::max(0.0, t.duration_ms - after_call_ms_[i]);
+  }
+
   void AddOpTimes() {
     const std::vector<WorkTime>& times = executor_->work_times();
     bool any = false;
+    result_.timeline.clear();
     for (size_t i = 0; i < plan_.steps.size() && i < times.size(); ++i) {
       if (times[i].start_ms < 0 || plan_.steps[i].host_gap) continue;
       any = true;
-      op_ms_[plan_.steps[i].top] += times[i].duration_ms;
-      if (plan_.steps[i].lane >= 0) lane_ms_[plan_.steps[i].lane] += times[i].duration_ms;
+      const double ms = OpMs(i, times[i]);
+      op_ms_[plan_.steps[i].top] += ms;
+      if (plan_.steps[i].lane >= 0) lane_ms_[plan_.steps[i].lane] += ms;
+      result_.timeline.push_back(
+          {w_.ops(plan_.steps[i].op_index).id(), plan_.steps[i].lane, times[i].start_ms, ms});
     }
     per_op_timed_ = any || plan_.steps.empty();
-    result_.timeline.clear();
-    for (size_t i = 0; i < plan_.steps.size() && i < times.size(); ++i)
-      if (times[i].start_ms >= 0 && !plan_.steps[i].host_gap)
-        result_.timeline.push_back({w_.ops(plan_.steps[i].op_index).id(), plan_.steps[i].lane,
-                                    times[i].start_ms, times[i].duration_ms});
   }
 
   // --- Collectives: always on lane 0, the driving thread.
@@ -622,6 +634,7 @@ class Runner {
   // replay's own time inside host gaps over the measured iterations.
   std::vector<Clock::time_point> idle_since_;
   std::vector<double> gap_own_us_;
+  std::vector<double> after_call_ms_;  // per step: the replay's own work after its op's call
   bool per_op_timed_ = true;
   std::mutex failures_mu_;
   std::vector<Failure> failures_;

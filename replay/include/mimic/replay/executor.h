@@ -83,6 +83,8 @@ class Executor {
   // The host thread that runs `lane`'s work (kHostLane included): 0 is the driving thread,
   // others count from 1. A GPU issues every lane from the driving thread.
   virtual int HostThreadOf(int lane) const { return (void)lane, 0; }
+  // Whether work_times() are on the host's clock (CPU), not the device's (CUDA events).
+  virtual bool TimesWorkOnHost() const { return false; }
 
   virtual MemoryStats Memory() const = 0;
   virtual void ResetPeakMemory() = 0;
