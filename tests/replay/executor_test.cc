@@ -305,6 +305,32 @@ TEST(Executor, TheReplaysOwnWorkAfterAnOpFillsTheHostGapFirst) {
   EXPECT_DOUBLE_EQ(r->host_gaps.own_ms, r->host_gaps.ms);
 }
 
+// Three ops, each taking the one before's output (the first takes x): one of the forward pass,
+// one the autograd engine ran (under its evaluate_function record_function), one an optimizer
+// ran (under Optimizer.step#SGD.step). `op(b, x, in, out)` adds one.
+template <typename AddOp>
+proto::Workload ForwardBackwardOptimizer(AddOp op) {
+  WorkloadBuilder b;
+  b.Step(1);
+  const int x = b.Tensor({4}), y = b.Tensor({4}), z = b.Tensor({4}), u = b.Tensor({4});
+  op(b, x, x, y);
+  b.Op(kAdd, {}, {});  // the autograd node's record_function, below
+  op(b, x, y, z);
+  b.Op(kAdd, {}, {});  // the optimizer's record_function, below
+  op(b, x, z, u);
+  proto::Workload w = b.workload();
+  const int64_t step = w.ops(0).id();
+  auto wrap = [&](int wrapper, const char* name) {
+    w.mutable_ops(wrapper)->set_name(name);
+    w.mutable_ops(wrapper)->set_schema(-1);
+    w.mutable_ops(wrapper + 1)->set_parent(w.ops(wrapper).id());
+    w.mutable_ops(wrapper)->set_parent(step);
+  };
+  wrap(2, "autograd::engine::evaluate_function: AddBackward0");
+  wrap(4, "Optimizer.step#SGD.step");
+  return w;
+}
+
 // A test operator that notes whether autograd was on when it ran.
 std::vector<bool> grad_mode_seen;
 at::Tensor NoteGradMode(const at::Tensor& x) {
@@ -319,24 +345,8 @@ constexpr const char* kNoteGradMode = "mimic_test::note_grad_mode(Tensor x) -> T
 // reads only with it on). The replay runs each op so; a step without a backward (inference)
 // runs with it off throughout.
 TEST(Executor, OpsRunWithAutogradOnOrOffAsTheOriginalRanThem) {
-  WorkloadBuilder b;
-  b.Step(1);
-  const int x = b.Tensor({4}), y = b.Tensor({4}), z = b.Tensor({4}), u = b.Tensor({4});
-  b.Op(kNoteGradMode, {b.T(x)}, {b.T(y)});
-  b.Op(kAdd, {}, {});  // the autograd node's record_function, below
-  b.Op(kNoteGradMode, {b.T(y)}, {b.T(z)});
-  b.Op(kAdd, {}, {});  // the optimizer's record_function, below
-  b.Op(kNoteGradMode, {b.T(z)}, {b.T(u)});
-  proto::Workload w = b.workload();
-  const int64_t step = w.ops(0).id();
-  auto wrap = [&](int wrapper, const char* name) {
-    w.mutable_ops(wrapper)->set_name(name);
-    w.mutable_ops(wrapper)->set_schema(-1);
-    w.mutable_ops(wrapper + 1)->set_parent(w.ops(wrapper).id());
-    w.mutable_ops(wrapper)->set_parent(step);
-  };
-  wrap(2, "autograd::engine::evaluate_function: AddBackward0");
-  wrap(4, "Optimizer.step#SGD.step");
+  proto::Workload w = ForwardBackwardOptimizer(
+      [](WorkloadBuilder& b, int, int in, int out) { b.Op(kNoteGradMode, {b.T(in)}, {b.T(out)}); });
   ReplayOptions options;
   options.device = "cpu";
   options.warmup = 0;
@@ -381,24 +391,10 @@ TEST(Executor, HostGapsAreWaitedWholeWhenOpsRunOnLanesOfTheirOwn) {
 // --host-gaps modelled (and auto, given the figures) waits the given T1 of each op's issuer
 // before it; asked for without figures, it is refused.
 TEST(Executor, ModelledHostGapsWaitTheT1OfWhatIssuedEachOp) {
-  WorkloadBuilder b;
-  b.Step(1);
-  const int x = b.Tensor({4}), y = b.Tensor({4}), z = b.Tensor({4}), u = b.Tensor({4});
-  b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(y)});
-  b.Op(kAdd, {}, {});  // the autograd node's record_function, below
-  b.Op(kAdd, {b.T(y), b.T(x), b.I(1)}, {b.T(z)});
-  b.Op(kAdd, {}, {});  // the optimizer's record_function, below
-  b.Op(kAdd, {b.T(z), b.T(x), b.I(1)}, {b.T(u)});
-  proto::Workload w = b.workload();
-  const int64_t step = w.ops(0).id();
-  auto wrap = [&](int wrapper, const char* name) {
-    w.mutable_ops(wrapper)->set_name(name);
-    w.mutable_ops(wrapper)->set_schema(-1);
-    w.mutable_ops(wrapper + 1)->set_parent(w.ops(wrapper).id());
-    w.mutable_ops(wrapper)->set_parent(step);
-  };
-  wrap(2, "autograd::engine::evaluate_function: AddBackward0");
-  wrap(4, "Optimizer.step#SGD.step");
+  const proto::Workload w =
+      ForwardBackwardOptimizer([](WorkloadBuilder& b, int x, int in, int out) {
+        b.Op(kAdd, {b.T(in), b.T(x), b.I(1)}, {b.T(out)});
+      });
   ReplayOptions options;
   options.device = "cpu";
   options.num_threads = 1;
