@@ -509,7 +509,9 @@ class ConsoleReporter final : public Reporter {
            r.host_gaps.modelled_from.substr(0, r.host_gaps.modelled_from.find(" (")) + ")");
     if (r.host_gaps.mode == HostGaps::kRecorded)
       line("  host gaps as recorded: " + std::to_string(r.host_gaps.gaps) + " totalling " +
-           Format("%.3f", r.host_gaps.ms) + " ms per iteration (the capture's " +
+           Format("%.3f", r.host_gaps.ms) + " ms per iteration, " +
+           Format("%.3f", r.host_gaps.own_ms) +
+           " ms of it filled by the replay's own work (the capture's " +
            r.host_gaps.capture_cost.Describe() + " taken off, " + r.host_gaps.capture_cost_from +
            ")");
     if (r.host_gaps.mode == HostGaps::kRecorded && w.original().has_host_timeline())

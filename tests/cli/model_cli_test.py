@@ -363,6 +363,8 @@ class CalibrateTest(unittest.TestCase):
             console = next(line for line in r.stdout.splitlines() if "host gaps as recorded" in line)
             self.assertIn(f"the capture's {gaps['capture_cost_us']:.3f} us per event boundary", console)
             self.assertIn(f"taken off, {gaps['capture_cost_from']})", console)
+            self.assertLessEqual(gaps["own_work_ms_per_iteration"], gaps["ms_per_iteration"])
+            self.assertIn(f"{gaps['own_work_ms_per_iteration']:.3f} ms of it filled by the replay's own work", console)
             for key in ("capture_input_tensor_us", "capture_range_us_per_melem", "capture_range_strided_us_per_melem",
                         "capture_saved_us_per_mb"):
                 close(gaps[key], used["cpu_overheads"].get(key, 0))
