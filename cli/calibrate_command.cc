@@ -1,6 +1,7 @@
 // mimic calibrate [--device D] [--threads T] [--base P] [--name N] [--quick] [--workload W...]
 //                 [--only
-//                 index|conv_transpose|conv_strided|values|layouts|sort|capture|cold_dispatch|host_gaps]
+//                 index|conv_transpose|conv_strided|values|layouts|sort|capture|cold_dispatch|
+//                 page_faults|host_gaps]
 //                 [--min-trial-ms MS] -o P.json
 // Under torchrun, srun or mpirun it also sweeps the collectives across the launched ranks.
 #include <cstdio>
@@ -167,10 +168,11 @@ Runner AddCalibrate(CLI::App& app) {
                  "sort), capture "
                  "(what the capture's instrumentation costs the host, "
                  "cpu_overheads.capture_*), cold_dispatch (what a CPU op's dispatch costs once "
-                 "its code went cold, cpu_overheads.in_turn and after_traffic) or host_gaps (the "
+                 "its code went cold, cpu_overheads.in_turn and after_traffic), page_faults "
+                 "(a minor page fault on this host, cpu_overheads.page_fault_us) or host_gaps (the "
                  "per-issuer T1s on the --workload captures, with the base's capture cost)")
       ->check(CLI::IsMember({"index", "conv_transpose", "conv_strided", "values", "layouts", "sort",
-                             "capture", "cold_dispatch", "host_gaps"}));
+                             "capture", "cold_dispatch", "page_faults", "host_gaps"}));
   app.add_flag("--quick", args->options.quick, "A small sweep (seconds, for tests); less accurate");
   app.add_option("-o,--output", args->output, "Platform JSON to write ('-' for stdout)");
   app.add_flag(

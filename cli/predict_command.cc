@@ -72,6 +72,9 @@ Runner AddPredict(CLI::App& app) {
                 p->gpu_active_ms);
     std::printf("  exposed comm     %10.3f ms\n", p->exposed_comm_ms);
     std::printf("  cpu overhead     %10.3f ms\n", p->cpu_overhead_ms);
+    if (p->page_fault_ms > 0)
+      std::printf("  page faults      %10.3f ms (%.0f a step, the original's)\n", p->page_fault_ms,
+                  p->page_faults);
     for (const std::string& n : p->notes) std::printf("  note: %s\n", n.c_str());
     return kExitOk;
   };

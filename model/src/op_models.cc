@@ -1235,7 +1235,11 @@ OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Plat
     cost = BandwidthModel(c, "unary", TouchedBytes(c.in, c.out));
   if (cost.launches && !cost.unmodelled) cost.unmodelled = UnmodelledReason(c, cls);
   if (!IsGpu(p)) cost.compute_us *= ValueSlowdownOf(op, p);
-  if (IsGpu(p) && cost.launches) cost.compute_us = std::max(cost.compute_us, p.min_kernel_us());
+  // An op that launches several kernels (an indexing op's bounds checks and copies back, a
+  // reduction's memset) takes at least the shortest kernel's time for each (docs/model.md).
+  if (IsGpu(p) && cost.launches)
+    cost.compute_us =
+        std::max(cost.compute_us, std::max(1, e.recorded_launches) * p.min_kernel_us());
   return cost;
 }
 

@@ -44,6 +44,9 @@ struct OpEvidence {
   // It is (or an op under it is) ATen's own batch norm (aten::native_batch_norm and its
   // backward, aten::_native_batch_norm_legit), not cuDNN's: its kernels are Normalization.cuh's.
   bool native_batch_norm = false;
+  // The device activities (kernels, copies, memsets) it and the ops under it launched in the
+  // trace: on a GPU each takes at least the platform's min_kernel_us. 0 where none was recorded.
+  int recorded_launches = 0;
 };
 
 // The tensors among `values` (lists included), and the bytes of one (0 for null).

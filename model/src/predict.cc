@@ -205,6 +205,7 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
     std::vector<int> casts;
     e.tf32_kernels = eg::LaunchedTf32Kernel(op);
     e.native_batch_norm = IsNativeBatchNorm(op);
+    e.recorded_launches = op.kernels_size();
     std::vector<int> stack(tree.Children(index).begin(), tree.Children(index).end());
     while (!stack.empty()) {
       const int c = stack.back();
@@ -212,6 +213,7 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
       acc.nodes += 1;
       e.tf32_kernels = e.tf32_kernels || eg::LaunchedTf32Kernel(w.ops(c));
       e.native_batch_norm = e.native_batch_norm || IsNativeBatchNorm(w.ops(c));
+      e.recorded_launches += w.ops(c).kernels_size();
       if (IsValuesOp(w.ops(c).name()))
         for (const proto::Tensor* t : Tensors(w, w.ops(c).outputs())) {
           e.sparse_values_bytes += Bytes(t);
@@ -505,6 +507,32 @@ void SplitGpuActive(bool gpu, bool trace_gpu, const std::vector<std::pair<double
 
 }  // namespace
 
+namespace {
+
+// CPU platforms: the original's page faults per step at this host's cost per fault
+// (Prediction::page_fault_ms). The kernels calibrate measured ran on mapped memory; a job whose
+// heap gives pages back between steps (glibc trims it) maps them afresh every step, and the
+// replay follows it (docs/replay.md). One fault stalls the thread that touched the page, on
+// the step's critical path: added to the iteration whole.
+void AddPageFaults(const proto::Workload& w, const proto::Platform& p, Prediction& pred) {
+  const double us = p.cpu_overheads().page_fault_us();
+  if (p.device_type() == "cuda" || !(us > 0) || !w.original().has_page_faults_per_iteration())
+    return;
+  pred.page_faults = w.original().page_faults_per_iteration();
+  pred.page_fault_ms = pred.page_faults * us / 1000;
+  pred.iteration_ms += pred.page_fault_ms;
+  if (pred.page_faults > 0) {
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "%.0f page faults a step (the original's, from its capture) at %.2f us each: "
+                  "%.3f ms in the iteration",
+                  pred.page_faults, us, pred.page_fault_ms);
+    pred.notes.push_back(line);
+  }
+}
+
+}  // namespace
+
 Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
                            const PredictOptions& opts) {
   Prediction pred;
@@ -730,6 +758,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   for (const auto& [t, c] : cpu_free) end = std::max(end, c);
   for (const auto& [s, f] : stream_free) end = std::max(end, f);
   pred.iteration_ms = end / 1000;
+  AddPageFaults(w, p, pred);
   pred.gpu_active_ms = (gpu ? UnionLength([&] {
                          auto all = compute_iv;
                          all.insert(all.end(), comm_iv.begin(), comm_iv.end());

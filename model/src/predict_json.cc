@@ -21,6 +21,8 @@ std::string PredictionToJson(const Prediction& p) {
   j.Key("comm_ms").Double(p.comm_ms);
   j.Key("exposed_comm_ms").Double(p.exposed_comm_ms);
   j.Key("cpu_overhead_ms").Double(p.cpu_overhead_ms);
+  j.Key("page_fault_ms").Double(p.page_fault_ms);
+  j.Key("page_faults_per_iteration").Optional(Known(p.page_faults));
   for (const auto& [key, g] :
        {std::pair<const char*, const GpuActive&>{"compute", p.compute}, {"modelled", p.modelled}}) {
     j.Key(std::string("gpu_active_") + key + "_ms").Optional(Known(g.predicted_ms));

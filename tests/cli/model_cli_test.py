@@ -233,6 +233,8 @@ class CalibrateTest(unittest.TestCase):
                 self.assertEqual(sorted({e["dtype"] for e in p[table]}), ["bf16", "fp32"], table)
             self.assertGreater(p["peak_flops"]["bf16"]["no_tensor_core"], 0)
             self.assertIn("measured by mimic calibrate", p["sources"]["gemm_efficiency"])
+            self.assertGreater(p["cpu_overheads"]["page_fault_us"], 0)
+            self.assertIn("page_fault_us = median over", p["sources"]["cpu_overheads"])
             # oneDNN's LSTM layer, forward and backward, measured as a layer.
             self.assertEqual(sorted(e.get("pass") for e in p["rnn_efficiency"]), ["backward", "forward"])
             for e in p["rnn_efficiency"]:
@@ -412,6 +414,26 @@ class CalibrateTest(unittest.TestCase):
             r = mimic("calibrate", "--only", "capture", "-o", out)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn("--only capture: give --base P", r.stderr)
+
+    def test_only_page_faults_measures_a_fault_and_keeps_the_rest(self):
+        """`calibrate --only page_faults`: what one minor page fault costs this host (a first
+        write to fresh anonymous memory over the faults the process counted), where it was
+        measured, every other figure of the base as it was; a GPU device is refused."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "p.json")
+            r, p, base = self.calibrate_only(out, "--only", "page_faults", "--trials", "1")
+            us = p["cpu_overheads"]["page_fault_us"]
+            # A fault maps and zeroes a page in the kernel: well above a cached store, well
+            # under a millisecond on any host.
+            self.assertTrue(0.05 < us < 1000, us)
+            self.assertIn("page fault: %f us" % us, r.stderr)
+            self.assertIn("64 MiB of fresh anonymous memory", p["sources"]["cpu_overheads.page_fault_us"])
+            self.assertIn("Page faults (cpu_overheads.page_fault_us): measured by", p["description"])
+            for key in ("dispatch_us", "framework_us", "capture_cost_us"):
+                self.assertAlmostEqual(p["cpu_overheads"][key], base["cpu_overheads"][key], places=9)
+            r = mimic("calibrate", "--only", "page_faults", "--device", "cuda", "--base", "cpu_host", "-o", out)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--only page_faults: measures the CPU only", r.stderr)
 
     def test_only_host_gaps_measures_the_per_issuer_t1_and_keeps_the_rest(self):
         """`calibrate --only host_gaps` on Kineto-linked captures: the three per-issuer T1s,

@@ -720,6 +720,45 @@ TEST(Predict, ShippedCpuPlatformPricesColdInputsAfterAWarmUpIteration) {
   EXPECT_THAT(r->notes, ::testing::Contains(::testing::HasSubstr("measured cold-input slow-down")));
 }
 
+// A CPU job whose heap gives pages back between steps maps them afresh each step: the
+// original's recorded faults per step, each at the host's measured cost, are in the iteration
+// (and said so); not where either is unknown, and not on a GPU platform.
+TEST(Predict, TheOriginalsPageFaultsCostTheHostsFaultEach) {
+  proto::Workload w = LoadSample("mlp");
+  proto::Platform cpu = Builtin("cpu_host");
+  cpu.mutable_cpu_overheads()->set_page_fault_us(1.5);
+  w.mutable_original()->clear_page_faults_per_iteration();
+  auto unknown = Predict(w, cpu);
+  ASSERT_THAT(unknown, IsOk());
+  EXPECT_EQ(unknown->page_fault_ms, 0);
+  EXPECT_EQ(unknown->page_faults, -1);
+
+  w.mutable_original()->set_page_faults_per_iteration(2000);
+  auto faulted = Predict(w, cpu);
+  ASSERT_THAT(faulted, IsOk());
+  EXPECT_DOUBLE_EQ(faulted->page_faults, 2000);
+  EXPECT_DOUBLE_EQ(faulted->page_fault_ms, 3.0);
+  EXPECT_NEAR(faulted->iteration_ms - unknown->iteration_ms, 3.0, 1e-9);
+  EXPECT_THAT(faulted->notes, ::testing::Contains(::testing::HasSubstr(
+                                  "2000 page faults a step (the original's, from its capture)")));
+  EXPECT_THAT(PredictionToJson(*faulted),
+              ::testing::HasSubstr("\"page_faults_per_iteration\": 2000"));
+
+  proto::Workload gpu_job = LoadSample("h200/dlrm");
+  gpu_job.mutable_original()->set_page_faults_per_iteration(2000);
+  proto::Platform h200 = Builtin("h200");
+  h200.mutable_cpu_overheads()->set_page_fault_us(1.5);
+  auto on_gpu = Predict(gpu_job, h200);
+  ASSERT_THAT(on_gpu, IsOk());
+  EXPECT_EQ(on_gpu->page_fault_ms, 0);
+
+  cpu.mutable_cpu_overheads()->set_page_fault_us(0);  // not measured: nothing charged
+  auto unmeasured = Predict(w, cpu);
+  ASSERT_THAT(unmeasured, IsOk());
+  EXPECT_EQ(unmeasured->page_fault_ms, 0);
+  EXPECT_DOUBLE_EQ(unmeasured->iteration_ms, unknown->iteration_ms);
+}
+
 // A two-op GPU workload built by hand: a big GEMM then a small add on the same stream.
 proto::Workload TwoKernels(bool with_collective) {
   proto::Workload w;
@@ -989,6 +1028,13 @@ TEST(Predict, AnInPlaceForeachOpWritesTheListsItsSchemaMarks) {
   EXPECT_EQ(checked, 7);  // mul_ twice, lerp_, addcmul_, div_, add_, addcdiv_
 }
 
+// The kernels, copies and memsets op `index` and the ops under it launched in the trace.
+int Launches(const proto::Workload& w, const eg::OpTree& tree, int index) {
+  int n = w.ops(index).kernels_size();
+  for (int c : tree.Children(index)) n += Launches(w, tree, c);
+  return n;
+}
+
 // The H200 ResNet-50 at batch 64, channels-last bf16: ATen's batch norm kernels walk each
 // channel down the rows an element a step, well below the memory's rate. The platform's cycles
 // per element were fitted on the batch-128 capture; here, held out, each of the 53 forwards and
@@ -1018,8 +1064,11 @@ TEST(Predict, AChannelsLastBatchNormOnAGpuRunsAtItsKernelsCyclesPerElement) {
       const proto::Tensor& x = workload.tensors(op.inputs(backward ? 1 : 0).tensor());
       ++out.ops;
       out.us += o.compute_us;
-      out.at_rate_us += static_cast<double>(x.numel()) *
-                        (backward ? bn.backward_cycles() : bn.forward_cycles()) / sm_hz * 1e6;
+      const double at_rate = static_cast<double>(x.numel()) *
+                             (backward ? bn.backward_cycles() : bn.forward_cycles()) / sm_hz * 1e6;
+      // The smallest maps' two kernels take at least min_kernel_us each.
+      out.at_rate_us +=
+          std::max(at_rate, Launches(workload, tree, tree.IndexOf(o.op_id)) * p.min_kernel_us());
       out.recorded_us += o.original_us;
     }
     return out;
@@ -1168,6 +1217,26 @@ TEST(Predict, Fp32MatmulsWhoseKernelsRanInTf32AndConvolutionsMultiplyOnTensorCor
   const double ratio = conv_ms(fp32_net) / conv_ms(bf16);
   EXPECT_GT(ratio, 1.5);
   EXPECT_LT(ratio, 4);
+}
+
+// An op that launched many short kernels (the H200 DLRM's `Z[:, li, lj]`: an index_put whose
+// bounds checks reduce the indices and copy each result back) takes at least the shortest
+// kernel's time for each, not one kernel's.
+TEST(Predict, AnOpTakesTheShortestKernelsTimeForEachKernelItLaunched) {
+  const proto::Workload w = LoadSample("h200/dlrm");
+  const eg::OpTree tree(w);
+  const proto::Platform h200 = Builtin("h200");
+  auto r = Predict(w, h200, Options(false));
+  ASSERT_THAT(r, IsOk());
+  int checked = 0;
+  for (const OpPrediction& o : r->ops) {
+    if (o.name != "aten::_index_put_impl_") continue;
+    ++checked;
+    const int launches = Launches(w, tree, tree.IndexOf(o.op_id));
+    EXPECT_GE(launches, 4);
+    EXPECT_GE(o.compute_us, launches * h200.min_kernel_us() - 1e-9);
+  }
+  EXPECT_GT(checked, 0);
 }
 
 // hta's sampled_rank0 records some aten::linear calls with other tensors before their own

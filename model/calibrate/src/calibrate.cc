@@ -75,6 +75,7 @@
 #include "mimic/model/platform.h"
 #include "mimic/replay/executor.h"
 #include "mimic/replay/overheads.h"
+#include "page_faults.h"
 
 namespace mimic::calibrate {
 namespace {
@@ -961,11 +962,19 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
                                     return MeasureColdDispatch(std::max(o.trials, 5), c, log);
                                   });
   }
+  if (o.only == "page_faults") {
+    if (o.device != "cpu") return Status::InvalidInput("--only page_faults: measures the CPU only");
+    return CalibrateOverheadsOnly(
+        o, "cpu_overheads.page_fault_us",
+        " Page faults (cpu_overheads.page_fault_us): ", [&](c10::Device, proto::CpuOverheads& c) {
+          return MeasurePageFaults(std::max(o.trials, 5), c, log);
+        });
+  }
   if (!o.only.empty())
     return Status::InvalidInput(
         "--only " + o.only +
-        ": must be index, conv_transpose, conv_strided, values, layouts, sort, capture or "
-        "cold_dispatch");
+        ": must be index, conv_transpose, conv_strided, values, layouts, sort, capture, "
+        "cold_dispatch or page_faults");
   // The replay's executor: the same device selection, allocator and synchronization.
   Result<std::unique_ptr<replay::Executor>> executor = replay::CreateExecutor(o.device);
   if (!executor.ok()) return executor.status();
@@ -1358,7 +1367,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     }
     const std::string per_device =
         gpu ? "t4_us = a tiny aten::add_ launch minus dispatch"
-            : MeasureColdDispatch(std::max(o.trials, 5), *p.mutable_cpu_overheads(), log);
+            : MeasureColdDispatch(std::max(o.trials, 5), *p.mutable_cpu_overheads(), log) + "; " +
+                  MeasurePageFaults(std::max(o.trials, 5), *p.mutable_cpu_overheads(), log);
     (*p.mutable_sources())["cpu_overheads"] =
         measured +
         ": dispatch_us = mean boxed call of aten::t, aten::add, aten::mul_ on one-element "

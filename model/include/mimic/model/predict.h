@@ -82,6 +82,11 @@ struct Prediction {
   // when the workload recorded no kernels.
   double original_gpu_active_ms = -1;
   double cpu_overhead_ms = 0;  // host time that is not op compute (dispatch, launches, gaps)
+  // CPU platforms: the minor page faults the original took per step (its capture's count,
+  // OriginalRun.page_faults_per_iteration), each at the platform's cpu_overheads.page_fault_us,
+  // in iteration_ms; 0 where either is unknown. The ops' models price memory already mapped.
+  double page_fault_ms = 0;
+  double page_faults = -1;  // the count it was priced at; -1 unknown
   // GPU platforms: device busy time without communication (collective ops' and NCCL kernels),
   // so that compute is judged on compute; and of the ops the models see into alone (neither
   // communication nor unmodelled).
