@@ -34,6 +34,20 @@ proto::Workload Shell(const proto::Workload& w) {
   return out;
 }
 
+// The original's per-step counts and times other than its step times, times `k` (k steps in
+// one iteration): the page faults the model and the replay's heap follow, and the system
+// metrics but its utilisation and peak resident set, which are rates and peaks.
+void ScalePerStepFigures(double k, proto::OriginalRun& o) {
+  if (o.has_page_faults_per_iteration())
+    o.set_page_faults_per_iteration(o.page_faults_per_iteration() * k);
+  if (!o.has_system()) return;
+  proto::SystemMetrics& m = *o.mutable_system();
+  m.set_cpu_user_ms(m.cpu_user_ms() * k), m.set_cpu_sys_ms(m.cpu_sys_ms() * k);
+  m.set_minor_faults(m.minor_faults() * k), m.set_major_faults(m.major_faults() * k);
+  m.set_voluntary_switches(m.voluntary_switches() * k);
+  m.set_involuntary_switches(m.involuntary_switches() * k);
+}
+
 // Marks `root` and all its descendants.
 void MarkSubtree(const eg::OpTree& tree, int root, std::vector<char>& marked) {
   std::vector<int> stack = {root};
@@ -357,10 +371,11 @@ Result<proto::Workload> Repeat(const proto::Workload& w, int k) {
   seg.set_name(wrapper.name());
   seg.set_op_id(wrapper_id);
   seg.set_step(step ? step->step() : 0);
-  // The original's figure is per step; k steps take k times as long.
+  // The original's figures are per step; k steps take k times as long, fault k times as often.
   std::vector<double> times(w.original().iteration_ms().begin(), w.original().iteration_ms().end());
   out.mutable_original()->clear_iteration_ms();
   for (double ms : times) out.mutable_original()->add_iteration_ms(ms * k);
+  ScalePerStepFigures(k, *out.mutable_original());
   if (!times.empty())
     out.mutable_original()->set_source(w.original().source() + ", times " + std::to_string(k) + " (repeat)");
   Record(out, "repeat", {{"k", std::to_string(k)}},
@@ -400,8 +415,8 @@ Result<proto::Workload> Compose(const std::vector<proto::Workload>& parts,
   wrapper.set_id(1);
   wrapper.set_schema(-1);
   wrapper.set_name("ProfilerStep#0");
-  double original_ms = 0;
-  bool original_known = true;
+  double original_ms = 0, faults = 0;
+  bool original_known = true, faults_known = true;
   std::string names;
   Offsets o{2, 0, 0, 0, 0, 0};
   for (size_t p = 0; p < parts.size(); ++p) {
@@ -472,6 +487,8 @@ Result<proto::Workload> Compose(const std::vector<proto::Workload>& parts,
       const double median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
       original_ms += median * weights[p];
     }
+    faults_known = faults_known && part.original().has_page_faults_per_iteration();
+    faults += part.original().page_faults_per_iteration() * weights[p];
     names += (p ? "+" : "") + std::to_string(weights[p]) + "x" +
              (part.provenance().sources_size() ? part.provenance().sources(0).path() : "workload");
   }
@@ -482,6 +499,7 @@ Result<proto::Workload> Compose(const std::vector<proto::Workload>& parts,
   if (original_known && !concurrent) {
     out.mutable_original()->add_iteration_ms(original_ms);
     out.mutable_original()->set_source("weighted sum of the components' original medians");
+    if (faults_known) out.mutable_original()->set_page_faults_per_iteration(faults);
   }
   Record(out, "compose", {{"mode", concurrent ? "concurrent" : "seq"}, {"parts", names}},
          std::to_string(parts.size()) + (concurrent ? " workloads as concurrent tenants, " : " workloads in sequence, ") +

@@ -111,6 +111,9 @@ TEST_P(Sample, RepeatRunsKStepsInOneIteration) {
   ASSERT_THAT(s, IsOk());
   int64_t once = 0, thrice = 0;
   ExpectReplaysFully(*s, &once);
+  s->mutable_original()->set_page_faults_per_iteration(700);
+  s->mutable_original()->mutable_system()->set_minor_faults(650);
+  s->mutable_original()->mutable_system()->set_cpu_utilization(1.9);
   auto r = Repeat(*s, 3);
   ASSERT_THAT(r, IsOk());
   ASSERT_EQ(r->segments_size(), 1);
@@ -119,6 +122,10 @@ TEST_P(Sample, RepeatRunsKStepsInOneIteration) {
   ASSERT_EQ(r->original().iteration_ms_size(), s->original().iteration_ms_size());
   for (int i = 0; i < r->original().iteration_ms_size(); ++i)
     EXPECT_DOUBLE_EQ(r->original().iteration_ms(i), 3 * s->original().iteration_ms(i));
+  // Per-step counts are per iteration of three steps now; a rate stays.
+  EXPECT_DOUBLE_EQ(r->original().page_faults_per_iteration(), 3 * 700);
+  EXPECT_DOUBLE_EQ(r->original().system().minor_faults(), 3 * 650);
+  EXPECT_DOUBLE_EQ(r->original().system().cpu_utilization(), 1.9);
   EXPECT_THAT(Repeat(Load(GetParam()), 2), StatusIs(StatusCode::kInvalidInput));  // two steps
 }
 
@@ -168,6 +175,12 @@ TEST(Compose, SequentialMixRunsEveryPartItsWeight) {
     EXPECT_EQ(it->second, part) << "storage " << mix->tensors(i).storage_id();
   }
   ASSERT_EQ(mix->original().iteration_ms_size(), 1);
+  EXPECT_FALSE(mix->original().has_page_faults_per_iteration());  // the samples recorded none
+  parts[0].mutable_original()->set_page_faults_per_iteration(100);
+  parts[1].mutable_original()->set_page_faults_per_iteration(30);
+  auto faulting = Compose(parts, {2, 1}, ComposeMode::kSequential);
+  ASSERT_THAT(faulting, IsOk());
+  EXPECT_DOUBLE_EQ(faulting->original().page_faults_per_iteration(), 2 * 100 + 30);
   EXPECT_THAT(Compose(parts, {1}, ComposeMode::kSequential), StatusIs(StatusCode::kInvalidInput));
 }
 
