@@ -505,10 +505,6 @@ void SplitGpuActive(bool gpu, bool trace_gpu, const std::vector<std::pair<double
   pred.unmodelled.original_gpu_active_ms = UnionLength(recorded.unmodelled) / 1000;
 }
 
-}  // namespace
-
-namespace {
-
 // CPU platforms: the original's page faults per step at this host's cost per fault
 // (Prediction::page_fault_ms). The kernels calibrate measured ran on mapped memory; a job whose
 // heap gives pages back between steps (glibc trims it) maps them afresh every step, and the
