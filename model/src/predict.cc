@@ -508,8 +508,8 @@ void SplitGpuActive(bool gpu, bool trace_gpu, const std::vector<std::pair<double
 // CPU platforms: the original's page faults per step at this host's cost per fault
 // (Prediction::page_fault_ms). The kernels calibrate measured ran on mapped memory; a job whose
 // heap gives pages back between steps (glibc trims it) maps them afresh every step, and the
-// replay follows it (docs/replay.md). One fault stalls the thread that touched the page, on
-// the step's critical path: added to the iteration whole.
+// replay's heap follows it (docs/cli.md, host memory). One fault stalls the thread that
+// touched the page, on the step's critical path: added to the iteration whole.
 void AddPageFaults(const proto::Workload& w, const proto::Platform& p, Prediction& pred) {
   const double us = p.cpu_overheads().page_fault_us();
   if (p.device_type() == "cuda" || !(us > 0) || !w.original().has_page_faults_per_iteration())
