@@ -510,9 +510,13 @@ void SplitGpuActive(bool gpu, bool trace_gpu, const std::vector<std::pair<double
 // heap gives pages back between steps (glibc trims it) maps them afresh every step, and the
 // replay's heap follows it (docs/cli.md, host memory). One fault stalls the thread that
 // touched the page, on the step's critical path: added to the iteration whole.
-void AddPageFaults(const proto::Workload& w, const proto::Platform& p, Prediction& pred) {
+// The count is per step: a selection of a label (part of a step) or of the whole trace (maybe
+// several) is charged none.
+void AddPageFaults(const proto::Workload& w, const proto::Platform& p, const proto::Segment* seg,
+                   Prediction& pred) {
   const double us = p.cpu_overheads().page_fault_us();
-  if (p.device_type() == "cuda" || !(us > 0) || !w.original().has_page_faults_per_iteration())
+  if (p.device_type() == "cuda" || !(us > 0) || !w.original().has_page_faults_per_iteration() ||
+      !seg || seg->kind() != proto::Segment::ITERATION)
     return;
   pred.page_faults = w.original().page_faults_per_iteration();
   pred.page_fault_ms = pred.page_faults * us / 1000;
@@ -754,7 +758,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   for (const auto& [t, c] : cpu_free) end = std::max(end, c);
   for (const auto& [s, f] : stream_free) end = std::max(end, f);
   pred.iteration_ms = end / 1000;
-  AddPageFaults(w, p, pred);
+  AddPageFaults(w, p, seg, pred);
   pred.gpu_active_ms = (gpu ? UnionLength([&] {
                          auto all = compute_iv;
                          all.insert(all.end(), comm_iv.begin(), comm_iv.end());

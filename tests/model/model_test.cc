@@ -752,6 +752,19 @@ TEST(Predict, TheOriginalsPageFaultsCostTheHostsFaultEach) {
   ASSERT_THAT(on_gpu, IsOk());
   EXPECT_EQ(on_gpu->page_fault_ms, 0);
 
+  // A label is part of a step: the step's count is not its.
+  proto::Workload labelled = w;
+  proto::Segment& label = *labelled.add_segments();
+  label.set_kind(proto::Segment::LABEL);
+  label.set_name("## part ##");
+  label.set_op_id(labelled.ops(1).id());
+  PredictOptions part;
+  part.label = "part";
+  auto of_label = Predict(labelled, cpu, part);
+  ASSERT_THAT(of_label, IsOk());
+  EXPECT_EQ(of_label->selection, "## part ##");
+  EXPECT_EQ(of_label->page_fault_ms, 0);
+
   cpu.mutable_cpu_overheads()->set_page_fault_us(0);  // not measured: nothing charged
   auto unmeasured = Predict(w, cpu);
   ASSERT_THAT(unmeasured, IsOk());
