@@ -2,13 +2,16 @@
 """Two mimic builds replaying the same captures, alternately, on a machine whose speed moves by
 the minute: each round replays every capture once with each build, back to back, and the table
 gives each build's median replayed step over the rounds, its ratio to the original's unprofiled
-step (the capture's manifest), and the after build's host-gap figures.
+step (the capture's manifest), the after build's host-gap figures, and each build's page faults
+per measured iteration beside the original's (the manifest's page_faults_per_step), with the
+mean |log| of their ratio (+10 each: a few faults either way count little).
 
 Usage: python3 bench/replay_ab.py --dir WORK --before BIN --after BIN [--rounds 5] [--only a,b]
                                   [--host-gaps recorded|none]
 WORK is a capture folder of bench/fidelity/run.py (manifest.json and each model's traces)."""
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -42,12 +45,14 @@ def main():
         samples = {s["name"]: s for s in json.load(f)["samples"]}
     names = [n for n in samples if not args.only or n in args.only.split(",")]
     steps = {n: {"before": [], "after": []} for n in names}
+    faults = {n: {"before": [], "after": []} for n in names}
     gaps = {}
     for _ in range(args.rounds):
         for n in names:
             for tag, mimic in (("before", args.before), ("after", args.after)):
                 r = replay(mimic, args.dir, n, args.warmup, args.iters, args.host_gaps)
                 steps[n][tag].append(r["iteration_ms"]["median"])
+                faults[n][tag].append(r["memory"]["page_faults_per_iteration"])
                 if tag == "after":
                     gaps.setdefault(n, []).append(r["host_gaps"])
     print("| model | original ms | before: replay ms | ratio | after: replay ms | ratio | "
@@ -65,6 +70,17 @@ def main():
                                        for n in names)
     print(f"| **within +-5 %, mean \\|ratio - 1\\|** | | | {within('before')} of {len(names)}, "
           f"{100 * mean('before'):.1f} % | | {within('after')} of {len(names)}, {100 * mean('after'):.1f} % | | | |")
+    print("\n| model | original's faults a step | before: replay's | after: replay's |")
+    print("|---|---:|---:|---:|")
+    original = lambda n: samples[n].get("page_faults_per_step")
+    for n in names:
+        shown = lambda tag: "/".join(f"{f:.0f}" for f in faults[n][tag])
+        print(f"| {n} | {original(n) if original(n) is not None else '-'} | {shown('before')} | {shown('after')} |")
+    known = [n for n in names if original(n) is not None]
+    off = lambda tag: statistics.mean(abs(math.log((statistics.median(faults[n][tag]) + 10) / (original(n) + 10)))
+                                      for n in known)
+    if known:
+        print(f"| **mean \\|log(replay's / original's)\\|** | | {off('before'):.2f} | {off('after'):.2f} |")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "mimic/base/file.h"
 #include "mimic/base/stats.h"
+#include "mimic/calibrate/calibrate.h"
 #include "mimic/eg/kineto.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
@@ -116,6 +117,19 @@ void NoteCrossPlatform(const LoadedInput& in, const std::string& input, const pr
                     (recorded.ok() ? *recorded : std::string("a GPU")) +
                     ", the prediction is for " + p.name() +
                     "; their differences are a prediction, not errors");
+}
+
+// A host that ran the platform's GEMM points more than 5 % slower or faster after the replay than
+// at calibration (a shared machine's other work, its clocks): the prediction prices the host as
+// calibrated, the replay ran on it as it is now, and that much of their difference is the host's.
+void NoteHostSpeed(const calibrate::HostSpeed& speed, const proto::Platform& p,
+                   std::vector<std::string>& notes) {
+  if (speed.points == 0 || std::abs(speed.ratio - 1) <= 0.05) return;
+  notes.push_back("this host ran " + std::to_string(speed.points) + " of " + p.name() +
+                  "'s GEMM points " + Fmt(speed.ratio, "%.2f") +
+                  "x as long after the replay as when it was calibrated (" + p.calibrated_at() +
+                  "): the prediction prices the host as it was then, the replay ran on it as it "
+                  "is now; calibrate again (mimic calibrate --cache) to price it now");
 }
 
 std::optional<double> Known(double v) { return v >= 0 ? std::optional<double>(v) : std::nullopt; }
@@ -288,6 +302,14 @@ Runner AddCompare(CLI::App& app) {
       if (!r->stop_reason.empty())
         return Fail(Status::Internal("replay stopped early: " + r->stop_reason));
     }
+    // The host's speed against the platform's calibration, after the replay: before it, the
+    // check's own allocations would raise glibc's dynamic mmap and trim thresholds, and the
+    // replay's default heap would then trim (and page-fault) less than the original's did.
+    Result<calibrate::HostSpeed> speed = calibrate::HostSpeed{};
+    if (!args->no_replay &&
+        (platform->device_type() == "cuda") == (ro.device.rfind("cuda", 0) == 0))
+      speed = calibrate::RetimeGemmPoints(*platform, ro.device);
+    if (!speed.ok()) return Fail(speed.status());
 
     model::Comparison c;
     const replay::ReportContext ctx =
@@ -322,6 +344,13 @@ Runner AddCompare(CLI::App& app) {
          Fmt(r->system.cpu_user_ms() + r->system.cpu_sys_ms(), "%.3f")},
         {"original_source", w.original().source().empty() ? "Kineto ProfilerStep span (profiled)"
                                                           : w.original().source()}};
+    if (speed->points > 0) {
+      c.context.push_back({"host_speed_after_replay", Fmt(speed->ratio, "%.3f")});
+      c.context.push_back({"host_speed_how", "the time of " + std::to_string(speed->points) +
+                                                 " of the platform's GEMM points over their "
+                                                 "calibrated time (above 1: slower now); " +
+                                                 speed->how});
+    }
 
     // End to end: the original's own unprofiled steps where the capture manifest has them,
     // else the profiled step span from Kineto.
@@ -399,6 +428,7 @@ Runner AddCompare(CLI::App& app) {
     if (chosen_by != "--platform")
       c.notes.push_back("platform " + platform->name() + ": " + chosen_by);
     NoteCrossPlatform(*in, args->input, *platform, c.notes);
+    NoteHostSpeed(*speed, *platform, c.notes);
     c.notes.insert(c.notes.end(), host_notes.begin(), host_notes.end());
     if (!args->no_replay && !ro.profile_path.empty()) {
       if (Status st = AddProfiledOps(ro.profile_path, w, pred->ops, c); !st.ok()) return Fail(st);

@@ -377,6 +377,45 @@ class CalibrateTest(unittest.TestCase):
                 gaps = json.load(f)["host_gaps"]
             self.assertEqual((gaps["capture_cost_us"], gaps["capture_cost_from"]), (0.25, "given"))
 
+    def test_compare_retimes_the_platforms_gemm_points_and_says_when_the_host_has_changed(self):
+        """compare re-times some of the platform's calibrated GEMM points after the replay:
+        their time now over their calibrated time is in the context; a platform whose points
+        were twice as fast (as if calibrated on a quieter day) is met with a note."""
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {**os.environ, "XDG_CACHE_HOME": tmp}
+            run = lambda *a: subprocess.run([MIMIC, *a], capture_output=True, text=True, env=env, timeout=600)
+            out, halved = os.path.join(tmp, "p.json"), os.path.join(tmp, "halved.json")
+            r = run("calibrate", "--quick", "--trials", "3", "--threads", "1", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                p = json.load(f)
+            timed = next(f"{s} of 3 round-robin trials" for s in ("min", "median")
+                         if f"{s} of 3 round-robin trials" in p["sources"]["gemm_efficiency"])
+            for e in p["gemm_efficiency"]:
+                e["time_us"] = e["time_us"] / 2
+            with open(halved, "w") as f:
+                json.dump(p, f)
+
+            def speed(platform):
+                report = os.path.join(tmp, "c.json")
+                r = run("compare", *sample("mlp"), "--platform", platform, "--threads", "1", "--warmup", "0",
+                        "--iters", "1", "--report", report)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(report) as f:
+                    c = json.load(f)
+                ctx = c["context"]
+                self.assertIn("of the platform's GEMM points over their calibrated time", ctx["host_speed_how"])
+                self.assertIn(f"{timed} each", ctx["host_speed_how"])  # as calibrate timed them
+                return float(ctx["host_speed_after_replay"]), c["notes"], r.stdout
+
+            same, _, _ = speed(out)
+            twice, notes, console = speed(halved)
+        self.assertTrue(0.4 < same < 2.5, same)
+        self.assertTrue(1.3 < twice / same < 3.0, (same, twice))
+        note = next(n for n in notes if "GEMM points" in n)
+        self.assertIn(f"{twice:.2f}x as long after the replay as when it was calibrated", note)
+        self.assertIn(note, console)
+
     def calibrate_only(self, out: str, *args: str):
         """`calibrate --only ... --base cpu_host -o out` with `args`; the run, the platform it wrote and
         the built-in cpu_host it started from, after checking that the base's other figures were

@@ -64,6 +64,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <vector>
 
@@ -1477,6 +1479,79 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   }
   MIMIC_RETURN_IF_ERROR(model::CheckPlatform("calibrated platform", p));
   return p;
+}
+
+namespace {
+
+// How calibrate timed a table, from its source ("... min of 7 round-robin trials ..."): the
+// statistic and the trials into `o`; calibrate's defaults where the source does not say.
+void TimedAsSourceSays(const std::string& source, CalibrateOptions& o) {
+  for (const char* statistic : {"min", "median"}) {
+    const size_t at = source.find(std::string(statistic) + " of ");
+    if (at == std::string::npos) continue;
+    o.statistic = statistic;
+    o.trials = std::max(1, std::atoi(source.c_str() + at + std::strlen(statistic) + 4));
+    return;
+  }
+}
+
+// Up to four of the platform's fp32 one-matrix GEMM points that took 50 us to 5 ms when
+// measured (long enough for the dispatch not to matter, short enough to re-time in a moment),
+// spread over that range.
+std::vector<const proto::EfficiencyPoint*> SpeedPoints(const proto::Platform& p) {
+  std::vector<const proto::EfficiencyPoint*> all;
+  for (const proto::EfficiencyPoint& e : p.gemm_efficiency())
+    if (e.dtype() == "fp32" && e.batch() <= 1 && e.time_us() >= 50 && e.time_us() <= 5000)
+      all.push_back(&e);
+  std::sort(all.begin(), all.end(),
+            [](const auto* a, const auto* b) { return a->time_us() < b->time_us(); });
+  constexpr size_t kMost = 4;
+  if (all.size() <= kMost) return all;
+  std::vector<const proto::EfficiencyPoint*> spread;
+  for (size_t i = 0; i < kMost; ++i) spread.push_back(all[i * (all.size() - 1) / (kMost - 1)]);
+  return spread;
+}
+
+}  // namespace
+
+Result<HostSpeed> RetimeGemmPoints(const proto::Platform& platform, const std::string& device) {
+  HostSpeed speed;
+  const std::vector<const proto::EfficiencyPoint*> points = SpeedPoints(platform);
+  if (points.empty()) return speed;
+  CalibrateOptions o;
+  o.device = device;
+  auto source = platform.sources().find("gemm_efficiency");
+  if (source != platform.sources().end()) TimedAsSourceSays(source->second, o);
+  MIMIC_ASSIGN_OR_RETURN(std::unique_ptr<replay::Executor> executor,
+                         replay::CreateExecutor(device));
+  const int threads = at::get_num_threads();
+  if (platform.threads() > 0) at::set_num_threads(static_cast<int>(platform.threads()));
+  at::NoGradGuard no_grad;
+  Probes probes(o, *executor);
+  const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat).device(executor->device());
+  std::vector<double> ratios;
+  try {
+    std::vector<int> ids;
+    for (const proto::EfficiencyPoint* e : points) {
+      // Into an output of its own: no allocation, whatever the heap's state (a replay's choice).
+      at::Tensor a = at::randn({e->m(), e->k()}, f32), b = at::randn({e->k(), e->n()}, f32),
+                 c = at::empty({e->m(), e->n()}, f32);
+      ids.push_back(probes.Add([a, b, c]() mutable { (void)at::mm_out(c, a, b); }));
+    }
+    probes.RunRounds();
+    for (size_t i = 0; i < points.size(); ++i)
+      ratios.push_back(probes.Us(ids[i]) / points[i]->time_us());
+  } catch (const c10::Error& e) {
+    at::set_num_threads(threads);
+    return Status::Internal(std::string("re-timing GEMM points failed in LibTorch: ") +
+                            e.what_without_backtrace());
+  }
+  at::set_num_threads(threads);
+  speed.points = static_cast<int>(points.size());
+  speed.ratio = Median(ratios);
+  speed.how = "aten::mm into a preallocated output, " + o.statistic + " of " +
+              std::to_string(o.trials) + " round-robin trials each";
+  return speed;
 }
 
 }  // namespace mimic::calibrate

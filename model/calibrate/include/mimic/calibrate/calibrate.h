@@ -46,4 +46,18 @@ using LogFn = std::function<void(const std::string&)>;
 // Unsupported for a device this build or machine does not have.
 Result<proto::Platform> Calibrate(const CalibrateOptions& options, const LogFn& log = nullptr);
 
+// How this host runs a calibrated platform's GEMM points now against when they were measured:
+// on a shared machine the same CPU runs slower or faster from one hour to the next, and a
+// prediction prices the host as it was at calibration.
+struct HostSpeed {
+  int points = 0;    // GEMM points re-timed (fp32, one matrix each, 0.2-5 ms when measured)
+  double ratio = 0;  // median over the points of now / then (above 1: slower now)
+  std::string how;   // how each was timed, as calibrate timed it
+};
+
+// Re-times up to four of `platform`'s measured fp32 GEMM points on `device` as calibrate timed
+// them (its statistic over its round-robin trials; into preallocated outputs, so that the
+// process's heap settings do not matter). `points` is 0 where the platform measured none.
+Result<HostSpeed> RetimeGemmPoints(const proto::Platform& platform, const std::string& device);
+
 }  // namespace mimic::calibrate
