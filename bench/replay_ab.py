@@ -18,16 +18,21 @@ import subprocess
 import tempfile
 
 
+def run_report(cmd, report):
+    """Runs a mimic command that writes a JSON report to `report`; the report (exits on failure)."""
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr[-500:]}")
+    with open(report) as f:
+        return json.load(f)
+
+
 def replay(mimic, work, name, warmup, iters, host_gaps):
     with tempfile.TemporaryDirectory() as d:
         report = os.path.join(d, "r.json")
         cmd = [mimic, "replay", os.path.join(work, f"{name}.et.json.gz"), "--warmup", str(warmup),
                "--iters", str(iters), "--report", report] + (["--host-gaps", host_gaps] if host_gaps else [])
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr[-500:]}")
-        with open(report) as f:
-            return json.load(f)
+        return run_report(cmd, report)
 
 
 def main():

@@ -8,17 +8,14 @@ calibrated (compare's host_speed_after_replay; above 1: slower). Issue #16's CPU
 
   python3 bench/zoo_compare.py --dir /tmp/fidJ/run2 --platform P.json [--rounds 2]
 """
-import argparse, glob, json, os, statistics, subprocess, tempfile
+import argparse, glob, os, statistics, tempfile
+
+from replay_ab import run_report
 
 
 def compare(mimic, d, name, platform, out):
-    cmd = [mimic, "compare", f"{d}/{name}.et.json.gz", "--kineto", f"{d}/{name}.kineto.json.gz",
-           "--platform", platform, "--report", out]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr[-500:]}")
-    with open(out) as f:
-        return json.load(f)
+    return run_report([mimic, "compare", f"{d}/{name}.et.json.gz", "--kineto", f"{d}/{name}.kineto.json.gz",
+                       "--platform", platform, "--report", out], out)
 
 
 def main():
