@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "mimic/eg/collective.h"
@@ -314,6 +315,28 @@ double HalfPrecisionShare(const Ctx& c) {
       if (d == proto::FLOAT16 || d == proto::BFLOAT16) half += Bytes(t);
     }
   return all > 0 ? half / all : 0;
+}
+
+// How many elements ATen's unrolled elementwise kernel gets through per second on GPU `p`:
+// it loads and stores an element at a time (for operands whose dtypes it converts), too few
+// bytes in flight per SM to keep a fast memory busy (Little's law), so its time follows the
+// elements, not the bytes. Per SM, from the H200's largest bf16 -> fp32 cast
+// (fleet_samples/h200/gpt2: 411.7 M elements in 1,169 us, 2.67 G a second on each of 132 SMs;
+// its fp32 -> bf16 twice as fast through the vectorized kernel). The same capture's 6.3 M-element
+// casts run at 2.63 G and its mixed-dtype adds at 2.08 G (docs/benchmarks.md). An A100 then
+// gets through 288 G elements a second, more than its memory lets a cast move: its unrolled
+// casts take about the vectorized ones' time (1.13x at 64 M elements, PyTorch PR #195542).
+double UnrolledElementsPerS(const proto::Platform& p) {
+  constexpr double kPerSm = 2.67e9;
+  return kPerSm * static_cast<double>(std::max<int64_t>(p.sm_count(), 1));
+}
+
+// `cost` of an op that runs in ATen's unrolled elementwise kernel on a GPU, over `elements`:
+// no faster than that kernel gets through them.
+OpCost AtUnrolledRate(const Ctx& c, OpCost cost, double elements) {
+  if (IsGpu(c.p) && c.e.unrolled_kernels == 1)
+    cost.compute_us = std::max(cost.compute_us, elements / UnrolledElementsPerS(c.p) * 1e6);
+  return cost;
 }
 
 // Memory-bound ops: bytes read and written over the effective bandwidth at that size, the
@@ -798,7 +821,13 @@ OpCost ElementwiseModel(const Ctx& c) {
     return BandwidthModel(c, relu ? "threshold_backward_mixed_layout" : "mixed_layout",
                           TouchedBytes(c.in, c.out));
   }
-  return BandwidthModel(c, c.in.size() >= 2 ? "binary" : "unary", TouchedBytes(c.in, c.out));
+  double elements = 0;  // the largest operand's: what the kernel iterates over
+  for (const auto* list : {&c.in, &c.out})
+    for (const proto::Tensor* t : *list)
+      elements = std::max(elements, static_cast<double>(t->numel()));
+  return AtUnrolledRate(
+      c, BandwidthModel(c, c.in.size() >= 2 ? "binary" : "unary", TouchedBytes(c.in, c.out)),
+      elements);
 }
 
 bool OnGpu(const proto::Tensor* t) { return t && t->device().rfind("cuda", 0) == 0; }
@@ -838,6 +867,32 @@ eg::DeviceCopy CopyOf(const Ctx& c) {
   return copy;
 }
 
+// A copy on the device that converts floating-point dtypes (autocast's casts; an fp32 gradient
+// from a bf16 one): its source read and its destination written, each at its own width, at copy
+// bandwidth. ATen converts fp32 to bf16 or fp16 in a vectorized kernel and any other pair in its
+// unrolled one (UnrolledElementsPerS), which the kernels the op recorded confirm where the trace
+// has them (OpEvidence::unrolled_kernels). Empty for a copy that keeps its dtype.
+std::optional<OpCost> DeviceCastCost(const Ctx& c) {
+  const bool copy_ = c.name == "aten::copy_";
+  const proto::Tensor* src =
+      copy_ ? (c.in.size() >= 2 ? c.in[1] : nullptr) : (c.in.empty() ? nullptr : c.in[0]);
+  const proto::Tensor* dst = copy_ ? c.in[0] : (c.out.empty() ? nullptr : c.out[0]);
+  if (!src || !dst || !IsFloating(src->dtype()) || !IsFloating(dst->dtype()) ||
+      src->dtype() == dst->dtype())
+    return std::nullopt;
+  OpEvidence e = c.e;
+  if (e.unrolled_kernels < 0) {
+    const bool down = src->dtype() == proto::FLOAT32 &&
+                      (dst->dtype() == proto::BFLOAT16 || dst->dtype() == proto::FLOAT16);
+    e.unrolled_kernels = down ? 0 : 1;
+  }
+  const Ctx cast{c.w, c.op, c.p, c.name, c.in, c.out, e};
+  OpCost cost = AtUnrolledRate(cast, BandwidthModel(cast, "copy", Bytes(src) + Bytes(dst)),
+                               static_cast<double>(dst->numel()));
+  cost.model = "memcpy";
+  return cost;
+}
+
 // Copies by route: within the device, read and written at copy bandwidth; host<->device over
 // the link at the platform's rate for the direction and host memory; between GPUs over NVLink
 // (else the host link).
@@ -846,10 +901,12 @@ OpCost MemcpyModel(const Ctx& c) {
   for (const proto::Tensor* t : c.out) out_bytes += Bytes(t);
   if (c.name == "aten::copy_" && c.in.size() >= 2) out_bytes = Bytes(c.in[1]);
   if (c.name == "aten::_local_scalar_dense" || c.name == "aten::item") out_bytes = 8;
+  const eg::DeviceCopy copy = IsGpu(c.p) ? CopyOf(c) : eg::DeviceCopy{};
+  if (IsGpu(c.p) && copy.route == eg::CopyRoute::kDeviceToDevice)
+    if (const std::optional<OpCost> cast = DeviceCastCost(c)) return *cast;
   OpCost cost = BandwidthModel(c, "copy", 2 * out_bytes);
   cost.model = "memcpy";
   if (!IsGpu(c.p)) return cost;
-  const eg::DeviceCopy copy = CopyOf(c);
   double rate = 0;
   if (copy.route == eg::CopyRoute::kHostToDevice || copy.route == eg::CopyRoute::kDeviceToHost)
     rate = HostDeviceRate(c.p, copy);

@@ -47,6 +47,10 @@ struct OpEvidence {
   // The device activities (kernels, copies, memsets) it and the ops under it launched in the
   // trace: on a GPU each takes at least the platform's min_kernel_us. 0 where none was recorded.
   int recorded_launches = 0;
+  // Of ATen's elementwise kernels it (or an op under it) launched: 1 where one was the unrolled
+  // kernel (`unrolled_elementwise_kernel`: an element at a time, for operands whose dtypes the
+  // kernel converts), 0 where all were vectorized ones, -1 where the trace recorded neither.
+  int unrolled_kernels = -1;
 };
 
 // The tensors among `values` (lists included), and the bytes of one (0 for null).

@@ -170,6 +170,29 @@ bool IsValuesOp(const std::string& name) {
 // took 1.17 of the op's 1.73 ms.
 bool IsCast(const proto::Op& op) { return op.name() == "aten::_to_copy"; }
 
+// OpEvidence::unrolled_kernels of `op`'s own kernels, on top of `so_far`.
+int UnrolledKernels(const proto::Op& op, int so_far) {
+  for (const proto::Kernel& k : op.kernels()) {
+    if (k.name().find("unrolled_elementwise_kernel") != std::string::npos) return 1;
+    if (k.name().find("vectorized_elementwise_kernel") != std::string::npos)
+      so_far = std::max(so_far, 0);
+  }
+  return so_far;
+}
+
+// The evidence a cast under another op is priced with: its own subtree's elementwise kernels.
+OpEvidence CastEvidence(const proto::Workload& w, const eg::OpTree& tree, int index) {
+  OpEvidence e;
+  std::vector<int> stack{index};
+  while (!stack.empty()) {
+    const int c = stack.back();
+    stack.pop_back();
+    e.unrolled_kernels = UnrolledKernels(w.ops(c), e.unrolled_kernels);
+    for (int g : tree.Children(c)) stack.push_back(g);
+  }
+  return e;
+}
+
 // ATen's own batch norm, forward or backward, where PyTorch did not hand it to cuDNN
 // (aten::cudnn_batch_norm): bf16 input, cuDNN disabled, a 2-D input.
 bool IsNativeBatchNorm(const proto::Op& op) {
@@ -206,6 +229,7 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
     e.tf32_kernels = eg::LaunchedTf32Kernel(op);
     e.native_batch_norm = IsNativeBatchNorm(op);
     e.recorded_launches = op.kernels_size();
+    e.unrolled_kernels = UnrolledKernels(op, -1);
     std::vector<int> stack(tree.Children(index).begin(), tree.Children(index).end());
     while (!stack.empty()) {
       const int c = stack.back();
@@ -214,6 +238,7 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
       e.tf32_kernels = e.tf32_kernels || eg::LaunchedTf32Kernel(w.ops(c));
       e.native_batch_norm = e.native_batch_norm || IsNativeBatchNorm(w.ops(c));
       e.recorded_launches += w.ops(c).kernels_size();
+      e.unrolled_kernels = UnrolledKernels(w.ops(c), e.unrolled_kernels);
       if (IsValuesOp(w.ops(c).name()))
         for (const proto::Tensor* t : Tensors(w, w.ops(c).outputs())) {
           e.sparse_values_bytes += Bytes(t);
@@ -229,7 +254,7 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
     e.recorded_copy = RecordedCopy(w, tree, index);
     if (auto it = tbe.find(index); it != tbe.end()) e.tbe_partner = &w.ops(it->second);
     AddCost(LeafCost(w, op, p, e), acc);
-    for (int c : casts) AddCost(LeafCost(w, w.ops(c), p), acc);
+    for (int c : casts) AddCost(LeafCost(w, w.ops(c), p, CastEvidence(w, tree, c)), acc);
     return;
   }
   // Kernels the op launched itself, beside its children's (compiled code, a custom op that

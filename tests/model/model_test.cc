@@ -1732,6 +1732,51 @@ TEST(Predict, Bf16ElementwiseOpsTakeTheRateMeasuredOnBf16Tensors) {
   EXPECT_NEAR(r->ops[1].compute_us, bf16_bytes / 40e9 * 1e6, 1e-9);
 }
 
+// A cast on the device reads its source and writes its destination, each at its own width.
+// ATen runs fp32 -> bf16 in a vectorized kernel and bf16 -> fp32 in its unrolled one, which gets
+// through 2.67 G elements a second per SM (UnrolledElementsPerS): on an H200's 132 SMs a
+// 64 M-element bf16 -> fp32 cast takes 190 us, not the 105 us its 403 MB take at 80 % of the
+// memory's bandwidth. Where the trace's kernels say the cast ran vectorized (a newer PyTorch's
+// does), it is priced by its bytes; so is an add whose kernel was vectorized, and an add whose
+// kernel was unrolled (bf16 and fp32 operands) is held at that kernel's rate too.
+TEST(Predict, ACastOrAnAddOnTheDeviceRunsAtItsKernelsRate) {
+  proto::Workload w;
+  w.add_types("");
+  w.mutable_provenance()->set_schema(eg::kKinetoOnlySchema);
+  const int64_t n = int64_t{1} << 26;
+  auto width = [](proto::DType d) { return d == proto::FLOAT32 ? 4 : 2; };
+  auto op = [&](int64_t id, const char* name, std::vector<proto::DType> in, proto::DType out,
+                const char* kernel) {
+    proto::Op* o = w.add_ops();
+    o->set_id(id), o->set_name(name), o->set_schema(-1), o->set_thread(1);
+    for (proto::DType d : in) o->add_inputs()->set_tensor(AddTensor(w, {n}, d, width(d)));
+    o->add_outputs()->set_tensor(AddTensor(w, {n}, out, width(out)));
+    if (*kernel) o->add_kernels()->set_name(kernel);
+  };
+  using proto::BFLOAT16, proto::FLOAT32;
+  const char* vectorized = "void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)";
+  const char* unrolled = "void at::native::unrolled_elementwise_kernel<...>(int, ...)";
+  op(1, "aten::_to_copy", {FLOAT32}, BFLOAT16, "");
+  op(2, "aten::_to_copy", {BFLOAT16}, FLOAT32, "");
+  op(3, "aten::_to_copy", {BFLOAT16}, FLOAT32, vectorized);
+  op(4, "aten::add", {FLOAT32, BFLOAT16}, FLOAT32, vectorized);
+  op(5, "aten::add", {FLOAT32, BFLOAT16}, FLOAT32, unrolled);
+  const proto::Platform p = Builtin("h200");
+  auto r = Predict(w, p, Options(false));
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->ops.size(), 5u);
+  const double rate = 0.8 * p.memory_bandwidth_bytes_per_s();
+  const double cast_us = 6.0 * n / rate * 1e6, add_us = 10.0 * n / rate * 1e6;
+  const double elements_us = n / (2.67e9 * static_cast<double>(p.sm_count())) * 1e6;
+  ASSERT_GT(elements_us, add_us);
+  EXPECT_DOUBLE_EQ(r->ops[0].bytes, 6.0 * n);
+  EXPECT_NEAR(r->ops[0].compute_us, cast_us, 1e-6 * cast_us);
+  EXPECT_NEAR(r->ops[1].compute_us, elements_us, 1e-6 * elements_us);
+  EXPECT_NEAR(r->ops[2].compute_us, cast_us, 1e-6 * cast_us);
+  EXPECT_NEAR(r->ops[3].compute_us, add_us, 1e-6 * add_us);
+  EXPECT_NEAR(r->ops[4].compute_us, elements_us, 1e-6 * elements_us);
+}
+
 // A CPU workload's 16 x 64 x 16 x 16 maps: `layout` "nchw", "nhwc" or "broadcast" (a
 // per-channel tensor expanded to the map's shape: stride 0 but along channels).
 int AddMap(proto::Workload& w, const std::string& layout, proto::DType dtype, int itemsize) {
