@@ -11,6 +11,7 @@ import gzip
 import html.parser
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -385,12 +386,14 @@ class CalibrateTest(unittest.TestCase):
             env = {**os.environ, "XDG_CACHE_HOME": tmp}
             run = lambda *a: subprocess.run([MIMIC, *a], capture_output=True, text=True, env=env, timeout=600)
             out, halved = os.path.join(tmp, "p.json"), os.path.join(tmp, "halved.json")
-            r = run("calibrate", "--quick", "--trials", "3", "--threads", "1", "-o", out)
+            # The minimum of five trials, each point's and each re-timing's: the least noise a
+            # shared machine (or a sanitizer build) leaves in a ratio of two timings.
+            r = run("calibrate", "--quick", "--trials", "5", "--statistic", "min", "--threads", "1", "-o", out)
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(out) as f:
                 p = json.load(f)
-            timed = next(f"{s} of 3 round-robin trials" for s in ("min", "median")
-                         if f"{s} of 3 round-robin trials" in p["sources"]["gemm_efficiency"])
+            timed = "min of 5 round-robin trials"
+            self.assertIn(timed, p["sources"]["gemm_efficiency"])
             for e in p["gemm_efficiency"]:
                 e["time_us"] = e["time_us"] / 2
             with open(halved, "w") as f:
@@ -411,9 +414,11 @@ class CalibrateTest(unittest.TestCase):
             same, _, _ = speed(out)
             twice, notes, console = speed(halved)
         self.assertTrue(0.4 < same < 2.5, same)
-        self.assertTrue(1.3 < twice / same < 3.0, (same, twice))
+        self.assertTrue(1.3 < twice / same < 3.5, (same, twice))  # 2, give or take the machine
         note = next(n for n in notes if "GEMM points" in n)
-        self.assertIn(f"{twice:.2f}x as long after the replay as when it was calibrated", note)
+        said = re.search(r"GEMM points ([0-9.]+)x as long after the replay as when it was calibrated", note)
+        self.assertIsNotNone(said, note)
+        self.assertAlmostEqual(float(said.group(1)), twice, delta=0.006)  # %.2f of what context gives to %.3f
         self.assertIn(note, console)
 
     def calibrate_only(self, out: str, *args: str):
