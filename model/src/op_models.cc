@@ -331,11 +331,15 @@ double UnrolledElementsPerS(const proto::Platform& p) {
   return kPerSm * static_cast<double>(std::max<int64_t>(p.sm_count(), 1));
 }
 
-// `cost` of an op that runs in ATen's unrolled elementwise kernel on a GPU, over `elements`:
-// no faster than that kernel gets through them.
-OpCost AtUnrolledRate(const Ctx& c, OpCost cost, double elements) {
-  if (IsGpu(c.p) && c.e.unrolled_kernels == 1)
-    cost.compute_us = std::max(cost.compute_us, elements / UnrolledElementsPerS(c.p) * 1e6);
+// `cost` of an op that runs in ATen's unrolled elementwise kernel on a GPU: no faster than that
+// kernel gets through the elements of its largest operand, what the kernel iterates over.
+OpCost AtUnrolledRate(const Ctx& c, OpCost cost) {
+  if (!IsGpu(c.p) || c.e.unrolled_kernels != 1) return cost;
+  double elements = 0;
+  for (const auto* list : {&c.in, &c.out})
+    for (const proto::Tensor* t : *list)
+      elements = std::max(elements, static_cast<double>(t->numel()));
+  cost.compute_us = std::max(cost.compute_us, elements / UnrolledElementsPerS(c.p) * 1e6);
   return cost;
 }
 
@@ -821,13 +825,8 @@ OpCost ElementwiseModel(const Ctx& c) {
     return BandwidthModel(c, relu ? "threshold_backward_mixed_layout" : "mixed_layout",
                           TouchedBytes(c.in, c.out));
   }
-  double elements = 0;  // the largest operand's: what the kernel iterates over
-  for (const auto* list : {&c.in, &c.out})
-    for (const proto::Tensor* t : *list)
-      elements = std::max(elements, static_cast<double>(t->numel()));
   return AtUnrolledRate(
-      c, BandwidthModel(c, c.in.size() >= 2 ? "binary" : "unary", TouchedBytes(c.in, c.out)),
-      elements);
+      c, BandwidthModel(c, c.in.size() >= 2 ? "binary" : "unary", TouchedBytes(c.in, c.out)));
 }
 
 bool OnGpu(const proto::Tensor* t) { return t && t->device().rfind("cuda", 0) == 0; }
@@ -887,8 +886,7 @@ std::optional<OpCost> DeviceCastCost(const Ctx& c) {
     e.unrolled_kernels = down ? 0 : 1;
   }
   const Ctx cast{c.w, c.op, c.p, c.name, c.in, c.out, e};
-  OpCost cost = AtUnrolledRate(cast, BandwidthModel(cast, "copy", Bytes(src) + Bytes(dst)),
-                               static_cast<double>(dst->numel()));
+  OpCost cost = AtUnrolledRate(cast, BandwidthModel(cast, "copy", Bytes(src) + Bytes(dst)));
   cost.model = "memcpy";
   return cost;
 }

@@ -1530,6 +1530,7 @@ Result<HostSpeed> RetimeGemmPoints(const proto::Platform& platform, const std::s
   Probes probes(o, *executor);
   const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat).device(executor->device());
   std::vector<double> ratios;
+  Status failed = Status::Ok();
   try {
     std::vector<int> ids;
     for (const proto::EfficiencyPoint* e : points) {
@@ -1542,11 +1543,11 @@ Result<HostSpeed> RetimeGemmPoints(const proto::Platform& platform, const std::s
     for (size_t i = 0; i < points.size(); ++i)
       ratios.push_back(probes.Us(ids[i]) / points[i]->time_us());
   } catch (const c10::Error& e) {
-    at::set_num_threads(threads);
-    return Status::Internal(std::string("re-timing GEMM points failed in LibTorch: ") +
-                            e.what_without_backtrace());
+    failed = Status::Internal(std::string("re-timing GEMM points failed in LibTorch: ") +
+                              e.what_without_backtrace());
   }
   at::set_num_threads(threads);
+  if (!failed.ok()) return failed;
   speed.points = static_cast<int>(points.size());
   speed.ratio = Median(ratios);
   speed.how = "aten::mm into a preallocated output, " + o.statistic + " of " +

@@ -50,7 +50,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& options, const LogFn& 
 // on a shared machine the same CPU runs slower or faster from one hour to the next, and a
 // prediction prices the host as it was at calibration.
 struct HostSpeed {
-  int points = 0;    // GEMM points re-timed (fp32, one matrix each, 0.2-5 ms when measured)
+  int points = 0;    // GEMM points re-timed (fp32, one matrix each, 50 us-5 ms when measured)
   double ratio = 0;  // median over the points of now / then (above 1: slower now)
   std::string how;   // how each was timed, as calibrate timed it
 };
