@@ -2,9 +2,11 @@
 """`mimic compare` over every capture of a bench/fidelity/run.py run folder, each replayed now
 and predicted with platform P: per model the prediction's error against the replay and the
 original, and how fast the host ran P's GEMM points right after the replay against when P was
-calibrated (compare's host_speed_after_replay; above 1: slower). Issue #16's CPU target (within
-5 % of the replay after host calibration) read on one machine at one time; run it right after
-`mimic calibrate` on a quiet machine. Markdown.
+calibrated (compare's host_speed_after_replay; above 1: slower), and the error against the replay
+with the prediction priced at the replay's own page faults (end_to_end.page_faults: the count
+moves from run to run of one capture), each side's faults beside it. Issue #16's CPU target
+(within 5 % of the replay after host calibration) read on one machine at one time; run it right
+after `mimic calibrate` on a quiet machine. Markdown.
 
   python3 bench/zoo_compare.py --dir /tmp/fidJ/run2 --platform P.json [--rounds 2]
 """
@@ -32,19 +34,29 @@ def main():
             for n in names:
                 c = compare(a.mimic, a.dir, n, a.platform, os.path.join(tmp, "c.json"))
                 e = c["end_to_end"]
+                f = e.get("page_faults") or {}
                 rows[n].append((e["error_predicted_vs_replay"], e["error_predicted_vs_original"],
-                                float(c["context"].get("host_speed_after_replay", "nan"))))
+                                float(c["context"].get("host_speed_after_replay", "nan")),
+                                f.get("error_predicted_vs_replay_at_replays"),
+                                (f.get("original_per_iteration"), f.get("replay_per_iteration"))))
     print(f"{a.rounds} round(s) of {a.dir}, platform {a.platform}\n")
-    print("| model | predicted vs replay | vs original | host speed after the replay |")
-    print("|---|---:|---:|---:|")
-    pct = lambda v: "/".join(f"{100 * x:+.1f} %" for x in v)
+    print("| model | predicted vs replay | vs original | host speed after the replay "
+          "| vs replay at its page faults | page faults a step: original, replay |")
+    print("|---|---:|---:|---:|---:|---:|")
+    pct = lambda v: "/".join("-" if x is None else f"{100 * x:+.1f} %" for x in v)
+    num = lambda x: "-" if x is None else f"{x:.0f}"
     for n in names:
-        rep, orig, speed = zip(*rows[n])
-        print(f"| {n} | {pct(rep)} | {pct(orig)} | {'/'.join(f'{s:.2f}' for s in speed)} |")
-    med = {n: statistics.median(r[0] for r in rows[n]) for n in names}
-    print(f"| **mean \\|error\\| vs replay (medians), within 5 %** | "
-          f"{100 * statistics.mean(abs(v) for v in med.values()):.1f} %, "
-          f"{sum(abs(v) <= 0.05 for v in med.values())} of {len(names)} | | |")
+        rep, orig, speed, at_faults, faults = zip(*rows[n])
+        counts = "/".join(f"{num(o)}, {num(r)}" for o, r in faults)
+        print(f"| {n} | {pct(rep)} | {pct(orig)} | {'/'.join(f'{s:.2f}' for s in speed)} "
+              f"| {pct(at_faults)} | {counts} |")
+    for col, label in ((0, "vs replay"), (3, "vs replay at its page faults")):
+        med = [statistics.median(r[col] for r in rows[n]) for n in names
+               if all(r[col] is not None for r in rows[n])]
+        if med:
+            print(f"\nmean |error| {label} (medians over rounds): "
+                  f"{100 * statistics.mean(abs(v) for v in med):.1f} %, "
+                  f"{sum(abs(v) <= 0.05 for v in med)} of {len(med)} within 5 %")
 
 
 if __name__ == "__main__":

@@ -134,6 +134,30 @@ void NoteHostSpeed(const calibrate::HostSpeed& speed, const proto::Platform& p,
 
 std::optional<double> Known(double v) { return v >= 0 ? std::optional<double>(v) : std::nullopt; }
 
+// A CPU prediction charges the original's page faults a step (model::Prediction::page_faults);
+// the replay took its own, and the count moves from run to run of one capture, on both sides
+// (glibc's dynamic mmap and trim thresholds follow the process's history: docs/benchmarks.md).
+// The prediction at the replay's count sets the model against the replay without that
+// difference; a note gives it where the two counts differ by more than a tenth.
+void SetPageFaults(const model::Prediction& pred, const proto::Platform& p,
+                   const replay::ReplayResult& r, model::Comparison& c) {
+  const double us = p.cpu_overheads().page_fault_us();
+  if (p.device_type() == "cuda" || !(us > 0) || pred.page_faults < 0 ||
+      r.page_faults_per_iteration < 0 || r.iteration_ms.empty())
+    return;
+  model::PageFaults& f = c.page_faults;
+  f.original = pred.page_faults, f.replay = r.page_faults_per_iteration, f.us_each = us;
+  f.predicted_ms_at_replays = pred.iteration_ms - pred.page_fault_ms + *f.replay * us / 1000;
+  if (std::abs(*f.replay - *f.original) <= 0.1 * std::max(*f.original, *f.replay)) return;
+  const std::optional<double> error =
+      model::RelativeError(f.predicted_ms_at_replays, c.end_to_end.replay_ms);
+  c.notes.push_back("the replay page-faulted " + Fmt(*f.replay, "%.0f") +
+                    " times a step, the original " + Fmt(*f.original, "%.0f") +
+                    " (the count moves from run to run of one capture): priced at the replay's, "
+                    "the prediction is " +
+                    Fmt(*f.predicted_ms_at_replays) + " ms, " + Pct(error) + " against the replay");
+}
+
 // The GPU-active splits and the unmodelled share of `pred`, into `c`.
 void SetUnmodelled(const model::Prediction& pred, model::Comparison& c) {
   c.compute.original_gpu_active_ms = Known(pred.compute.original_ms);
@@ -410,6 +434,7 @@ Runner AddCompare(CLI::App& app) {
       }
     }
     c.notes.insert(c.notes.end(), pred->notes.begin(), pred->notes.end());
+    SetPageFaults(*pred, *platform, *r, c);
     if (!args->no_replay && r->replayed_ops < r->total_ops)
       c.notes.push_back("replay skipped " + std::to_string(r->total_ops - r->replayed_ops) +
                         " of " + std::to_string(r->total_ops) + " ops");

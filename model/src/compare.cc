@@ -32,6 +32,17 @@ void WriteGpuActive(JsonWriter& j, const SideBySide& s) {
   j.EndObject();
 }
 
+void WritePageFaults(JsonWriter& j, const PageFaults& f, std::optional<double> replay_ms) {
+  j.BeginObject();
+  j.Key("original_per_iteration").Optional(f.original);
+  j.Key("replay_per_iteration").Optional(f.replay);
+  j.Key("us_each").Double(f.us_each);
+  j.Key("predicted_ms_at_replays").Optional(f.predicted_ms_at_replays);
+  j.Key("error_predicted_vs_replay_at_replays")
+      .Optional(RelativeError(f.predicted_ms_at_replays, replay_ms));
+  j.EndObject();
+}
+
 void WriteUnmodelled(JsonWriter& j, const UnmodelledOps& u) {
   j.BeginObject();
   j.Key("ops").Int(u.ops);
@@ -256,6 +267,10 @@ std::string RenderComparisonJson(const Comparison& c) {
   WriteGpuActive(j, c.compute);
   j.Key("modelled_gpu_active");
   WriteGpuActive(j, c.modelled);
+  if (c.page_faults.us_each > 0) {
+    j.Key("page_faults");
+    WritePageFaults(j, c.page_faults, c.end_to_end.replay_ms);
+  }
   j.EndObject();
   j.Key("unmodelled");
   WriteUnmodelled(j, c.unmodelled);

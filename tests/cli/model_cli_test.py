@@ -669,6 +669,47 @@ class CompareTest(unittest.TestCase):
                 self.assertEqual(c.cells[(row, key)], fmt(values[key]), (row, key))
             self.assertEqual(c.cells[(row, "ops")], str(values["ops"]))
 
+    def test_compare_prices_the_prediction_at_the_replays_page_faults_too(self):
+        """A CPU prediction charges the original's page faults a step (the capture manifest's);
+        compare also prices it at the replay's own count, which moves from run to run of one
+        capture, and notes the difference where the two counts differ. A manifest without a
+        count gives neither."""
+        with open(os.path.join(SAMPLES, "manifest.json")) as f:
+            manifest = json.load(f)
+        entry = next(s for s in manifest["samples"] if s["name"] == "mlp")
+        with open(os.path.join(ROOT, "platforms", "cpu_host.json")) as f:
+            us = json.load(f)["cpu_overheads"]["page_fault_us"]
+        self.assertGreater(us, 0)
+        reports = {}
+        for faults in (None, 100000):
+            with tempfile.TemporaryDirectory() as tmp:
+                for name in ("mlp.et.json.gz", "mlp.kineto.json.gz"):
+                    shutil.copy(os.path.join(SAMPLES, name), tmp)
+                e = dict(entry, **({} if faults is None else {"page_faults_per_step": faults}))
+                with open(os.path.join(tmp, "manifest.json"), "w") as f:
+                    json.dump({**manifest, "samples": [e], "default": "mlp"}, f)
+                report = os.path.join(tmp, "c.json")
+                r = subprocess.run([MIMIC, "compare", os.path.join(tmp, "mlp.et.json.gz"), "--platform", "cpu_host",
+                                    "--warmup", "1", "--iters", "2", "--report", report],
+                                   capture_output=True, text=True, timeout=600)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(report) as f:
+                    reports[faults] = json.load(f), r.stdout
+        self.assertNotIn("page_faults", reports[None][0]["end_to_end"])
+        c, console = reports[100000]
+        e, f = c["end_to_end"], c["end_to_end"]["page_faults"]
+        replay = f["replay_per_iteration"]
+        self.assertEqual((f["original_per_iteration"], f["us_each"]), (100000, us))
+        self.assertEqual(round(replay), int(c["context"]["replay_page_faults_per_iteration"]))
+        self.assertLess(replay, 50000)  # mlp's replay takes nothing like the edited count
+        self.assertAlmostEqual(f["predicted_ms_at_replays"], e["predicted_ms"] - (100000 - replay) * us / 1000, places=6)
+        self.assertAlmostEqual(f["error_predicted_vs_replay_at_replays"],
+                               (f["predicted_ms_at_replays"] - e["replay_ms"]) / e["replay_ms"], places=6)
+        note = next(n for n in c["notes"] if n.startswith("the replay page-faulted"))
+        self.assertIn(f"{replay:.0f} times a step, the original 100000", note)
+        self.assertIn(f"the prediction is {f['predicted_ms_at_replays']:.3f} ms", note)
+        self.assertIn(note, console)
+
 
 TRACES = os.environ.get("MIMIC_TRACES") or os.path.join(ROOT, "..", "shared", "traces")
 LINEAR = [os.path.join(TRACES, "param-linear", "linear_et.json.gz"),

@@ -41,9 +41,20 @@ struct UnmodelledOps {
   std::vector<ByName> by_name;  // largest recorded first
 };
 
+// CPU platforms: the minor page faults a step each side took, and the prediction priced at the
+// replay's count instead of the original's. The count moves from run to run of one capture (on
+// both sides: glibc's dynamic mmap and trim thresholds follow the process's history), so their
+// difference is the heap's, not the model's.
+struct PageFaults {
+  std::optional<double> original, replay;  // per iteration
+  double us_each = 0;                      // the platform's cpu_overheads.page_fault_us
+  std::optional<double> predicted_ms_at_replays;
+};
+
 struct Comparison {
   std::vector<std::pair<std::string, std::string>> context;  // host, device, input, platform, ...
   SideBySide end_to_end;
+  PageFaults page_faults;  // us_each 0: not priced (GPU platforms, no count, no replay)
   // GPU active time (the *_gpu_active_ms fields) without communication kernels, and of the
   // ops the models see into alone: compute judged on compute.
   SideBySide compute, modelled;
