@@ -75,6 +75,11 @@ def main():
                                        for n in names)
     print(f"| **within +-5 %, mean \\|ratio - 1\\|** | | | {within('before')} of {len(names)}, "
           f"{100 * mean('before'):.1f} % | | {within('after')} of {len(names)}, {100 * mean('after'):.1f} % | | | |")
+    # How far one build's rounds fall apart: (max - min) / median of its replayed steps.
+    spread = lambda tag: statistics.mean((max(steps[n][tag]) - min(steps[n][tag])) / statistics.median(steps[n][tag])
+                                         for n in names)
+    print(f"\nspread of a model's rounds, (max - min) / median, mean over the models: before "
+          f"{100 * spread('before'):.1f} %, after {100 * spread('after'):.1f} %")
     print("\n| model | original's faults a step | before: replay's | after: replay's |")
     print("|---|---:|---:|---:|")
     original = lambda n: samples[n].get("page_faults_per_step")

@@ -135,10 +135,11 @@ void NoteHostSpeed(const calibrate::HostSpeed& speed, const proto::Platform& p,
 std::optional<double> Known(double v) { return v >= 0 ? std::optional<double>(v) : std::nullopt; }
 
 // A CPU prediction charges the original's page faults a step (model::Prediction::page_faults);
-// the replay took its own, and the count moves from run to run of one capture, on both sides
-// (glibc's dynamic mmap and trim thresholds follow the process's history: docs/benchmarks.md).
-// The prediction at the replay's count sets the model against the replay without that
-// difference; a note gives it where the two counts differ by more than a tenth.
+// the replay counted its own: by default the original's, taken on purpose, and its own few;
+// with --heap-trim as many as glibc's heap happens to make, a count that moves from run to run
+// of one capture (docs/cli.md, host memory). The prediction at the replay's count sets the
+// model against the replay without that difference; a note gives it where the two counts
+// differ by more than a tenth.
 void SetPageFaults(const model::Prediction& pred, const proto::Platform& p,
                    const replay::ReplayResult& r, model::Comparison& c) {
   const double us = p.cpu_overheads().page_fault_us();

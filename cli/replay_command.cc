@@ -57,13 +57,9 @@ void AddReplayOptions(CLI::App& app, replay::ReplayOptions& o, std::string& repo
             n > 0 ? replay::ReplayOptions::Heap::kTrimmed : replay::ReplayOptions::Heap::kRetained;
       },
       "Let the C library hand freed host memory back to the kernel, as glibc does by default; host "
-      "tensors "
-      "then page-fault afresh each iteration. --no-heap-trim keeps the heap, as a long-running "
-      "process's is. "
-      "Default: as the original did where its capture recorded its page faults per step (warm up "
-      "trimmed, "
-      "keep the heap unless the original faulted at least half as often as this replay trimmed), "
-      "else kept");
+      "tensors then page-fault afresh, as often as the heap's layout makes them. --no-heap-trim "
+      "keeps the heap, as a long-running process's is. Default: kept, and where the capture "
+      "recorded the original's page faults per step, as many taken on purpose each step");
   app.add_flag("!--no-decompose", o.decompose,
                "Run composite ops (those with no kernel of their own, like max_pool2d or linear) as themselves, "
                "not as the ops the trace recorded under them");

@@ -1,5 +1,6 @@
 #include "mimic/base/host.h"
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
@@ -107,6 +109,40 @@ std::string RetainFreedHeap() {
     return "retained (glibc: no trim, mmap >= 32 MiB)";
 #endif
   return "";
+}
+
+FreshPages::FreshPages(int64_t pages) {
+#if defined(__linux__)
+  page_bytes_ = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_bytes_ <= 0) return;
+  void* p = mmap(nullptr, static_cast<size_t>(pages * page_bytes_), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return;
+  madvise(p, static_cast<size_t>(pages * page_bytes_), MADV_NOHUGEPAGE);  // a fault per page
+  base_ = static_cast<char*>(p), pages_ = pages;
+#else
+  (void)pages;
+#endif
+}
+
+FreshPages::~FreshPages() {
+#if defined(__linux__)
+  if (base_) munmap(base_, static_cast<size_t>(pages_ * page_bytes_));
+#endif
+}
+
+void FreshPages::Touch(int64_t n) {
+  if (n <= 0 || !base_) return;
+  const int64_t first = next_.fetch_add(n, std::memory_order_relaxed);
+  for (int64_t k = first; k < std::min(first + n, pages_); ++k)
+    *static_cast<volatile char*>(base_ + k * page_bytes_) = 1;
+}
+
+void FreshPages::Release() {
+#if defined(__linux__)
+  if (base_) madvise(base_, static_cast<size_t>(pages_ * page_bytes_), MADV_DONTNEED);
+#endif
+  next_.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace mimic

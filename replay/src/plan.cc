@@ -555,6 +555,13 @@ class Planner {
       for (const auto& [step, d] : delta) most = std::max(most, live += d);
       return most;
     };
+    // The fresh memory goes to the op that writes it (a host gap's step names the op it
+    // precedes).
+    for (const auto& [key, l] : intermediates) {
+      size_t i = static_cast<size_t>(l.first);
+      while (i < plan_.steps.size() && plan_.steps[i].kind != Step::Kind::kOp) ++i;
+      if (i < plan_.steps.size()) plan_.steps[i].fresh_bytes += l.bytes;
+    }
     plan_.peak_bytes = store_.planned_bytes() + peak({&intermediates});
     plan_.peak_bytes_lazy = peak({&intermediates, &leaves});
   }

@@ -65,6 +65,8 @@ struct Step {
   // Its outputs' shapes depend on its inputs' values (eg::HasDataDependentShape): an output of
   // another shape than the recorded one is replaced by a stand-in of the recorded shape.
   bool recorded_shapes = false;
+  // Bytes of the intermediate storages it writes first: the fresh memory it takes.
+  int64_t fresh_bytes = 0;
   // kDelay
   double delay_us = 0;
   bool host_gap = false;  // the original's host time before the op (not the op's own time)

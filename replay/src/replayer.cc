@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -177,6 +178,24 @@ class Runner {
 
   bool stopped_before_start() const { return !result_.stop_reason.empty(); }
 
+  // Takes `faults` page faults an iteration on `pages`, before the ops that write fresh
+  // intermediates, in proportion to their bytes (where the original's heap took fresh memory),
+  // and hands the pages back as the iteration ends.
+  void TakePageFaults(FreshPages* pages, int64_t faults) {
+    fresh_pages_ = pages;
+    fault_pages_.assign(plan_.steps.size(), 0);
+    double total = 0, sum = 0;
+    for (const Step& s : plan_.steps) total += static_cast<double>(s.fresh_bytes);
+    if (!(total > 0)) return;
+    int64_t given = 0;
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      sum += static_cast<double>(plan_.steps[i].fresh_bytes);
+      const auto upto =
+          static_cast<int64_t>(std::llround(static_cast<double>(faults) * sum / total));
+      fault_pages_[i] = upto - given, given = upto;
+    }
+  }
+
   // Runs one iteration; returns its time on the executor's clock. Per-op times go to op_ms_
   // when `measure`. An error means the replay must stop (cancelled, out of memory, --strict).
   Result<double> Iterate(bool first, bool measure) {
@@ -197,6 +216,7 @@ class Runner {
       executor_->Submit(s.lane, s.waits, Work{&Runner::RunStepThunk, this, i}, s.event, i);
     }
     while (!pending_.empty() && !stopping_.load()) MIMIC_RETURN_IF_ERROR(Complete(0, measure));
+    if (fresh_pages_) fresh_pages_->Release();
     const double ms = executor_->EndIteration();
     MIMIC_RETURN_IF_ERROR(TakeFailures());
     if (first) TakeChecks();
@@ -312,6 +332,7 @@ class Runner {
         Idle(s.lane);
         break;
       case Step::Kind::kOp:
+        if (fresh_pages_) fresh_pages_->Touch(fault_pages_[i]);
         if (options_.profile_path.empty()) {
           RunOp(i);
         } else {
@@ -635,6 +656,8 @@ class Runner {
   std::vector<Clock::time_point> idle_since_;
   std::vector<double> gap_own_us_;
   std::vector<double> after_call_ms_;  // per step: the replay's own work after its op's call
+  FreshPages* fresh_pages_ = nullptr;  // TakePageFaults
+  std::vector<int64_t> fault_pages_;   // per step: pages to fault before it
   bool per_op_timed_ = true;
   std::mutex failures_mu_;
   std::vector<Failure> failures_;
@@ -760,6 +783,7 @@ class Session {
     MIMIC_RETURN_IF_ERROR(Connect(*first));
     MIMIC_RETURN_IF_ERROR(ResolveHostGaps(first->device()));
     MIMIC_RETURN_IF_ERROR(CreateRunners(std::move(first), device));
+    TakeOriginalsPageFaults();
     result_.setup_ms = MsSince(setup_t0);
     for (const ReplayResult& p : partials_) stopped_ |= !p.stop_reason.empty();
     MIMIC_RETURN_IF_ERROR(Iterate(progress));
@@ -897,33 +921,29 @@ class Session {
     return MsSince(t0);
   }
 
-  // --heap: retained or trimmed as asked; auto follows the original's recorded faults per step
-  // (ChooseHeap after the probe iteration), else retained. A rank of a multi-rank job keeps
-  // the heap: its warm-up may not grow where its peers' does not.
+  // --heap: retained or trimmed as asked; auto retains (TakeOriginalsPageFaults then adds the
+  // original's faults where its capture recorded them).
   void ChooseHeapAtStart() {
-    using Heap = ReplayOptions::Heap;
-    heap_probe_ = options_.heap == Heap::kAuto && !options_.dist &&
-                  w_.original().has_page_faults_per_iteration();
-    if (heap_probe_) {
-      options_.warmup = std::max(options_.warmup, kHeapProbeIteration + 2);
-      result_.heap = "default";  // until ChooseHeap
-      return;
-    }
-    result_.heap = options_.heap == Heap::kTrimmed ? "" : RetainFreedHeap();
+    result_.heap = options_.heap == ReplayOptions::Heap::kTrimmed ? "" : RetainFreedHeap();
     if (result_.heap.empty()) result_.heap = "default";
   }
 
-  // After the probe iteration, run with the C library's trimming heap (`faults` page faults in
-  // it): keeps the heap unless the original faulted at least half as often, the mode whose
-  // faults per iteration are nearer the original's (a kept heap faults about never).
-  void ChooseHeap(int64_t faults) {
-    const double original = w_.original().page_faults_per_iteration();
-    const bool keep = 2 * original < static_cast<double>(faults);
-    std::string kept = keep ? RetainFreedHeap() : "";
-    result_.heap = (kept.empty() ? std::string("default") : kept) +
-                   ", chosen: the original faulted " + std::to_string(std::llround(original)) +
-                   " times per step, this replay " + std::to_string(faults) +
-                   " in a warm-up iteration with the default heap";
+  // --heap auto, where the capture recorded the original's page faults per step: a kept heap
+  // faults about never, and a trimmed one as often as its layout happens to make it (the
+  // original's too: docs/benchmarks.md §2), so the replay keeps the heap and takes the
+  // original's count a step on purpose (Runner::TakePageFaults). Not in a multi-rank replay:
+  // the capture counts one process's faults, not each rank's.
+  void TakeOriginalsPageFaults() {
+    if (options_.heap != ReplayOptions::Heap::kAuto || options_.dist ||
+        !w_.original().has_page_faults_per_iteration() || result_.heap == "default")
+      return;
+    const int64_t faults = std::llround(w_.original().page_faults_per_iteration());
+    fresh_pages_ = std::make_unique<FreshPages>(faults);
+    if (fresh_pages_->pages() == 0) return;
+    for (auto& r : runners_) r->TakePageFaults(fresh_pages_.get(), faults);
+    result_.heap += ", and the original's " + std::to_string(faults) +
+                    " page faults a step taken on purpose before the ops that write fresh "
+                    "memory, in proportion to its bytes";
   }
 
   Status Iterate(const ProgressFn& progress) {
@@ -933,11 +953,8 @@ class Session {
       const bool measure = it >= options_.warmup;
       if (it == options_.warmup) MIMIC_RETURN_IF_ERROR(StartMeasuring(lead));
       if (profile_) profile_->BeginIteration(it - options_.warmup + 1);
-      const bool probe = heap_probe_ && it == kHeapProbeIteration;
-      const int64_t faults = probe ? MinorPageFaults() : 0;
       Result<double> ms = IterateOnce(/*first=*/it == 0, measure);
       if (profile_) profile_->EndIteration();
-      if (probe) ChooseHeap(MinorPageFaults() - faults);
       if (!ms.ok()) {  // the iteration in flight is dropped; the completed ones are reported
         result_.stop_reason = ms.status().message();
         stopped_ = true;
@@ -1032,10 +1049,7 @@ class Session {
   bool sampling_ = false, stopped_ = false;
   int64_t faults_at_first_measured_ = 0;
   ProcessUsage usage_at_first_measured_;
-  // --heap auto: the warm-up iteration whose page faults decide the heap (the first one also
-  // touches every page for the first time), and whether it is still to come.
-  static constexpr int kHeapProbeIteration = 1;
-  bool heap_probe_ = false;
+  std::unique_ptr<FreshPages> fresh_pages_;  // TakeOriginalsPageFaults
 };
 
 }  // namespace

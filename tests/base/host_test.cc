@@ -36,6 +36,25 @@ TEST(Host, RetainedHeapDoesNotFaultFreedBlocksInAgain) {
   EXPECT_LT(faults, 1000) << "minor faults in rounds 2-10";
 }
 
+// Each page of a FreshPages faults once when first written, not again until it is handed back.
+TEST(Host, FreshPagesFaultOncePerPageUntilHandedBack) {
+  FreshPages pages(512);
+  ASSERT_EQ(pages.pages(), 512);
+  int64_t before = MinorPageFaults();
+  pages.Touch(300);
+  pages.Touch(300);  // the last 212 pages, then none left
+  EXPECT_GE(MinorPageFaults() - before, 512);
+  before = MinorPageFaults();
+  pages.Touch(100);  // all touched since the last Release: nothing to write
+  EXPECT_LT(MinorPageFaults() - before, 64);
+  pages.Release();
+  before = MinorPageFaults();
+  pages.Touch(256);
+  const int64_t again = MinorPageFaults() - before;
+  EXPECT_GE(again, 256);
+  EXPECT_LT(again, 256 + 64);
+}
+
 TEST(Host, PageFaultCountGrowsWithFreshPages) {
   const int64_t before = MinorPageFaults();
   constexpr size_t kBytes = 64 << 20;  // above the mmap threshold: fresh pages

@@ -1,6 +1,7 @@
 // What machine this is, for reports and provenance. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -45,5 +46,29 @@ ProcessUsage CurrentProcessUsage();
 // bound). Process-wide and lasting; returns what was set ("" where the C library is not
 // glibc and nothing was changed).
 std::string RetainFreedHeap();
+
+// Host pages to page-fault on purpose, as a heap that hands memory back to the kernel faults
+// it in again: a private anonymous mapping (no transparent huge pages) whose pages are first
+// written one at a time, each a minor fault and a page the kernel zeroes, and handed back all
+// together (madvise MADV_DONTNEED, as glibc's trim does), so that the next writes fault again.
+// Touch may be called from several threads at once. Linux; elsewhere it maps nothing.
+class FreshPages {
+ public:
+  explicit FreshPages(int64_t pages);
+  ~FreshPages();
+  FreshPages(const FreshPages&) = delete;
+  FreshPages& operator=(const FreshPages&) = delete;
+
+  int64_t pages() const { return pages_; }  // 0 where the mapping failed
+  // Writes the next `n` untouched pages (fewer once all were touched since Release).
+  void Touch(int64_t n);
+  // Hands every page back; the next Touch starts again from the first.
+  void Release();
+
+ private:
+  char* base_ = nullptr;
+  int64_t pages_ = 0, page_bytes_ = 0;
+  std::atomic<int64_t> next_{0};
+};
 
 }  // namespace mimic

@@ -51,12 +51,11 @@ struct ReplayOptions {
   int64_t comm_timeout_ms = 300000;
   // The host heap. kRetained keeps freed memory (RetainFreedHeap, base/host.h), so host tensors
   // do not page-fault afresh each iteration; kTrimmed leaves the C library's default, which
-  // hands freed memory back to the kernel. kAuto follows the original where its capture
-  // recorded its page faults per step (OriginalRun.page_faults_per_iteration): the replay
-  // warms up trimmed, counts its own faults in its second warm-up iteration, and keeps the
-  // heap from then on unless the original faulted at least half as often (the mode nearer the
-  // original's faults); it warms up for at least three iterations. Without recorded faults,
-  // and in a multi-rank replay (whose ranks must run the same iterations), kAuto retains.
+  // hands freed memory back to the kernel, as often as the heap's layout happens to make it.
+  // kAuto keeps the heap and, where the capture recorded the original's page faults per step
+  // (OriginalRun.page_faults_per_iteration), takes as many a step on purpose (FreshPages):
+  // before the ops that write fresh memory, in proportion to its bytes, handed back as the
+  // step ends. Not in a multi-rank replay (the capture counts one process's faults).
   enum class Heap { kAuto, kRetained, kTrimmed };
   Heap heap = Heap::kAuto;
   // Run a composite op (no kernel of its own) as the ops the trace recorded under it; false
