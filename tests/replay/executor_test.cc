@@ -168,7 +168,11 @@ TEST(Executor, TheHeapTakesTheOriginalsPageFaultsOnPurpose) {
   EXPECT_THAT(taken->heap, ::testing::StartsWith("retained"));
   EXPECT_THAT(taken->heap,
               ::testing::HasSubstr("the original's 3000 page faults a step taken on purpose"));
-  EXPECT_NEAR(taken->page_faults_per_iteration - unrecorded->page_faults_per_iteration, 3000, 300);
+  // Each step writes 3,000 fresh pages; beyond them, at most y's own 1,000 pages and a few
+  // (the heap may put y elsewhere in a step), as with nothing recorded.
+  EXPECT_GE(taken->page_faults_per_iteration, 3000);
+  EXPECT_LT(taken->page_faults_per_iteration, 3000 + 1500);
+  EXPECT_LT(unrecorded->page_faults_per_iteration, 1500);
 }
 
 // Stream 20 waited for an event recorded on stream 7 after its product was launched (a
