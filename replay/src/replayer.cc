@@ -216,7 +216,10 @@ class Runner {
       executor_->Submit(s.lane, s.waits, Work{&Runner::RunStepThunk, this, i}, s.event, i);
     }
     while (!pending_.empty() && !stopping_.load()) MIMIC_RETURN_IF_ERROR(Complete(0, measure));
-    if (fresh_pages_) fresh_pages_->Release();
+    if (fresh_pages_) {  // once the lanes are done writing them
+      executor_->Synchronize();
+      fresh_pages_->Release();
+    }
     const double ms = executor_->EndIteration();
     MIMIC_RETURN_IF_ERROR(TakeFailures());
     if (first) TakeChecks();
@@ -931,10 +934,12 @@ class Session {
   // --heap auto, where the capture recorded the original's page faults per step: a kept heap
   // faults about never, and a trimmed one as often as its layout happens to make it (the
   // original's too: docs/benchmarks.md §2), so the replay keeps the heap and takes the
-  // original's count a step on purpose (Runner::TakePageFaults). Not in a multi-rank replay:
-  // the capture counts one process's faults, not each rank's.
+  // original's count a step on purpose (Runner::TakePageFaults). On the CPU, where the
+  // intermediates are host memory; not in a multi-rank replay (the capture counts one
+  // process's faults, not each rank's) nor a concurrent mix (one count for several jobs).
   void TakeOriginalsPageFaults() {
-    if (options_.heap != ReplayOptions::Heap::kAuto || options_.dist ||
+    if (options_.heap != ReplayOptions::Heap::kAuto || options_.dist || runners_.size() != 1 ||
+        !runners_[0]->executor().device().is_cpu() ||
         !w_.original().has_page_faults_per_iteration() || result_.heap == "default")
       return;
     const int64_t faults = std::llround(w_.original().page_faults_per_iteration());

@@ -55,7 +55,7 @@ struct ReplayOptions {
   // kAuto keeps the heap and, where the capture recorded the original's page faults per step
   // (OriginalRun.page_faults_per_iteration), takes as many a step on purpose (FreshPages):
   // before the ops that write fresh memory, in proportion to its bytes, handed back as the
-  // step ends. Not in a multi-rank replay (the capture counts one process's faults).
+  // step ends. On the CPU, one job, one rank (the capture counts one process's faults).
   enum class Heap { kAuto, kRetained, kTrimmed };
   Heap heap = Heap::kAuto;
   // Run a composite op (no kernel of its own) as the ops the trace recorded under it; false
