@@ -3,8 +3,9 @@
 and predicted with platform P: per model the prediction's error against the replay and the
 original, and how fast the host ran P's GEMM points right after the replay against when P was
 calibrated (compare's host_speed_after_replay; above 1: slower), and the error against the replay
-with the prediction priced at the replay's own page faults (end_to_end.page_faults: the count
-moves from run to run of one capture), each side's faults beside it. Issue #16's CPU target
+with the prediction priced at the replay's own page faults (end_to_end.page_faults: by default
+the replay takes the original's count, with --heap-trim as many as glibc's heap makes), each
+side's faults beside it. Issue #16's CPU target
 (within 5 % of the replay after host calibration) read on one machine at one time; run it right
 after `mimic calibrate` on a quiet machine. Markdown.
 
