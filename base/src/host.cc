@@ -130,11 +130,14 @@ FreshPages::~FreshPages() {
 #endif
 }
 
-void FreshPages::Touch(int64_t n) {
-  if (n <= 0 || !base_) return;
-  const int64_t first = next_.fetch_add(n, std::memory_order_relaxed);
-  for (int64_t k = first; k < std::min(first + n, pages_); ++k)
-    *static_cast<volatile char*>(base_ + k * page_bytes_) = 1;
+std::pair<int64_t, int64_t> FreshPages::Claim(int64_t n) {
+  if (n <= 0 || !base_) return {0, 0};
+  const int64_t first = std::min(next_.fetch_add(n, std::memory_order_relaxed), pages_);
+  return {first, std::min(first + n, pages_)};
+}
+
+void FreshPages::Touch(int64_t first, int64_t end) {
+  for (int64_t k = first; k < end; ++k) *static_cast<volatile char*>(base_ + k * page_bytes_) = 1;
 }
 
 void FreshPages::Release() {

@@ -33,6 +33,7 @@
 #include "mimic/eg/workload.h"
 #include "mimic/ops/dispatch.h"
 #include "mimic/replay/executor.h"
+#include "mimic/replay/page_faults.h"
 #include "plan.h"
 #include "profile.h"
 #include "tensor_store.h"
@@ -335,7 +336,7 @@ class Runner {
         Idle(s.lane);
         break;
       case Step::Kind::kOp:
-        if (fresh_pages_) fresh_pages_->Touch(fault_pages_[i]);
+        if (fresh_pages_) FaultInOnIntraOpThreads(*fresh_pages_, fault_pages_[i]);
         if (options_.profile_path.empty()) {
           RunOp(i);
         } else {

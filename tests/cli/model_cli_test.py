@@ -462,7 +462,8 @@ class CalibrateTest(unittest.TestCase):
 
     def test_only_page_faults_measures_a_fault_and_keeps_the_rest(self):
         """`calibrate --only page_faults`: what one minor page fault costs this host (a first
-        write to fresh anonymous memory and its munmap over the faults the process counted), where it was
+        write to each page of fresh anonymous memory on the intra-op threads, as the replay takes
+        the original's faults, and the hand-back, over the faults the process counted), where it was
         measured, every other figure of the base as it was; a GPU device is refused."""
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "p.json")
@@ -472,7 +473,8 @@ class CalibrateTest(unittest.TestCase):
             # under a millisecond on any host.
             self.assertTrue(0.05 < us < 1000, us)
             self.assertIn("page fault: %f us" % us, r.stderr)
-            self.assertIn("64 MiB of fresh anonymous memory and its munmap", p["sources"]["cpu_overheads.page_fault_us"])
+            self.assertIn("64 MiB of fresh anonymous memory on the intra-op threads",
+                          p["sources"]["cpu_overheads.page_fault_us"])
             self.assertIn("Page faults (cpu_overheads.page_fault_us): measured by", p["description"])
             for key in ("dispatch_us", "framework_us", "capture_cost_us"):
                 self.assertAlmostEqual(p["cpu_overheads"][key], base["cpu_overheads"][key], places=9)

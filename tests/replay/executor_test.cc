@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
+#include <sys/resource.h>
 #include <torch/library.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "mimic/eg/kineto.h"
 #include "mimic/eg/workload.h"
 #include "mimic/replay/overheads.h"
+#include "mimic/replay/page_faults.h"
 #include "mimic/replay/replayer.h"
 #include "testing.h"
 #include "workload_builder.h"
@@ -173,6 +175,29 @@ TEST(Executor, TheHeapTakesTheOriginalsPageFaultsOnPurpose) {
   EXPECT_GE(taken->page_faults_per_iteration, 3000);
   EXPECT_LT(taken->page_faults_per_iteration, 3000 + 1500);
   EXPECT_LT(unrecorded->page_faults_per_iteration, 1500);
+}
+
+int64_t ThisThreadsMinorFaults() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_minflt;
+}
+
+// The faults taken on purpose are taken as an op's output is written: by its intra-op threads,
+// each a part, not all by the thread that issues the op.
+TEST(Executor, FaultsTakenOnPurposeAreSplitAmongTheIntraOpThreads) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  FreshPages pages(4096);
+  ASSERT_EQ(pages.pages(), 4096);
+  const int64_t before = MinorPageFaults(), mine_before = ThisThreadsMinorFaults();
+  FaultInOnIntraOpThreads(pages, 4096);
+  const int64_t all = MinorPageFaults() - before, mine = ThisThreadsMinorFaults() - mine_before;
+  at::set_num_threads(threads);
+  EXPECT_GE(all, 4096);
+  EXPECT_LT(mine, 3 * 4096 / 4) << "of " << all << " faults, the issuing thread took";
+  FaultInOnIntraOpThreads(pages, 1);  // all taken since the mapping: nothing left to write
+  EXPECT_LT(MinorPageFaults() - before - all, 64);
 }
 
 // Stream 20 waited for an event recorded on stream 7 after its product was launched (a

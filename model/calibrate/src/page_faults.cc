@@ -1,6 +1,5 @@
 #include "page_faults.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -9,27 +8,25 @@
 
 #include "mimic/base/host.h"
 #include "mimic/base/stats.h"
+#include "mimic/replay/page_faults.h"
 
 namespace mimic::calibrate {
 namespace {
 
-constexpr size_t kRegionBytes = size_t{64} << 20;
+constexpr int64_t kRegionBytes = int64_t{64} << 20;
 
 // One round: microseconds per counted fault, or -1 where the region could not be mapped or
-// nothing faulted. A page as a trimming heap takes it: its first write, the kernel zeroing a
-// fresh page, and its hand-back (munmap, as glibc unmaps a large block or trims its heap's
-// top), about a fifth of the whole on a Linux VM.
+// nothing faulted. A fault as the replay takes the original's (FaultInOnIntraOpThreads): first
+// writes on the intra-op threads, each a page the kernel zeroes, and the hand-back of them all
+// (MADV_DONTNEED, as glibc trims its heap's top), a fifth of the whole on a Linux VM.
 double MicrosecondsPerFault() {
-  void* region =
-      mmap(nullptr, kRegionBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (region == MAP_FAILED) return -1;
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  volatile char* bytes = static_cast<char*>(region);
+  FreshPages pages(kRegionBytes / sysconf(_SC_PAGESIZE));
+  if (pages.pages() == 0) return -1;
   const int64_t before = MinorPageFaults();
   const auto t0 = std::chrono::steady_clock::now();
-  for (size_t offset = 0; offset < kRegionBytes; offset += page) bytes[offset] = 1;
+  replay::FaultInOnIntraOpThreads(pages, pages.pages());
   const int64_t faults = MinorPageFaults() - before;
-  munmap(region, kRegionBytes);
+  pages.Release();
   const double us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   return faults > 0 ? us / static_cast<double>(faults) : -1;
@@ -46,8 +43,8 @@ std::string MeasurePageFaults(int rounds, proto::CpuOverheads& c,
   c.set_page_fault_us(Median(per_fault));
   log("page fault: " + std::to_string(c.page_fault_us()) + " us");
   return "page_fault_us = median over " + std::to_string(per_fault.size()) +
-         " rounds of a first write to each page of 64 MiB of fresh anonymous memory and its "
-         "munmap, over the minor faults counted";
+         " rounds of a first write to each page of 64 MiB of fresh anonymous memory on the "
+         "intra-op threads, and its hand-back, over the minor faults counted";
 }
 
 }  // namespace mimic::calibrate

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace mimic {
 
@@ -60,8 +61,16 @@ class FreshPages {
   FreshPages& operator=(const FreshPages&) = delete;
 
   int64_t pages() const { return pages_; }  // 0 where the mapping failed
-  // Writes the next `n` untouched pages (fewer once all were touched since Release).
-  void Touch(int64_t n);
+  int64_t page_bytes() const { return page_bytes_; }
+  char* page(int64_t k) const { return base_ + k * page_bytes_; }
+  // Takes the next `n` untouched pages (fewer once all were taken since Release): [first, end).
+  std::pair<int64_t, int64_t> Claim(int64_t n);
+  // Writes pages [first, end) of a claim; threads may each write a part of one.
+  void Touch(int64_t first, int64_t end);
+  void Touch(int64_t n) {  // claims and writes them
+    const auto [first, end] = Claim(n);
+    Touch(first, end);
+  }
   // Hands every page back; the next Touch starts again from the first.
   void Release();
 

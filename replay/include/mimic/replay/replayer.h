@@ -54,8 +54,9 @@ struct ReplayOptions {
   // hands freed memory back to the kernel, as often as the heap's layout happens to make it.
   // kAuto keeps the heap and, where the capture recorded the original's page faults per step
   // (OriginalRun.page_faults_per_iteration), takes as many a step on purpose (FreshPages):
-  // before the ops that write fresh memory, in proportion to its bytes, handed back as the
-  // step ends. On the CPU, one job, one rank (the capture counts one process's faults).
+  // before the ops that write fresh memory, in proportion to its bytes, on the intra-op threads
+  // (FaultInOnIntraOpThreads), handed back as the step ends. On the CPU, one job, one rank (the
+  // capture counts one process's faults).
   enum class Heap { kAuto, kRetained, kTrimmed };
   Heap heap = Heap::kAuto;
   // Run a composite op (no kernel of its own) as the ops the trace recorded under it; false
