@@ -18,7 +18,7 @@ constexpr int64_t kRegionBytes = int64_t{64} << 20;
 // One round: microseconds per counted fault, or -1 where the region could not be mapped or
 // nothing faulted. A fault as the replay takes the original's (FaultInOnIntraOpThreads): first
 // writes on the intra-op threads, each a page the kernel zeroes, and the hand-back of them all
-// (MADV_DONTNEED, as glibc trims its heap's top), a fifth of the whole on a Linux VM.
+// (MADV_DONTNEED, as glibc trims its heap's top).
 double MicrosecondsPerFault() {
   FreshPages pages(kRegionBytes / sysconf(_SC_PAGESIZE));
   if (pages.pages() == 0) return -1;

@@ -49,10 +49,11 @@ ProcessUsage CurrentProcessUsage();
 std::string RetainFreedHeap();
 
 // Host pages to page-fault on purpose, as a heap that hands memory back to the kernel faults
-// it in again: a private anonymous mapping (no transparent huge pages) whose pages are first
-// written one at a time, each a minor fault and a page the kernel zeroes, and handed back all
-// together (madvise MADV_DONTNEED, as glibc's trim does), so that the next writes fault again.
-// Touch may be called from several threads at once. Linux; elsewhere it maps nothing.
+// it in again: a private anonymous mapping (no transparent huge pages) whose pages are claimed
+// and first written a few at a time, each a minor fault and a page the kernel zeroes, and
+// handed back all together (madvise MADV_DONTNEED, as glibc's trim does), so that the next
+// writes fault again. Claim and Touch may be called from several threads at once (each thread
+// writing its own pages). Linux; elsewhere it maps nothing.
 class FreshPages {
  public:
   explicit FreshPages(int64_t pages);
@@ -67,11 +68,7 @@ class FreshPages {
   std::pair<int64_t, int64_t> Claim(int64_t n);
   // Writes pages [first, end) of a claim; threads may each write a part of one.
   void Touch(int64_t first, int64_t end);
-  void Touch(int64_t n) {  // claims and writes them
-    const auto [first, end] = Claim(n);
-    Touch(first, end);
-  }
-  // Hands every page back; the next Touch starts again from the first.
+  // Hands every page back; the next Claim starts again from the first.
   void Release();
 
  private:
