@@ -713,10 +713,12 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
       cpu_overhead_us += o.overhead_us;
     } else if (!gpu) {
       // A CPU platform: the op runs on its thread; the replay's own cost of issuing it, each
-      // dispatch the platform's dispatcher overhead, the leaves their compute.
+      // dispatch the platform's dispatcher overhead, the leaves their compute. The replay's
+      // own work around an op (preparing its arguments, storing its outputs) fills the host gap
+      // before it, as the original's Python filled it: only what outlasts the gap adds.
       const auto cold = cold_dispatch.find(i);
-      o.overhead_us =
-          oh.framework + sc.nodes * oh.dispatch + (cold == cold_dispatch.end() ? 0 : cold->second);
+      o.overhead_us = std::max(0.0, oh.framework - gap) + sc.nodes * oh.dispatch +
+                      (cold == cold_dispatch.end() ? 0 : cold->second);
       o.predicted_us = o.compute_us + o.overhead_us;
       cursor += o.predicted_us;
       cpu_overhead_us += o.overhead_us;

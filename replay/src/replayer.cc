@@ -157,6 +157,12 @@ class Runner {
     disabled_.assign(plan_.tops.size(), 0);
     checks_.assign(plan_.steps.size(), {});
     after_call_ms_.assign(plan_.steps.size(), 0.0);
+    before_call_ms_.assign(plan_.steps.size(), 0.0);
+    gap_ends_at_call_.assign(plan_.steps.size(), 0);
+    for (size_t i = 1; i < plan_.steps.size(); ++i)
+      gap_ends_at_call_[i - 1] = plan_.steps[i - 1].host_gap &&
+                                 plan_.steps[i].kind == Step::Kind::kOp &&
+                                 plan_.steps[i].lane == plan_.steps[i - 1].lane;
     stacks_.resize(plan_.lanes);
     composites_.resize(plan_.lanes);
     idle_since_.resize(plan_.lanes + 1);
@@ -320,11 +326,13 @@ class Runner {
   void RunStep(int32_t i) {
     const Step& s = plan_.steps[i];
     if (stopping_.load(std::memory_order_relaxed) || disabled_[s.top]) return;
+    const Clock::time_point entered = Clock::now();
     for (int64_t key : s.acquire) store_.Acquire(key);
     switch (s.kind) {
       case Step::Kind::kDelay:
+        if (gap_ends_at_call_[i]) break;  // the op's step waits it out, its stack prepared
         if (s.host_gap) {
-          WaitHostGap(s);
+          WaitHostGap(s.lane, s.delay_us);
         } else {
           SpinUntil(After(Clock::now(), s.delay_us));
           Idle(s.lane);
@@ -336,6 +344,8 @@ class Runner {
         Idle(s.lane);
         break;
       case Step::Kind::kOp:
+        PrepareCall(i);
+        before_call_ms_[i] = MsSince(entered);
         if (fresh_pages_) FaultInOnIntraOpThreads(*fresh_pages_, fault_pages_[i]);
         if (options_.profile_path.empty()) {
           RunOp(i);
@@ -349,6 +359,16 @@ class Runner {
     for (int64_t key : s.drop) store_.Drop(key);
   }
 
+  // The op's arguments on its lane's stack, then the rest of the host gap before it where that
+  // gap waits on the same lane: the original parsed its arguments inside its gap (Python, the
+  // autograd engine), so the replay's preparing them fills the gap too.
+  void PrepareCall(int32_t i) {
+    const Step& s = plan_.steps[i];
+    ops::FillStack(
+        s.args, [&](size_t k) { return store_.Get(s.sources[k]); }, &stacks_[s.lane]);
+    if (i > 0 && gap_ends_at_call_[i - 1]) WaitHostGap(s.lane, plan_.steps[i - 1].delay_us);
+  }
+
   // The host thread of `lane` has just finished issuing work: a host gap after it counts from
   // now (returned).
   Clock::time_point Idle(int lane) {
@@ -359,16 +379,16 @@ class Runner {
   // replay's own work since its thread's last op (storing outputs, freeing dead tensors, the
   // loop) fills the gap first, as the original's Python and autograd engine filled it, and it
   // spins for the rest. Its own work beyond the gap still adds to the step.
-  void WaitHostGap(const Step& s) {
-    const int thread = executor_->HostThreadOf(s.lane);
-    const Clock::time_point now = Clock::now(), until = After(idle_since_[thread], s.delay_us);
+  void WaitHostGap(int lane, double delay_us) {
+    const int thread = executor_->HostThreadOf(lane);
+    const Clock::time_point now = Clock::now(), until = After(idle_since_[thread], delay_us);
     if (measuring_)
       gap_own_us_[thread] += std::min(
-          s.delay_us, std::chrono::duration<double, std::micro>(now - idle_since_[thread]).count());
+          delay_us, std::chrono::duration<double, std::micro>(now - idle_since_[thread]).count());
     SpinUntil(until);
     // With several lanes the gaps wait on the driving thread and the ops run on their lanes'
     // threads: the next gap there counts from this one's end.
-    Idle(s.lane);
+    Idle(lane);
   }
 
   // Under --profile, a composite run as its recorded parts is one cpu_op of its own name
@@ -390,8 +410,6 @@ class Runner {
     const Step& s = plan_.steps[i];
     const c10::AutoGradMode grad_mode(s.grad_mode);
     torch::jit::Stack& stack = stacks_[s.lane];
-    ops::FillStack(
-        s.args, [&](size_t k) { return store_.Get(s.sources[k]); }, &stack);
     Clock::time_point called{};
     try {
       s.handle->callBoxed(&stack);
@@ -412,7 +430,7 @@ class Runner {
     stack.clear();
     if (first_ && s.check) CheckOutputs(i);
     for (int32_t e : s.releases) store_.Release(e);
-    after_call_ms_[i] = std::chrono::duration<double, std::milli>(Clock::now() - called).count();
+    after_call_ms_[i] = MsSince(called);
   }
 
   // An op whose output shapes depend on its inputs' values (nonzero, unique, ...) computed on
@@ -529,12 +547,13 @@ class Runner {
     }
   }
 
-  // An op's time: its step's, less on a host clock what the replay did after the call
-  // returned (storing outputs, freeing the tensors that died with it: the original freed them
-  // between ops, in Python or the autograd engine, where the host gaps hold it).
+  // An op's time: on a host clock its call's, its step's less what the replay did before and
+  // after it (preparing the arguments, waiting out the host gap; storing outputs, freeing the
+  // tensors that died with it): the original did that between ops, in Python or the autograd
+  // engine, where the host gaps hold it.
   double OpMs(size_t i, const WorkTime& t) const {
     if (!executor_->TimesWorkOnHost()) return t.duration_ms;
-    return std::max(0.0, t.duration_ms - after_call_ms_[i]);
+    return std::max(0.0, t.duration_ms - before_call_ms_[i] - after_call_ms_[i]);
   }
 
   void AddOpTimes() {
@@ -659,7 +678,11 @@ class Runner {
   // replay's own time inside host gaps over the measured iterations.
   std::vector<Clock::time_point> idle_since_;
   std::vector<double> gap_own_us_;
-  std::vector<double> after_call_ms_;  // per step: the replay's own work after its op's call
+  std::vector<double> before_call_ms_;  // per step: its stack's preparation and the gap's rest
+  std::vector<double> after_call_ms_;   // per step: the replay's own work after its op's call
+  // Per step: a host gap that the next step, an op on the same lane, waits out once its stack
+  // is prepared (PrepareCall).
+  std::vector<char> gap_ends_at_call_;
   FreshPages* fresh_pages_ = nullptr;  // TakePageFaults
   std::vector<int64_t> fault_pages_;   // per step: pages to fault before it
   bool per_op_timed_ = true;

@@ -177,12 +177,19 @@ PredictOptions Options(bool overheads_from_trace, int world_size = 0, int64_t it
   return o;
 }
 
-proto::Workload LoadSample(const std::string& name) {
+proto::Workload LoadSample(const std::string& name, bool kineto = true) {
   const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
-  auto w =
-      eg::LoadWorkload(dir + name + ".et.json.gz", {.kineto_path = dir + name + ".kineto.json.gz"});
+  auto w = eg::LoadWorkload(dir + name + ".et.json.gz",
+                            {.kineto_path = kineto ? dir + name + ".kineto.json.gz" : ""});
   EXPECT_THAT(w, IsOk());
   return w.ok() ? *w : proto::Workload();
+}
+
+// A platform's T1 by issuer cleared: without a trace every op waits its single t1_us.
+void ClearIssuerT1(proto::Platform& p) {
+  p.mutable_cpu_overheads()->clear_t1_forward_us();
+  p.mutable_cpu_overheads()->clear_t1_backward_us();
+  p.mutable_cpu_overheads()->clear_t1_optimizer_us();
 }
 
 class FleetSample : public ::testing::TestWithParam<const char*> {};
@@ -2318,10 +2325,11 @@ TEST(Predict, AnOpWhoseTimeDependsOnValuesPaysForTheValuesTheCaptureRecorded) {
   ASSERT_THAT(plain, IsOk());
   ASSERT_THAT(second, IsOk());
   EXPECT_NEAR(second->ops[0].compute_us, plain->ops[0].compute_us * (1 + 3.8) / 2, 1e-9);
-  // Its trace records no children: each of its two calls is a dispatch of its own.
+  // Its trace records no children: each of its two calls is a dispatch of its own. The
+  // replay's own work fills the host gap before it (the platform's T1: the op's start).
   const proto::CpuOverheads& c = p.cpu_overheads();
   EXPECT_NEAR(plain->ops[0].overhead_us - ColdDispatchUs(c, false, 1, 0),
-              c.framework_us() + 2 * c.dispatch_us(), 1e-9);
+              std::max(0.0, c.framework_us() - plain->ops[0].start_us) + 2 * c.dispatch_us(), 1e-9);
   auto gpu = Predict(f, Builtin("h200")), gpu_plain = Predict(unprofiled, Builtin("h200"));
   ASSERT_THAT(gpu, IsOk());
   ASSERT_THAT(gpu_plain, IsOk());
@@ -2384,8 +2392,10 @@ TEST(Predict, ADispatchPaysForItsCodeGoneColdSinceItsOpsLastCall) {
 // Every op the replay issues on a CPU platform pays the replay's own cost (framework_us) once,
 // besides a dispatch per op under it.
 TEST(Predict, CpuOpsPayTheReplaysFrameworkCostOnceEach) {
-  const proto::Workload w = LoadSample("mlp");
+  const proto::Workload w = LoadSample("mlp", false);
   proto::Platform p = Builtin("cpu_host");
+  ClearIssuerT1(p);
+  p.mutable_cpu_overheads()->set_t1_us(0);
   p.mutable_cpu_overheads()->set_framework_us(0);
   auto without = Predict(w, p);
   p.mutable_cpu_overheads()->set_framework_us(7);
@@ -2398,6 +2408,32 @@ TEST(Predict, CpuOpsPayTheReplaysFrameworkCostOnceEach) {
         << with->ops[i].name;
   // One CPU thread: the iteration grows by the cost once per op.
   EXPECT_NEAR((with->iteration_ms - without->iteration_ms) * 1000, 7.0 * with->ops.size(), 1e-6);
+}
+
+// The replay's own work around an op (preparing its arguments, storing its outputs) fills the
+// host gap before it, as the original's Python filled it: a gap of 10 us hides a framework cost
+// of 7 us whole and one of 15 us but for 5.
+TEST(Predict, TheReplaysFrameworkCostFillsTheHostGapBeforeEachOp) {
+  const proto::Workload w = LoadSample("mlp", false);
+  proto::Platform p = Builtin("cpu_host");
+  ClearIssuerT1(p);
+  p.mutable_cpu_overheads()->set_t1_us(10);
+  p.mutable_cpu_overheads()->set_framework_us(0);
+  auto none = Predict(w, p);
+  p.mutable_cpu_overheads()->set_framework_us(7);
+  auto hidden = Predict(w, p);
+  p.mutable_cpu_overheads()->set_framework_us(15);
+  auto outlasting = Predict(w, p);
+  ASSERT_THAT(none, IsOk());
+  ASSERT_THAT(hidden, IsOk());
+  ASSERT_THAT(outlasting, IsOk());
+  for (size_t i = 0; i < none->ops.size(); ++i) {
+    EXPECT_NEAR(hidden->ops[i].overhead_us, none->ops[i].overhead_us, 1e-9) << none->ops[i].name;
+    EXPECT_NEAR(outlasting->ops[i].overhead_us - none->ops[i].overhead_us, 5, 1e-9)
+        << none->ops[i].name;
+  }
+  EXPECT_NEAR(hidden->iteration_ms, none->iteration_ms, 1e-9);
+  EXPECT_NEAR((outlasting->iteration_ms - none->iteration_ms) * 1000, 5.0 * none->ops.size(), 1e-6);
 }
 
 // Two adds on one thread 20 us apart in the trace, with a profiled annotation (no schema, not
@@ -2457,14 +2493,6 @@ TEST(Predict, TraceGapsRunFromTheStepStartAndLongOnesCount) {
   EXPECT_NEAR(r->ops[1].start_us - (r->ops[0].start_us + r->ops[0].predicted_us), 1020 - 4, 1e-9);
 }
 
-proto::Workload LoadSample(const std::string& name, bool kineto) {
-  const std::string dir = mimic::testing::SourceDir() + "/fleet_samples/";
-  auto w = eg::LoadWorkload(dir + name + ".et.json.gz",
-                            {.kineto_path = kineto ? dir + name + ".kineto.json.gz" : ""});
-  EXPECT_THAT(w, IsOk());
-  return w.ok() ? *w : proto::Workload();
-}
-
 // `mimic calibrate --workload`'s per-issuer T1 on two real captures: the median of their recorded
 // gaps pooled by issuer, with the platform's capture cost taken off, and where it came from.
 TEST(IssuerT1, IsTheMedianOfTheCapturesRecordedGapsByIssuer) {
@@ -2498,10 +2526,9 @@ TEST(IssuerT1, IsTheMedianOfTheCapturesRecordedGapsByIssuer) {
 TEST(IssuerT1, ThePredictionWaitsItBeforeEachOpWithoutATrace) {
   const proto::Workload w = LoadSample("mlp", false);
   proto::Platform p = Builtin("cpu_host");
-  p.mutable_cpu_overheads()->clear_t1_forward_us();
-  p.mutable_cpu_overheads()->clear_t1_backward_us();
-  p.mutable_cpu_overheads()->clear_t1_optimizer_us();
+  ClearIssuerT1(p);
   p.mutable_cpu_overheads()->set_t1_us(0);
+  p.mutable_cpu_overheads()->set_framework_us(0);  // else the T1s hide it (test above)
   auto base = Predict(w, p);
   ASSERT_THAT(base, IsOk());
   p.mutable_cpu_overheads()->set_t1_forward_us(100);
