@@ -1164,8 +1164,10 @@ double ShapeEfficiency(const proto::Platform& p,
   }
   if (!IsGpu(p)) return 0.5;
   // Datasheet GPU: output tiles spread over the SMs in waves; a partial last wave idles SMs
-  // (wave quantization), and short K cannot hide the pipeline fill. Like cuBLAS's heuristics,
-  // take the tile size that does best: big tiles run closer to peak, small ones fill more SMs.
+  // (wave quantization), the last row and column of tiles compute whole tiles of which only
+  // part is the output's (tile quantization: NVIDIA's "Matrix Multiplication Background"
+  // guide), and short K cannot hide the pipeline fill. Like cuBLAS's heuristics, take the tile
+  // size that does best: big tiles run closer to peak, small ones fill more SMs and waste less.
   // Too few tiles to fill the SMs and a deep K: the K loop may be split over several blocks
   // (split-K), each slice at least kMinSliceK deep, whose fp32 partial tiles are written and
   // read back once more to be summed. The efficiency returned counts that traffic.
@@ -1174,17 +1176,24 @@ double ShapeEfficiency(const proto::Platform& p,
   };
   constexpr Tile kTiles[] = {{256, 128, 0.80}, {128, 128, 0.75}, {128, 64, 0.68}, {64, 64, 0.60}};
   constexpr double kMinSliceK = 256;
+  constexpr double kMinTileEdge = 64;
   const double sms = static_cast<double>(std::max<int64_t>(p.sm_count(), 1));
   const double ideal_s = 2 * m * n * k / PeakFlops(p, dtype, UsesTensorCores(dtype));
   double best_s = std::numeric_limits<double>::infinity();
   for (const Tile& t : kTiles) {
-    const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
+    const double rows = std::ceil(m / t.m), cols = std::ceil(n / t.n), tiles = rows * cols;
+    // A dim narrower than the smallest tile runs kernels sized for it (cuBLAS's skinny and
+    // GEMV kernels): no tile is wasted along it.
+    auto fill = [&](double d, double tiles_d, double edge) {
+      return d < kMinTileEdge ? 1.0 : d / (tiles_d * edge);
+    };
+    const double filled = fill(m, rows, t.m) * fill(n, cols, t.n);
     const double most =
         std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / kMinSliceK)));
     for (double splits = 1; splits <= most; ++splits) {
       const double blocks = tiles * splits, slice_k = k / splits;
       const double eff =
-          t.eff * (blocks / (std::ceil(blocks / sms) * sms)) * (slice_k / (slice_k + 64));
+          t.eff * filled * (blocks / (std::ceil(blocks / sms) * sms)) * (slice_k / (slice_k + 64));
       const double partials = 2 * splits * m * n * 4;  // fp32, written and read back
       const double reduce_s = splits > 1 ? partials / EffectiveBandwidth(p, "binary", partials) : 0;
       best_s = std::min(best_s, ideal_s / eff + reduce_s);

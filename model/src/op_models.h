@@ -106,8 +106,8 @@ bool HasBandwidthPoints(const proto::Platform& p, std::string_view kind, std::st
 double ColdSlowdown(const proto::Platform& p, std::string_view kind, double bytes);
 
 // Efficiency (fraction of peak) of a GEMM-shaped computation from the calibrated points
-// (inverse-distance weighting over the nearest shapes in log space), else a wave-quantization
-// estimate for GPUs. `table` is gemm_efficiency or conv_efficiency.
+// (inverse-distance weighting over the nearest shapes in log space), else a wave- and
+// tile-quantization estimate for GPUs. `table` is gemm_efficiency or conv_efficiency.
 double ShapeEfficiency(const proto::Platform& p,
                        const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint>& table,
                        double m, double n, double k, std::string_view dtype, std::string_view pass,

@@ -377,8 +377,9 @@ class Runner {
 
   // A host gap is the original's host time between its thread's ops, no op running: the
   // replay's own work since its thread's last op (storing outputs, freeing dead tensors, the
-  // loop) fills the gap first, as the original's Python and autograd engine filled it, and it
-  // spins for the rest. Its own work beyond the gap still adds to the step.
+  // loop, and where the gap ends at the next op's call, preparing its arguments) fills the gap
+  // first, as the original's Python and autograd engine filled it, and it spins for the rest.
+  // Its own work beyond the gap still adds to the step.
   void WaitHostGap(int lane, double delay_us) {
     const int thread = executor_->HostThreadOf(lane);
     const Clock::time_point now = Clock::now(), until = After(idle_since_[thread], delay_us);

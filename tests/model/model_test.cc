@@ -867,6 +867,20 @@ TEST(Predict, AGemmWhoseRowsAreNotWhole16ByteUnitsRunsAtTheFallbackKernelsRate) 
   EXPECT_NEAR(us_per_gflop(8191, proto::FLOAT32) / us_per_gflop(8192, proto::FLOAT32), 1, 0.01);
 }
 
+// Tile quantization on a datasheet GPU: the last column of output tiles computes whole tiles.
+// An H100 GEMM of 2^20 rows (hundreds of waves: no wave quantization to speak of) and 136
+// columns takes 2 tiles' width of 128 or 3 of 64, 29-47 % of it idle, where 128 columns fill
+// 256 x 128 tiles; a dim narrower than the smallest tile (64) runs kernels sized for it.
+TEST(Predict, AGemmsLastTilesComputeWholeTilesOnADatasheetGpu) {
+  const proto::Platform p = Builtin("h100_sxm");
+  const google::protobuf::RepeatedPtrField<proto::EfficiencyPoint> datasheet;
+  auto eff = [&](double n) { return ShapeEfficiency(p, datasheet, 1 << 20, n, 4096, "bf16", ""); };
+  EXPECT_LT(eff(136), 0.7 * eff(128));
+  EXPECT_GT(eff(136), 0.5 * eff(128));
+  EXPECT_NEAR(eff(256), eff(128), 0.03 * eff(128));
+  EXPECT_GE(eff(32), eff(64));
+}
+
 // The H200 GPT-2 capture: its head (a vocabulary of 50,257 rows) is the one misaligned GEMM, in
 // its forward and both gradients. Under autocast each linear casts its fp32 operands to bf16,
 // and cross_entropy_loss casts its log-probabilities back to fp32: those casts are priced too,
