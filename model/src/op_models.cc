@@ -702,6 +702,15 @@ std::string_view LayoutKind(const Ctx& c, std::string_view kind) {
   return kind;
 }
 
+// The bytes of the int64 index of each maximum that ATen's CUDA max_pool1d/2d/3d write without
+// returning them: on a GPU they run max_poolNd_with_indices and return its values alone.
+double UnreturnedIndexBytes(const Ctx& c) {
+  if (!IsGpu(c.p) || c.out.empty()) return 0;
+  if (c.name != "aten::max_pool1d" && c.name != "aten::max_pool2d" && c.name != "aten::max_pool3d")
+    return 0;
+  return static_cast<double>(c.out[0]->numel()) * 8;
+}
+
 OpCost ReductionNormModel(const Ctx& c) {
   // Pooling and training-mode batch norm make several passes or gather windows: kinds of
   // their own where calibrated (EffectiveBandwidth falls back to "binary" otherwise).
@@ -717,8 +726,9 @@ OpCost ReductionNormModel(const Ctx& c) {
   else if (c.name.find("batch_norm") != std::string_view::npos)
     kind = LayoutKind(c, IsBackward(c) ? "batch_norm_backward" : "batch_norm");
   else if (c.name.find("norm") != std::string_view::npos) kind = "norm";
-  OpCost cost = BandwidthModel(
-      c, kind, TouchedBytes(c.in, c.out) + (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
+  OpCost cost = BandwidthModel(c, kind,
+                               TouchedBytes(c.in, c.out) + UnreturnedIndexBytes(c) +
+                                   (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
   cost.compute_us = std::max(cost.compute_us, ChannelsLastBatchNormUs(c));
   return cost;
 }

@@ -1943,6 +1943,25 @@ TEST(Predict, ACpuMaxPoolTakesItsLayoutsRate) {
   EXPECT_NEAR(r->ops[1].compute_us, r->ops[0].compute_us, 1e-9);
 }
 
+// The H200 ResNet-50's max pooling ([128, 64, 112, 112] -> [128, 64, 56, 56], bf16): on a GPU
+// ATen runs max_pool2d_with_indices (the trace records it under the op) and writes an int64
+// index beside each maximum, which the op does not return: its bytes count them there.
+TEST(Predict, AGpuMaxPoolWritesTheIndicesItDoesNotReturn) {
+  const proto::Workload w = LoadSample("h200/resnet50_b128");
+  const double in = 128.0 * 64 * 112 * 112 * 2, out = 128.0 * 64 * 56 * 56;
+  auto bytes = [&](const proto::Platform& p) {
+    auto r = Predict(w, p, Options(false));
+    EXPECT_THAT(r, IsOk());
+    if (r.ok())
+      for (const OpPrediction& o : r->ops)
+        if (o.name == "aten::max_pool2d") return o.bytes;
+    ADD_FAILURE() << "no aten::max_pool2d";
+    return 0.0;
+  };
+  EXPECT_DOUBLE_EQ(bytes(Builtin("h200")), in + out * 2 + out * 8);
+  EXPECT_DOUBLE_EQ(bytes(Builtin("cpu_host")), in + out * 2);
+}
+
 // embedding's backward with `sparse=True` (a zoo capture's shapes: 512 x 10 lookups of 64-wide
 // rows from 50,000) returns the gradient's rows as a sparse tensor: no table is written. Priced
 // as the reshape it is, a view of a contiguous gradient and a copy of another; dense, as the
