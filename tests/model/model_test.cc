@@ -2422,51 +2422,35 @@ TEST(Predict, ADispatchPaysForItsCodeGoneColdSinceItsOpsLastCall) {
   near(ColdDispatchOf(OpsInTurn({"aten::t", "aten::mul"}, 1024), "cpu_host", traffic), {0.5, 0});
 }
 
-// Every op the replay issues on a CPU platform pays the replay's own cost (framework_us) once,
-// besides a dispatch per op under it.
-TEST(Predict, CpuOpsPayTheReplaysFrameworkCostOnceEach) {
-  const proto::Workload w = LoadSample("mlp", false);
+// The mlp sample without its Kineto trace on cpu_host, each op waiting `t1_us` of host time
+// before it, the replay's own cost per op `framework_us`.
+Result<Prediction> MlpOnCpuHost(double t1_us, double framework_us) {
   proto::Platform p = Builtin("cpu_host");
   ClearIssuerT1(p);
-  p.mutable_cpu_overheads()->set_t1_us(0);
-  p.mutable_cpu_overheads()->set_framework_us(0);
-  auto without = Predict(w, p);
-  p.mutable_cpu_overheads()->set_framework_us(7);
-  auto with = Predict(w, p);
-  ASSERT_THAT(without, IsOk());
-  ASSERT_THAT(with, IsOk());
-  ASSERT_EQ(with->ops.size(), without->ops.size());
-  for (size_t i = 0; i < with->ops.size(); ++i)
-    EXPECT_NEAR(with->ops[i].overhead_us - without->ops[i].overhead_us, 7, 1e-9)
-        << with->ops[i].name;
-  // One CPU thread: the iteration grows by the cost once per op.
-  EXPECT_NEAR((with->iteration_ms - without->iteration_ms) * 1000, 7.0 * with->ops.size(), 1e-6);
+  p.mutable_cpu_overheads()->set_t1_us(t1_us);
+  p.mutable_cpu_overheads()->set_framework_us(framework_us);
+  return Predict(LoadSample("mlp", false), p);
 }
 
-// The replay's own work around an op (preparing its arguments, storing its outputs) fills the
-// host gap before it, as the original's Python filled it: a gap of 10 us hides a framework cost
-// of 7 us whole and one of 15 us but for 5.
-TEST(Predict, TheReplaysFrameworkCostFillsTheHostGapBeforeEachOp) {
-  const proto::Workload w = LoadSample("mlp", false);
-  proto::Platform p = Builtin("cpu_host");
-  ClearIssuerT1(p);
-  p.mutable_cpu_overheads()->set_t1_us(10);
-  p.mutable_cpu_overheads()->set_framework_us(0);
-  auto none = Predict(w, p);
-  p.mutable_cpu_overheads()->set_framework_us(7);
-  auto hidden = Predict(w, p);
-  p.mutable_cpu_overheads()->set_framework_us(15);
-  auto outlasting = Predict(w, p);
-  ASSERT_THAT(none, IsOk());
-  ASSERT_THAT(hidden, IsOk());
-  ASSERT_THAT(outlasting, IsOk());
-  for (size_t i = 0; i < none->ops.size(); ++i) {
-    EXPECT_NEAR(hidden->ops[i].overhead_us, none->ops[i].overhead_us, 1e-9) << none->ops[i].name;
-    EXPECT_NEAR(outlasting->ops[i].overhead_us - none->ops[i].overhead_us, 5, 1e-9)
-        << none->ops[i].name;
+// Every op the replay issues on a CPU platform pays the replay's own cost (framework_us) once,
+// besides a dispatch per op under it; that cost fills the host gap before the op first, as the
+// original's Python filled it: a gap of 10 us hides 7 us of it whole and 15 us but for 5.
+TEST(Predict, CpuOpsPayTheReplaysFrameworkCostOnceEachWhereItOutlastsTheirGap) {
+  struct Case {
+    double t1_us, framework_us, added_us;
+  };
+  for (const Case& c : {Case{0, 7, 7}, Case{10, 7, 0}, Case{10, 15, 5}}) {
+    auto without = MlpOnCpuHost(c.t1_us, 0), with = MlpOnCpuHost(c.t1_us, c.framework_us);
+    ASSERT_THAT(without, IsOk());
+    ASSERT_THAT(with, IsOk());
+    ASSERT_EQ(with->ops.size(), without->ops.size());
+    for (size_t i = 0; i < with->ops.size(); ++i)
+      EXPECT_NEAR(with->ops[i].overhead_us - without->ops[i].overhead_us, c.added_us, 1e-9)
+          << with->ops[i].name << ", T1 " << c.t1_us << " us";
+    // One CPU thread: the iteration grows by what is added, once per op.
+    EXPECT_NEAR((with->iteration_ms - without->iteration_ms) * 1000,
+                c.added_us * static_cast<double>(with->ops.size()), 1e-6);
   }
-  EXPECT_NEAR(hidden->iteration_ms, none->iteration_ms, 1e-9);
-  EXPECT_NEAR((outlasting->iteration_ms - none->iteration_ms) * 1000, 5.0 * none->ops.size(), 1e-6);
 }
 
 // Two adds on one thread 20 us apart in the trace, with a profiled annotation (no schema, not

@@ -261,6 +261,15 @@ TEST(Executor, ATraceWithoutKernelsRunsOnOneLane) {
   EXPECT_GE(r->estimated_peak_bytes, r->preallocated_bytes);
 }
 
+// Gives each op a 10 us span on the original's host, from its start (us).
+void SetSpans(std::initializer_list<std::pair<proto::Op*, double>> starts) {
+  for (auto [op, start] : starts) {
+    op->set_has_cpu_span(true);
+    op->set_cpu_start_us(start);
+    op->set_cpu_duration_us(10);
+  }
+}
+
 // Two adds (two input tensors each) the original's host ran 2 ms apart: the first one's span is
 // 1000-1010 us, the second one's starts at 3010 us.
 proto::Workload TwoAddsTwoMsApart() {
@@ -269,11 +278,7 @@ proto::Workload TwoAddsTwoMsApart() {
   const int x = b.Tensor({4}), y = b.Tensor({4}), z = b.Tensor({4});
   proto::Op& first = b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(y)});
   proto::Op& second = b.Op(kAdd, {b.T(y), b.T(x), b.I(1)}, {b.T(z)});
-  for (auto [op, start] : {std::pair{&first, 1000.0}, std::pair{&second, 3010.0}}) {
-    op->set_has_cpu_span(true);
-    op->set_cpu_start_us(start);
-    op->set_cpu_duration_us(10);
-  }
+  SetSpans({{&first, 1000}, {&second, 3010}});
   return b.workload();
 }
 
@@ -346,11 +351,7 @@ TEST(Executor, PreparingAnOpFillsTheHostGapBeforeIt) {
             z = b.Tensor({4 << 20});
   proto::Op& first = b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(y)});
   proto::Op& second = b.Op(kAdd, {b.T(big), b.T(big), b.I(1)}, {b.T(z)});
-  for (auto [op, start] : {std::pair{&first, 1000.0}, std::pair{&second, 2010.0}}) {
-    op->set_has_cpu_span(true);
-    op->set_cpu_start_us(start);
-    op->set_cpu_duration_us(10);
-  }
+  SetSpans({{&first, 1000}, {&second, 2010}});
   const int64_t second_id = second.id();
   ReplayOptions options = RecordedGapsOnce({0});
   options.lazy_alloc = true;
