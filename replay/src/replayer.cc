@@ -253,6 +253,7 @@ class Runner {
     result_.stand_ins = stand_ins_;
     result_.estimated_peak_bytes = options_.lazy_alloc ? plan_.peak_bytes_lazy : plan_.peak_bytes;
     std::unordered_map<std::string, OpNameStats> by_name;
+    const eg::SpanBoundaries timeline = eg::SpanBoundaries::OnTimeline(w_, options_.capture_cost);
     for (size_t t = 0; t < plan_.tops.size(); ++t) {
       const proto::Op& op = w_.ops(plan_.tops[t].op_index);
       OpNameStats& s = by_name[op.name()];
@@ -262,7 +263,7 @@ class Runner {
       if (op.has_cpu_span())
         s.original_ms = std::max(s.original_ms, 0.0) + op.cpu_duration_us() / 1000.0;
       if (op.has_timeline_start_us())
-        s.timeline_ms = std::max(s.timeline_ms, 0.0) + op.timeline_duration_us() / 1000.0;
+        s.timeline_ms = std::max(s.timeline_ms, 0.0) + TimelineOwnUs(op, timeline) / 1000.0;
     }
     for (auto& [name, s] : by_name) {
       if (!per_op_timed_) s.replay_ms = -1;
@@ -279,6 +280,17 @@ class Runner {
     for (const Step& s : plan_.steps)
       result_.cross_lane_waits += static_cast<int64_t>(s.waits.size());
     result_.per_op_timed = per_op_timed_;
+  }
+
+  // An op's span on the capture's host timeline less Kineto's cost at the events inside it (the
+  // starts and ends of the ops it called), as the gaps are read less the cost at theirs: its own
+  // two ends' cost lies in the gaps beside it. Where the timeline's cost per event is unknown
+  // (0), the span as recorded.
+  double TimelineOwnUs(const proto::Op& op, const eg::SpanBoundaries& timeline) const {
+    const double start = op.timeline_start_us(), end = start + op.timeline_duration_us();
+    const double inside =
+        timeline.CostUs(start, end) - 2 * std::max(options_.capture_cost.timeline_boundary_us, 0.0);
+    return std::max(op.timeline_duration_us() - std::max(inside, 0.0), 0.0);
   }
 
   void ResetOpTimes() {

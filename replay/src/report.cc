@@ -466,7 +466,9 @@ std::string PerOpTable(const ReplayResult& r) {
            " more op names in the JSON report\n";
   out += "  * original per-op times are Kineto CPU spans, measured under the profiler\n";
   if (timeline)
-    out += "  ** the same on the capture's host timeline (Kineto alone, host activity only)\n";
+    out +=
+        "  ** the same on the capture's host timeline (Kineto alone, host activity only), less "
+        "its cost at the events inside each span\n";
   return out;
 }
 

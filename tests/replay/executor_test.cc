@@ -364,6 +364,37 @@ TEST(Executor, PreparingAnOpFillsTheHostGapBeforeIt) {
   EXPECT_LT(TimingOf(*r, second_id).duration_ms, r->iteration_ms[0] - r->host_gaps.ms);
 }
 
+// An op's time on the capture's host timeline is its span less Kineto's cost at the events inside
+// it: an add whose 100 us span holds three ops it called (six event boundaries at 2 us each)
+// took 88 us of its own; the replay's per-op table says so. Its own two ends' cost lies in the
+// gaps beside it, which are read less theirs.
+TEST(Executor, AnOpsTimelineSpanIsTakenLessTheCostOfTheEventsInsideIt) {
+  WorkloadBuilder b;
+  b.Step(1);
+  const int x = b.Tensor({4}), y = b.Tensor({4});
+  proto::Op& add = b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(y)});
+  SetSpans({{&add, 1000}});
+  add.set_timeline_start_us(5000), add.set_timeline_duration_us(100);
+  const int64_t add_id = add.id();
+  for (int k = 0; k < 3; ++k) {
+    proto::Op& inner = b.Op(kAdd, {b.T(x), b.T(x), b.I(1)}, {b.T(y)});
+    inner.set_parent(add_id);
+    inner.set_timeline_start_us(5010 + 30 * k), inner.set_timeline_duration_us(20);
+  }
+  ReplayOptions options = RecordedGapsOnce({.boundary_us = 0, .timeline_boundary_us = 2});
+  auto timeline_ms = [&](const ReplayOptions& o) {
+    auto r = Replay(b.workload(), o);
+    EXPECT_THAT(r, IsOk());
+    if (r.ok())
+      for (const OpNameStats& s : r->per_op)
+        if (s.name == "aten::add") return s.timeline_ms;
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(timeline_ms(options), 0.088);
+  options.capture_cost.timeline_boundary_us = 0;  // unknown: the span as recorded
+  EXPECT_DOUBLE_EQ(timeline_ms(options), 0.1);
+}
+
 // Three ops, each taking the one before's output (the first takes x): one of the forward pass,
 // one the autograd engine ran (under its evaluate_function record_function), one an optimizer
 // ran (under Optimizer.step#SGD.step). `op(b, x, in, out)` adds one.
