@@ -1190,13 +1190,14 @@ double ShapeEfficiency(const proto::Platform& p,
   const double sms = static_cast<double>(std::max<int64_t>(p.sm_count(), 1));
   const double ideal_s = 2 * m * n * k / PeakFlops(p, dtype, UsesTensorCores(dtype));
   double best_s = std::numeric_limits<double>::infinity();
+  // The share of `tiles_d` tiles of `edge` along a dim of `d` that is the output's. A dim
+  // narrower than the smallest tile runs kernels sized for it (cuBLAS's skinny and GEMV
+  // kernels): no tile is wasted along it.
+  auto fill = [](double d, double tiles_d, double edge) {
+    return d < kMinTileEdge ? 1.0 : d / (tiles_d * edge);
+  };
   for (const Tile& t : kTiles) {
     const double rows = std::ceil(m / t.m), cols = std::ceil(n / t.n), tiles = rows * cols;
-    // A dim narrower than the smallest tile runs kernels sized for it (cuBLAS's skinny and
-    // GEMV kernels): no tile is wasted along it.
-    auto fill = [&](double d, double tiles_d, double edge) {
-      return d < kMinTileEdge ? 1.0 : d / (tiles_d * edge);
-    };
     const double filled = fill(m, rows, t.m) * fill(n, cols, t.n);
     const double most =
         std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / kMinSliceK)));

@@ -158,11 +158,6 @@ class Runner {
     checks_.assign(plan_.steps.size(), {});
     after_call_ms_.assign(plan_.steps.size(), 0.0);
     before_call_ms_.assign(plan_.steps.size(), 0.0);
-    gap_ends_at_call_.assign(plan_.steps.size(), 0);
-    for (size_t i = 1; i < plan_.steps.size(); ++i)
-      gap_ends_at_call_[i - 1] = plan_.steps[i - 1].host_gap &&
-                                 plan_.steps[i].kind == Step::Kind::kOp &&
-                                 plan_.steps[i].lane == plan_.steps[i - 1].lane;
     stacks_.resize(plan_.lanes);
     composites_.resize(plan_.lanes);
     idle_since_.resize(plan_.lanes + 1);
@@ -253,7 +248,6 @@ class Runner {
     result_.stand_ins = stand_ins_;
     result_.estimated_peak_bytes = options_.lazy_alloc ? plan_.peak_bytes_lazy : plan_.peak_bytes;
     std::unordered_map<std::string, OpNameStats> by_name;
-    const eg::SpanBoundaries timeline = eg::SpanBoundaries::OnTimeline(w_, options_.capture_cost);
     for (size_t t = 0; t < plan_.tops.size(); ++t) {
       const proto::Op& op = w_.ops(plan_.tops[t].op_index);
       OpNameStats& s = by_name[op.name()];
@@ -263,7 +257,8 @@ class Runner {
       if (op.has_cpu_span())
         s.original_ms = std::max(s.original_ms, 0.0) + op.cpu_duration_us() / 1000.0;
       if (op.has_timeline_start_us())
-        s.timeline_ms = std::max(s.timeline_ms, 0.0) + TimelineOwnUs(op, timeline) / 1000.0;
+        s.timeline_ms =
+            std::max(s.timeline_ms, 0.0) + TimelineOwnUs(plan_.tops[t].op_index) / 1000.0;
     }
     for (auto& [name, s] : by_name) {
       if (!per_op_timed_) s.replay_ms = -1;
@@ -282,15 +277,22 @@ class Runner {
     result_.per_op_timed = per_op_timed_;
   }
 
-  // An op's span on the capture's host timeline less Kineto's cost at the events inside it (the
-  // starts and ends of the ops it called), as the gaps are read less the cost at theirs: its own
-  // two ends' cost lies in the gaps beside it. Where the timeline's cost per event is unknown
-  // (0), the span as recorded.
-  double TimelineOwnUs(const proto::Op& op, const eg::SpanBoundaries& timeline) const {
-    const double start = op.timeline_start_us(), end = start + op.timeline_duration_us();
-    const double inside =
-        timeline.CostUs(start, end) - 2 * std::max(options_.capture_cost.timeline_boundary_us, 0.0);
-    return std::max(op.timeline_duration_us() - std::max(inside, 0.0), 0.0);
+  // Op `index`'s span on the capture's host timeline less Kineto's cost at the events inside it:
+  // the start and end of each op under it that the timeline matched (ops of other threads in
+  // the same time take no part). Its own two ends' cost lies in the gaps beside it, which are
+  // read less theirs. Where the timeline's cost per event is unknown (0), the span as recorded.
+  double TimelineOwnUs(int index) const {
+    int64_t inside = 0;
+    std::vector<int> stack(tree_.Children(index).begin(), tree_.Children(index).end());
+    while (!stack.empty()) {
+      const int c = stack.back();
+      stack.pop_back();
+      inside += w_.ops(c).has_timeline_start_us();
+      stack.insert(stack.end(), tree_.Children(c).begin(), tree_.Children(c).end());
+    }
+    const double cost =
+        2 * static_cast<double>(inside) * std::max(options_.capture_cost.timeline_boundary_us, 0.0);
+    return std::max(w_.ops(index).timeline_duration_us() - cost, 0.0);
   }
 
   void ResetOpTimes() {
@@ -342,7 +344,7 @@ class Runner {
     for (int64_t key : s.acquire) store_.Acquire(key);
     switch (s.kind) {
       case Step::Kind::kDelay:
-        if (gap_ends_at_call_[i]) break;  // the op's step waits it out, its stack prepared
+        if (GapEndsAtCall(i)) break;  // the op's step waits it out, its stack prepared
         if (s.host_gap) {
           WaitHostGap(s.lane, s.delay_us);
         } else {
@@ -378,7 +380,15 @@ class Runner {
     const Step& s = plan_.steps[i];
     ops::FillStack(
         s.args, [&](size_t k) { return store_.Get(s.sources[k]); }, &stacks_[s.lane]);
-    if (i > 0 && gap_ends_at_call_[i - 1]) WaitHostGap(s.lane, plan_.steps[i - 1].delay_us);
+    if (i > 0 && GapEndsAtCall(i - 1)) WaitHostGap(s.lane, plan_.steps[i - 1].delay_us);
+  }
+
+  // Whether step `i` is a host gap that the next step, an op on the same lane, waits out once
+  // its stack is prepared (PrepareCall); on several lanes the gaps wait on the driving thread.
+  bool GapEndsAtCall(size_t i) const {
+    const std::vector<Step>& steps = plan_.steps;
+    return steps[i].host_gap && i + 1 < steps.size() && steps[i + 1].kind == Step::Kind::kOp &&
+           steps[i + 1].lane == steps[i].lane;
   }
 
   // The host thread of `lane` has just finished issuing work: a host gap after it counts from
@@ -693,9 +703,6 @@ class Runner {
   std::vector<double> gap_own_us_;
   std::vector<double> before_call_ms_;  // per step: its stack's preparation and the gap's rest
   std::vector<double> after_call_ms_;   // per step: the replay's own work after its op's call
-  // Per step: a host gap that the next step, an op on the same lane, waits out once its stack
-  // is prepared (PrepareCall).
-  std::vector<char> gap_ends_at_call_;
   FreshPages* fresh_pages_ = nullptr;  // TakePageFaults
   std::vector<int64_t> fault_pages_;   // per step: pages to fault before it
   bool per_op_timed_ = true;

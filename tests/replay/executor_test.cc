@@ -367,7 +367,8 @@ TEST(Executor, PreparingAnOpFillsTheHostGapBeforeIt) {
 // An op's time on the capture's host timeline is its span less Kineto's cost at the events inside
 // it: an add whose 100 us span holds three ops it called (six event boundaries at 2 us each)
 // took 88 us of its own; the replay's per-op table says so. Its own two ends' cost lies in the
-// gaps beside it, which are read less theirs.
+// gaps beside it, which are read less theirs; another thread's events in the meantime are not
+// its.
 TEST(Executor, AnOpsTimelineSpanIsTakenLessTheCostOfTheEventsInsideIt) {
   WorkloadBuilder b;
   b.Step(1);
@@ -381,6 +382,10 @@ TEST(Executor, AnOpsTimelineSpanIsTakenLessTheCostOfTheEventsInsideIt) {
     inner.set_parent(add_id);
     inner.set_timeline_start_us(5010 + 30 * k), inner.set_timeline_duration_us(20);
   }
+  // An annotation another thread recorded meanwhile is not the add's: its events take no part.
+  proto::Op& other = b.Op(kAdd, {}, {});
+  other.set_name("## other thread ##"), other.set_schema(-1), other.set_thread(2);
+  other.set_timeline_start_us(5005), other.set_timeline_duration_us(90);
   ReplayOptions options = RecordedGapsOnce({.boundary_us = 0, .timeline_boundary_us = 2});
   auto timeline_ms = [&](const ReplayOptions& o) {
     auto r = Replay(b.workload(), o);
