@@ -711,6 +711,31 @@ double UnreturnedIndexBytes(const Ctx& c) {
   return static_cast<double>(c.out[0]->numel()) * 8;
 }
 
+// A sum or mean of a contiguous tensor over its leading dims into its trailing ones (a bias's
+// gradient) on a GPU, at the launch ATen gives it (ColumnReduceLaunchOf): each thread waits out
+// its values' loads 4 at a time, however few bytes the op moves; where the rows are split over
+// blocks, each block writes its partial sums, fences them and counts itself in on a semaphore,
+// and the last one reads them back a block's height at a time. A load is a dependent step with
+// the grid busy (`embedding_bag_step_ns`), a partial sum, just written and read from L2, half
+// of one (assumed). `bandwidth_us` is the op's time by its bytes; the result is at least that
+// plus the partial sums' steps. 0 where the op is not such a reduction or the platform has no
+// step time.
+double ColumnReduceUs(const Ctx& c, double bandwidth_us) {
+  const double step_us = c.p.embedding_bag_step_ns() * 1e-3;
+  if (!IsGpu(c.p) || !(step_us > 0) || (c.name != "aten::sum" && c.name != "aten::mean")) return 0;
+  if (c.in.empty() || c.out.empty() || !IsContiguous(c.in[0])) return 0;
+  const proto::Tensor& in = *c.in[0];
+  const int64_t cols = c.out[0]->numel();
+  int64_t trailing = 1;
+  for (int i = in.shape_size() - 1; i >= 0 && trailing < cols; --i) trailing *= in.shape(i);
+  if (cols < 2 || trailing != cols || in.numel() <= cols) return 0;
+  const ColumnReduceLaunch l = ColumnReduceLaunchOf(in.numel() / cols, cols, c.p.sm_count());
+  const double load_rounds = std::ceil(static_cast<double>(l.values_per_thread) / 4);
+  const double partial_steps =
+      l.serial_partials > 0 ? static_cast<double>(l.serial_partials) + 2 : 0;
+  return std::max(bandwidth_us, load_rounds * step_us) + partial_steps * step_us / 2;
+}
+
 OpCost ReductionNormModel(const Ctx& c) {
   // Pooling and training-mode batch norm make several passes or gather windows: kinds of
   // their own where calibrated (EffectiveBandwidth falls back to "binary" otherwise).
@@ -730,6 +755,7 @@ OpCost ReductionNormModel(const Ctx& c) {
                                TouchedBytes(c.in, c.out) + UnreturnedIndexBytes(c) +
                                    (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
   cost.compute_us = std::max(cost.compute_us, ChannelsLastBatchNormUs(c));
+  cost.compute_us = std::max(cost.compute_us, ColumnReduceUs(c, cost.compute_us));
   return cost;
 }
 
@@ -1549,6 +1575,54 @@ double EmbeddingBagSteps(double bags, double dim, double lookups, int64_t sm_cou
   double warps = std::min(bags * chunks_per_bag, kGridWarps);
   if (sm_count > 0) warps = std::min(warps, kWarpsPerSm * static_cast<double>(sm_count));
   return warps >= 1 ? lookups * chunks_per_bag / warps : 0;
+}
+
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ATen's last_pow2: the largest power of two not above n (1 below 2).
+int64_t LastPow2(int64_t n) {
+  int64_t p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+ColumnReduceLaunch ColumnReduceLaunchOf(int64_t rows, int64_t cols, int64_t sm_count) {
+  ColumnReduceLaunch l;
+  if (rows < 1 || cols < 1) return l;
+  // Each thread writes `vec` adjacent outputs (output_vec_size); a block holds 512 / vec threads,
+  // its width over the outputs, its height over the rows.
+  const int64_t vec = cols % 4 == 0 ? 4 : cols % 2 == 0 ? 2 : 1;
+  const int64_t max_threads = 512 / vec, dim0 = cols / vec;
+  auto pow2 = [&](int64_t n) { return std::min(LastPow2(n), max_threads); };
+  int64_t width = std::min<int64_t>(pow2(dim0), 32);
+  const int64_t height = std::min(pow2(rows), max_threads / width);
+  width = std::min(pow2(dim0), max_threads / height);
+  l.threads_per_block = width * height;
+  // The block's rows share one output's inputs where that leaves each thread 16 or more (else
+  // each row of threads takes outputs of its own).
+  int64_t values = rows, outputs_per_block = width;
+  const bool split_rows = values >= height * 16 || values >= 256;
+  if (split_rows)
+    values = CeilDiv(values, height);
+  else
+    outputs_per_block *= height;
+  l.grid_x = CeilDiv(dim0, outputs_per_block);
+  // Still 256 or more a thread, and few outputs: the rows split over blocks, 16 values a thread,
+  // at most as many blocks as the SMs hold at once (2,048 threads an SM).
+  if (split_rows && values >= 256 && cols <= 4096) {
+    int64_t ctas = CeilDiv(values, 16);
+    if (sm_count > 0)
+      ctas = std::min(ctas, CeilDiv(sm_count * (2048 / l.threads_per_block), l.grid_x));
+    l.ctas_per_output = std::clamp<int64_t>(ctas, 1, 65535);
+    values = CeilDiv(values, l.ctas_per_output);
+    if (l.ctas_per_output > 1) l.serial_partials = CeilDiv(l.ctas_per_output, height);
+  }
+  l.values_per_thread = values;
+  return l;
 }
 
 ImplicitGemm ImplicitGemmOf(const ConvShape& c) {

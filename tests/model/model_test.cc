@@ -966,6 +966,60 @@ TEST(Shapes, AnEmbeddingBagsWarpsEachWalkABagsChunk) {
   EXPECT_DOUBLE_EQ(EmbeddingBagSteps(0, 64, 0, 132), 0);
 }
 
+// PyTorch's reduction kernel over a tensor's rows (a bias's gradient), laid out as ATen lays it
+// out: each case's grid and block are the ones its GPU recorded (Kineto's `grid` and `block` of
+// the reduce_kernel under the op): the H200 GPT-2 and ResNet-50 captures, hta's sampled_rank0
+// (an A100, 108 SMs) and trace_diff_test (a V100, 80 SMs).
+TEST(Shapes, AColumnSumIsLaidOutAsItsRecordedLaunch) {
+  struct Case {
+    int64_t rows, cols, sms, threads, grid_x, ctas, values, partials;
+  };
+  const Case cases[] = {
+      {8192, 768, 132, 128, 6, 128, 16, 32},    // grid [6, 128], block [32, 4]
+      {8192, 3072, 132, 128, 24, 88, 24, 22},   // [24, 88]: as many blocks as the SMs hold
+      {8192, 2304, 132, 128, 18, 118, 18, 30},  // [18, 118]
+      {128, 1000, 132, 128, 8, 1, 32, 0},       // [8, 1]: no split over blocks
+      {2048, 3906, 108, 256, 62, 14, 19, 2},    // [62, 14], block [32, 8]: 2 outputs a thread
+      {2048, 160, 108, 128, 2, 32, 16, 8},      // [2, 32]
+      {1024, 96, 80, 128, 2, 1, 128, 0},        // [2, 1], block [16, 8]
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.rows << " x " << c.cols);
+    const ColumnReduceLaunch l = ColumnReduceLaunchOf(c.rows, c.cols, c.sms);
+    EXPECT_EQ(l.threads_per_block, c.threads);
+    EXPECT_EQ(l.grid_x, c.grid_x);
+    EXPECT_EQ(l.ctas_per_output, c.ctas);
+    EXPECT_EQ(l.values_per_thread, c.values);
+    EXPECT_EQ(l.serial_partials, c.partials);
+  }
+}
+
+// A bias's gradient on a GPU (the H200 GPT-2 capture's grad.sum(0) of [8192, 768] bf16) takes its
+// launch's dependent steps however few bytes it moves: 16 values a thread, 4 at a time, then 128
+// blocks' partial sums read 4 at a time (32) after the fence and the semaphore, each at half a
+// step; on a platform without a step time, its bytes alone.
+TEST(Predict, AGpuBiasGradientSumWaitsOutItsLaunchsSteps) {
+  const proto::Workload w = LoadSample("h200/gpt2");
+  auto sum_us = [&](const proto::Platform& p) {
+    auto r = Predict(w, p, Options(false));
+    EXPECT_THAT(r, IsOk());
+    if (r.ok())
+      for (const OpPrediction& o : r->ops)
+        if (o.name == "aten::sum" && o.bytes == 8192.0 * 768 * 2 + 768 * 2) return o.compute_us;
+    ADD_FAILURE() << "no [8192, 768] aten::sum";
+    return 0.0;
+  };
+  proto::Platform h200 = Builtin("h200");
+  h200.set_min_kernel_us(0);  // the op's two launches' floor (4 us) would hide its bytes' time
+  const double step = h200.embedding_bag_step_ns() * 1e-3;
+  ASSERT_GT(step, 0);
+  proto::Platform bytes_only = h200;
+  bytes_only.set_embedding_bag_step_ns(0);
+  const double by_bytes = sum_us(bytes_only);
+  EXPECT_GT(by_bytes, 0);
+  EXPECT_NEAR(sum_us(h200), std::max(by_bytes, 4 * step) + (32 + 2) * step / 2, 1e-9);
+}
+
 // The H200 DLRM capture's forward bags: 2,048 bags of 1-40 ids over a 1 GB table. PyTorch's
 // kernel gives each of its 8,192 warps one bag's 32-column chunk and steps through the bag a row
 // at a time, so it lasts lookups x 4 chunks / 8,192 warps steps of embedding_bag_step_ns (the

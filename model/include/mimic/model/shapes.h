@@ -97,6 +97,20 @@ bool IsChannelsLast(const proto::Tensor& t);
 // bags of `dim` columns and `lookups` ids in all, on `sm_count` SMs (0 = unknown: the whole grid
 // resident); 0 where there is no bag.
 double EmbeddingBagSteps(double bags, double dim, double lookups, int64_t sm_count);
+// How PyTorch's CUDA reduction kernel (ATen's Reduce.cuh, setReduceConfig) lays out a sum of
+// `rows` x `cols` contiguous elements over its rows into `cols` outputs (a bias's gradient,
+// grad.sum(0)): each thread sums `values_per_thread` inputs of one output, 4 loads in flight at a
+// time (vt0); where one block's threads leave too many values each, the rows are split over
+// `ctas_per_output` blocks, whose partial sums the last block to finish reads one after another,
+// a block's height of them at a time (`serial_partials`; 0 without that global step).
+struct ColumnReduceLaunch {
+  int64_t threads_per_block = 0;
+  int64_t grid_x = 0, ctas_per_output = 1;
+  int64_t values_per_thread = 0;
+  int64_t serial_partials = 0;
+};
+// `sm_count`: the GPU's SMs (the split is capped at the blocks the SMs hold at once).
+ColumnReduceLaunch ColumnReduceLaunchOf(int64_t rows, int64_t cols, int64_t sm_count);
 // The conv_efficiency pass a convolution is measured and priced under: "forward", "backward"
 // or "backward_weight" (the weight's gradient alone, as a network's first layer computes it),
 // with "transposed_" before it for a transposed one (its kernels differ: oneDNN runs it as a
