@@ -120,6 +120,7 @@ OpCost ComputeBound(const Ctx& c, const char* model, double flops,
 }
 
 bool HasKind(const proto::Platform& p, std::string_view kind);
+OpCost BandwidthModel(const Ctx& c, std::string_view kind, double bytes);
 
 bool IsRnnLayer(std::string_view base_name) {
   return base_name == "aten::mkldnn_rnn_layer" || base_name == "aten::mkldnn_rnn_layer_backward";
@@ -174,13 +175,14 @@ int64_t LeadingDimension(const proto::Tensor& t) {
   return col == 1 ? row : row == 1 ? col : 0;
 }
 
-// Whether `elements` of `dtype` fill whole 16-byte units: what cuBLAS's and cuDNN's fast
-// tensor-core kernels need of a leading dimension or a channel count to load 16 bytes at a time.
+// The elements of `dtype` in a 16-byte unit: what cuBLAS's and cuDNN's fast tensor-core kernels
+// load at a time of a leading dimension or a channel count.
+int64_t ElementsPer16Bytes(std::string_view dtype) {
+  return dtype == "fp8" || dtype == "int8" ? 16 : dtype == "fp16" || dtype == "bf16" ? 8 : 4;
+}
+
 bool Whole16ByteUnits(int64_t elements, std::string_view dtype) {
-  const int64_t itemsize = dtype == "fp8" || dtype == "int8"    ? 1
-                           : dtype == "fp16" || dtype == "bf16" ? 2
-                                                                : 4;
-  return elements * itemsize % 16 == 0;
+  return elements % ElementsPer16Bytes(dtype) == 0;
 }
 
 // A tensor-core GEMM whose matrices cannot all be read 16 bytes at a time. cuBLAS's fast
@@ -245,6 +247,28 @@ bool MisalignedConvChannels(const Ctx& c, const ConvShape& cs, std::string_view 
   return !Whole16ByteUnits(cs.input[1], dtype) || !Whole16ByteUnits(out_channels, dtype);
 }
 
+// A misaligned convolution as cuDNN runs it: its channels padded up to whole 16-byte units
+// (the H200 ResNet-50 captures' first layer, 3 colour channels, ran nhwcAddPaddingKernel, then
+// its bf16 fprop and wgrad kernels on 8 channels); the implicit GEMM of the padded shape.
+ConvShape PaddedChannels(ConvShape cs, std::string_view dtype) {
+  const int64_t unit = ElementsPer16Bytes(dtype);
+  auto pad = [&](int64_t& channels) { channels = (channels + unit - 1) / unit * unit; };
+  pad(cs.input[1]);
+  pad(cs.weight[0]);
+  pad(cs.weight[1]);
+  return cs;
+}
+
+// The pass that pads a misaligned convolution's input channels: the input read, its padded copy
+// written. 0 where the input's channels are whole units.
+double ChannelPaddingUs(const Ctx& c, const ConvShape& cs, std::string_view dtype) {
+  if (c.in.empty() || Whole16ByteUnits(cs.input[1], dtype)) return 0;
+  const proto::Tensor* x = c.in[cs.backward && c.in.size() >= 2 ? 1 : 0];
+  const double read = Bytes(x), padded = PaddedChannels(cs, dtype).input[1];
+  return BandwidthModel(c, "copy", read * (1 + padded / static_cast<double>(cs.input[1])))
+      .compute_us;
+}
+
 // Convolutions as implicit GEMMs: m = N x output pixels, n = output channels, k = input
 // channels per group x kernel pixels. The backward does one such GEMM per gradient it computes.
 OpCost ConvModel(const Ctx& c) {
@@ -263,9 +287,16 @@ OpCost ConvModel(const Ctx& c) {
   std::string pass = ConvPassOf(cs);
   if (pass != PlainConvPassOf(cs) && !measured(pass, true)) pass = PlainConvPassOf(cs);
   if (!measured(pass, false)) pass = cs.backward ? "backward" : "forward";
-  const double slowdown = MisalignedConvChannels(c, cs, dtype) ? kMisalignedGemmSlowdown : 1;
-  return ComputeBound(c, "conv", 2 * g.m * g.n * g.k * cs.passes, table, g.m, g.n, g.k, dtype, pass,
-                      slowdown, cs.channels_last ? "channels_last" : "");
+  if (!MisalignedConvChannels(c, cs, dtype))
+    return ComputeBound(c, "conv", 2 * g.m * g.n * g.k * cs.passes, table, g.m, g.n, g.k, dtype,
+                        pass, 1, cs.channels_last ? "channels_last" : "");
+  const ImplicitGemm padded = ImplicitGemmOf(PaddedChannels(cs, dtype));
+  OpCost cost = ComputeBound(c, "conv", 2 * padded.m * padded.n * padded.k * cs.passes, table,
+                             padded.m, padded.n, padded.k, dtype, pass, kMisalignedGemmSlowdown,
+                             cs.channels_last ? "channels_last" : "");
+  cost.flops = 2 * g.m * g.n * g.k * cs.passes;  // the op's own, not the padding's
+  cost.compute_us += ChannelPaddingUs(c, cs, dtype);
+  return cost;
 }
 
 // Fused attention: Q.K^T and P.V, 4 x B x H x L x S x E FLOPs (the backward about 2.5x).
