@@ -1227,6 +1227,33 @@ TEST(Predict, AConvolutionOnThreeChannelsIsPaddedToEightAndMissesTheAlignment) {
   }
 }
 
+// A convolution's backward on a datasheet GPU runs each gradient as a kernel of its own, each
+// reading grad_output: the H200 ResNet-50's 1x1 layers from 64 to 256 channels (batch 128) ran
+// cuBLAS's data-gradient GEMM and an sm80 weight-gradient GEMM at 3.9-4.0 TB/s, 64.4 and 65.5 us,
+// 134.9 us for the op; priced as one kernel moving each tensor once, 80 us. Each pass is
+// memory-bound here (13.2 GFLOP each), so the op takes both passes' bytes at 80 % of 4.8 TB/s.
+TEST(Predict, AGpuConvolutionBackwardReadsGradOutputOncePerGradient) {
+  const proto::Workload w = LoadSample("h200/resnet50_b128");
+  auto r = Predict(w, Builtin("h200"), Options(false));
+  ASSERT_THAT(r, IsOk());
+  const eg::OpTree tree(w);
+  const double grad_output = 128.0 * 256 * 56 * 56 * 2, input = 128.0 * 64 * 56 * 56 * 2,
+               weight = 256.0 * 64 * 2;
+  int seen = 0;
+  for (const OpPrediction& o : r->ops) {
+    ConvShape cs;
+    if (o.name != "aten::convolution_backward" ||
+        !ConvShapeOf(w, w.ops(tree.IndexOf(o.op_id)), &cs) ||
+        cs.input != std::vector<int64_t>{128, 64, 56, 56} || cs.weight[0] != 256)
+      continue;
+    ++seen;
+    const double bytes = 2 * (grad_output + input + weight);  // each pass: its reads and write
+    EXPECT_DOUBLE_EQ(o.bytes, bytes);
+    EXPECT_NEAR(o.compute_us, bytes / (0.8 * 4.8e12) * 1e6, 0.01 * o.compute_us);
+  }
+  EXPECT_GT(seen, 0);
+}
+
 // Kernel names from public traces and the H200 samples: CUTLASS's and cuBLAS's TF32 kernels
 // against the fp32 (FFMA) and half-precision kernels that share their names' tiles.
 TEST(OpClass, Tf32KernelsAreToldFromFp32AndHalfPrecisionOnes) {
