@@ -884,6 +884,19 @@ bool MixedLayouts(const Ctx& c) {
 // by one (sparse_mask's core) gathers those rows of the dense tensor, an index op, then
 // multiplies. At the platform's measured kinds where it has them: on the build VM both take
 // about 7x the time a copy of their values does (bench/op_costs.py, sparse).
+// PyTorch's CUDA index_add over many indices (indexFuncLargeIndex, ATen's Indexing.cu) launches
+// at most 8 blocks of 128 threads an SM; each thread loops over the elements a grid's width
+// apart, and each pass reads the element's index and source, then adds it into the
+// destination: a dependent step. The passes each thread makes for `elements` added on
+// `sm_count` SMs (the H200 DLRM capture's sparse SGD updates, 42,000 rows of 128 floats:
+// grid 1,056, block 128, 41 passes).
+double IndexAddPasses(double elements, int64_t sm_count) {
+  if (elements <= 0 || sm_count <= 0) return 0;
+  const double block = std::min(elements, 128.0);
+  const double blocks = std::min(std::ceil(elements / 128), 8.0 * static_cast<double>(sm_count));
+  return std::ceil(elements / (blocks * block));
+}
+
 OpCost SparseOperandModel(const Ctx& c) {
   OpCost cost = BandwidthModel(c, "binary", 3 * c.e.sparse_values_bytes);
   const auto dense = std::find_if(c.in.begin(), c.in.end(), [](const proto::Tensor* t) {
@@ -893,6 +906,14 @@ OpCost SparseOperandModel(const Ctx& c) {
                    c.name == "aten::sub_";
   const bool mul = c.name == "aten::mul" || c.name == "aten::mul_";
   if (dense == c.in.end() || c.e.sparse_rows <= 0 || (!add && !mul)) return cost;
+  // On a GPU, adding the rows into the dense tensor is ATen's index_add kernel: at least its
+  // passes, each a dependent step with the grid busy (embedding_bag_step_ns).
+  if (add && IsGpu(c.p) && c.p.embedding_bag_step_ns() > 0) {
+    const double elements = static_cast<double>(c.e.sparse_rows * c.e.sparse_row_width);
+    cost.compute_us = std::max(cost.compute_us, IndexAddPasses(elements, c.p.sm_count()) *
+                                                    c.p.embedding_bag_step_ns() * 1e-3);
+    return cost;
+  }
   const IndexShape rows{add ? "sparse_add_" : "index", c.e.sparse_rows, c.e.sparse_row_width,
                         (*dense)->shape(0), std::string(DtypeKey((*dense)->dtype()))};
   const double us = MeasuredIndexUs(c, rows);
