@@ -1260,6 +1260,29 @@ TEST(Predict, AGpuConvolutionBackwardReadsGradOutputOncePerGradient) {
   EXPECT_GT(seen, 0);
 }
 
+// GPT-2's layer norm backward on the H200 ([8, 1024, 768] fp32 under autocast) runs ATen's two
+// kernels: grad_input at its bytes (22.2 us recorded), then dgamma and dbeta on 24 blocks, one
+// per 32 columns, each walking the 8,192 rows 256 at a time: 32 dependent steps, 22.6 us at the
+// H200's 706 ns, above the 13 us its bytes take (42.3 us recorded).
+TEST(Predict, AGpuLayerNormBackwardWalksItsRowsInTheWeightGradientsKernel) {
+  const proto::Workload w = LoadSample("h200/gpt2");
+  const proto::Platform h200 = Builtin("h200");
+  auto r = Predict(w, h200, Options(false));
+  ASSERT_THAT(r, IsOk());
+  const double bandwidth = 0.8 * h200.memory_bandwidth_bytes_per_s();
+  const double tensor = 8192.0 * 768 * 4, stats = 2 * 8192.0 * 4;
+  const double grad_input_us = (3 * tensor + stats) / bandwidth * 1e6;
+  const double steps_us = 32 * h200.embedding_bag_step_ns() * 1e-3;
+  ASSERT_GT(steps_us, (2 * tensor + stats) / bandwidth * 1e6);
+  int seen = 0;
+  for (const OpPrediction& o : r->ops) {
+    if (o.name != "aten::native_layer_norm_backward") continue;
+    ++seen;
+    EXPECT_NEAR(o.compute_us, grad_input_us + steps_us, 1e-6);
+  }
+  EXPECT_EQ(seen, 25);  // 12 blocks x 2 and the final norm
+}
+
 // Kernel names from public traces and the H200 samples: CUTLASS's and cuBLAS's TF32 kernels
 // against the fp32 (FFMA) and half-precision kernels that share their names' tiles.
 TEST(OpClass, Tf32KernelsAreToldFromFp32AndHalfPrecisionOnes) {
