@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""The device kernels each host op of a Kineto trace launched, with the launch each got (grid,
+block) and the time each took: what a kernel model has to explain. A kernel belongs to the op
+whose span on its thread holds the runtime or driver call that launched it (matched by
+correlation id); ops of one name and input shapes are grouped, the capture's own integer-range
+probes (ATen's min/max reductions over int64 and their device-to-host copies) left out.
+
+usage: bench/kernels_by_op.py KINETO_TRACE OP[,OP...] [--top N] [--kernels K]
+  e.g. bench/kernels_by_op.py fleet_samples/h200/gpt2.kineto.json.gz aten::sum,aten::layer_norm
+"""
+
+import argparse
+import bisect
+import collections
+import gzip
+import json
+
+PROBE = ("ReduceOp<long", "DtoH")  # the execution-trace observer's range probes and their copies
+
+
+def load(path):
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+        return json.load(f)["traceEvents"]
+
+
+def launches_by_thread(events):
+    """Each thread's launch calls, (start, correlation), sorted, and the device work by correlation."""
+    device = {e["args"].get("correlation"): e for e in events
+              if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}
+    calls = collections.defaultdict(list)
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and e["args"].get("correlation") in device:
+            calls[e["tid"]].append((e["ts"], e["args"]["correlation"]))
+    for v in calls.values():
+        v.sort()
+    return calls, device
+
+
+def kernels_under(op, calls, device):
+    thread = calls[op["tid"]]
+    i = bisect.bisect_left(thread, (op["ts"], -1))
+    while i < len(thread) and thread[i][0] <= op["ts"] + op["dur"]:
+        k = device[thread[i][1]]
+        if not any(p in k["name"] for p in PROBE):
+            yield k
+        i += 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("ops", help="op names, comma-separated (exact: aten::sum)")
+    ap.add_argument("--top", type=int, default=12, help="groups to print, most kernel time first")
+    ap.add_argument("--kernels", type=int, default=3, help="kernels to print per group")
+    a = ap.parse_args()
+    names = set(a.ops.split(","))
+    events = load(a.trace)
+    calls, device = launches_by_thread(events)
+    groups = collections.defaultdict(lambda: [0, 0.0, collections.Counter()])
+    for e in events:
+        if e.get("cat") != "cpu_op" or e["name"] not in names:
+            continue
+        g = groups[(e["name"], str(e["args"].get("Input Dims")), str(e["args"].get("Input type")))]
+        g[0] += 1
+        for k in kernels_under(e, calls, device):
+            g[1] += k["dur"]
+            g[2][(k["name"][:100], str(k["args"].get("grid")), str(k["args"].get("block")))] += k["dur"]
+    for (name, dims, types), (n, us, kernels) in sorted(groups.items(), key=lambda kv: -kv[1][1])[:a.top]:
+        print(f"{name} x{n}: {us / n:.1f} us of kernels each; inputs {dims} {types}")
+        for (kernel, grid, block), kus in kernels.most_common(a.kernels):
+            print(f"    {kus / n:9.1f} us  grid {grid} block {block}  {kernel}")
+
+
+if __name__ == "__main__":
+    main()
