@@ -905,13 +905,6 @@ bool MixedLayouts(const Ctx& c) {
   return false;
 }
 
-// An elementwise op with a sparse operand runs on the rows the sparse tensor holds: its
-// values read, and as many bytes of the dense tensor read and written. Adding one into a dense
-// tensor (SGD's and SparseAdam's updates of an embedding table from its sparse gradient) runs
-// ATen's own loop over the rows, measured as index kind sparse_add_; multiplying a dense tensor
-// by one (sparse_mask's core) gathers those rows of the dense tensor, an index op, then
-// multiplies. At the platform's measured kinds where it has them: on the build VM both take
-// about 7x the time a copy of their values does (bench/op_costs.py, sparse).
 // PyTorch's CUDA index_add over many indices (indexFuncLargeIndex, ATen's Indexing.cu) launches
 // at most 8 blocks of 128 threads an SM; each thread loops over the elements a grid's width
 // apart, and each pass reads the element's index and source, then adds it into the
@@ -925,6 +918,13 @@ double IndexAddPasses(double elements, int64_t sm_count) {
   return std::ceil(elements / (blocks * block));
 }
 
+// An elementwise op with a sparse operand runs on the rows the sparse tensor holds: its
+// values read, and as many bytes of the dense tensor read and written. Adding one into a dense
+// tensor (SGD's and SparseAdam's updates of an embedding table from its sparse gradient) runs
+// ATen's own loop over the rows, measured as index kind sparse_add_; multiplying a dense tensor
+// by one (sparse_mask's core) gathers those rows of the dense tensor, an index op, then
+// multiplies. At the platform's measured kinds where it has them: on the build VM both take
+// about 7x the time a copy of their values does (bench/op_costs.py, sparse).
 OpCost SparseOperandModel(const Ctx& c) {
   OpCost cost = BandwidthModel(c, "binary", 3 * c.e.sparse_values_bytes);
   const auto dense = std::find_if(c.in.begin(), c.in.end(), [](const proto::Tensor* t) {
