@@ -83,6 +83,9 @@ double RooflineUs(const proto::Platform& p, double flops, double bytes, double p
 
 bool UsesTensorCores(std::string_view dtype) { return dtype != "fp32" && dtype != "fp64"; }
 
+// a / b rounded up, for a >= 0 and b > 0, without overflowing near INT64_MAX.
+int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
 struct Ctx {
   const proto::Workload& w;
   const proto::Op& op;
@@ -269,7 +272,9 @@ bool MisalignedConvChannels(const Ctx& c, const ConvShape& cs, std::string_view 
 // its bf16 fprop and wgrad kernels on 8 channels); the implicit GEMM of the padded shape.
 ConvShape PaddedChannels(ConvShape cs, std::string_view dtype) {
   const int64_t unit = ElementsPer16Bytes(dtype);
-  auto pad = [&](int64_t& channels) { channels = (channels + unit - 1) / unit * unit; };
+  auto pad = [&](int64_t& channels) {
+    if (channels > 0) channels = CeilDiv(channels, unit) * unit;
+  };
   pad(cs.input[1]);
   pad(cs.weight[0]);
   pad(cs.weight[1]);
@@ -790,9 +795,12 @@ double ColumnReduceUs(const Ctx& c, double bandwidth_us) {
   if (c.in.empty() || c.out.empty() || !IsContiguous(c.in[0])) return 0;
   const proto::Tensor& in = *c.in[0];
   const int64_t cols = c.out[0]->numel();
-  int64_t trailing = 1;
-  for (int i = in.shape_size() - 1; i >= 0 && trailing < cols; --i) trailing *= in.shape(i);
-  if (cols < 2 || trailing != cols || in.numel() <= cols) return 0;
+  double trailing = 1;  // the input's trailing dims, as far as the output's elements
+  for (int i = in.shape_size() - 1; i >= 0 && trailing < static_cast<double>(cols); --i)
+    trailing *= static_cast<double>(in.shape(i));
+  if (cols < 2 || trailing != static_cast<double>(cols) || in.numel() <= cols ||
+      in.numel() % cols != 0)
+    return 0;
   const ColumnReduceLaunch l = ColumnReduceLaunchOf(in.numel() / cols, cols, c.p.sm_count());
   const double load_rounds = std::ceil(static_cast<double>(l.values_per_thread) / 4);
   const double partial_steps =
@@ -817,7 +825,7 @@ double LayerNormBackwardUs(const Ctx& c) {
   const int64_t cols = weight->numel();
   if (cols < 1 || x->numel() % cols != 0) return 0;
   const int64_t rows = x->numel() / cols;
-  if (rows > 65536 && (cols + 31) / 32 < c.p.sm_count() / 2) return 0;
+  if (rows > 65536 && CeilDiv(cols, 32) < c.p.sm_count() / 2) return 0;
   const double stats = Bytes(c.in[2]) + Bytes(c.in[3]);
   const double grad_input_us =
       BandwidthModel(c, "norm", Bytes(dy) + Bytes(x) + stats + Bytes(c.out[0])).compute_us;
@@ -937,7 +945,8 @@ OpCost SparseOperandModel(const Ctx& c) {
   // On a GPU, adding the rows into the dense tensor is ATen's index_add kernel: at least its
   // passes, each a dependent step with the grid busy (embedding_bag_step_ns).
   if (add && IsGpu(c.p) && c.p.embedding_bag_step_ns() > 0) {
-    const double elements = static_cast<double>(c.e.sparse_rows * c.e.sparse_row_width);
+    const double elements =
+        static_cast<double>(c.e.sparse_rows) * static_cast<double>(c.e.sparse_row_width);
     cost.compute_us = std::max(cost.compute_us, IndexAddPasses(elements, c.p.sm_count()) *
                                                     c.p.embedding_bag_step_ns() * 1e-3);
     return cost;
@@ -1692,10 +1701,10 @@ double EmbeddingBagSteps(double bags, double dim, double lookups, int64_t sm_cou
 
 namespace {
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// ATen's last_pow2: the largest power of two not above n (1 below 2).
-int64_t LastPow2(int64_t n) {
+// ATen's block dimension from a dim of `n`: its last_pow2 (the largest power of two not above
+// n, 1 below 2) where n is below `cap`, else `cap` (a power of two).
+int64_t Pow2Below(int64_t n, int64_t cap) {
+  if (n >= cap) return cap;
   int64_t p = 1;
   while (p * 2 <= n) p *= 2;
   return p;
@@ -1710,7 +1719,7 @@ ColumnReduceLaunch ColumnReduceLaunchOf(int64_t rows, int64_t cols, int64_t sm_c
   // its width over the outputs, its height over the rows.
   const int64_t vec = cols % 4 == 0 ? 4 : cols % 2 == 0 ? 2 : 1;
   const int64_t max_threads = 512 / vec, dim0 = cols / vec;
-  auto pow2 = [&](int64_t n) { return std::min(LastPow2(n), max_threads); };
+  auto pow2 = [&](int64_t n) { return Pow2Below(n, max_threads); };
   int64_t width = std::min<int64_t>(pow2(dim0), 32);
   const int64_t height = std::min(pow2(rows), max_threads / width);
   width = std::min(pow2(dim0), max_threads / height);
