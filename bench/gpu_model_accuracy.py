@@ -8,6 +8,7 @@ major op class, for docs/benchmarks.md. Nothing is fitted to these traces: the p
 datasheet figures and published measurements.
 
 usage: bench/gpu_model_accuracy.py [--mimic build/default/cli/mimic] [--traces ../shared/traces]
+       bench/gpu_model_accuracy.py --rates N [--by-shape]
 """
 
 import argparse
@@ -64,10 +65,11 @@ def run(mimic, traces, et, kineto, platform=None):
             return json.load(f), None
 
 
-def rates(mimic, top):
+def rates(mimic, top, by_shape=False):
     """Per op name on each H200 capture (the ops `mimic predict --json` prices, on the platform
     the trace names): the kernel time recorded under those ops against the time priced, and the
-    FLOP and byte rates each implies, for the op names that hold the most recorded time."""
+    FLOP and byte rates each implies, for the op names that hold the most recorded time; with
+    by_shape, per op name and input shapes."""
     for name, et, kineto in TRACES:
         if not name.startswith("h200 "):
             continue
@@ -80,7 +82,10 @@ def rates(mimic, top):
         for op in json.loads(r.stdout)["ops"]:
             if (op.get("original_us") or 0) <= 0:
                 continue
-            b = by.setdefault((op["name"], op["op_class"]), [0, 0.0, 0.0, 0.0, 0.0])
+            label = op["name"]
+            if by_shape:
+                label += " " + str([i["shape"] for i in op.get("inputs", [])]).replace(" ", "")
+            b = by.setdefault((label, op["op_class"]), [0, 0.0, 0.0, 0.0, 0.0])
             b[0] += 1
             b[1] += op["original_us"]
             b[2] += op["compute_us"]
@@ -103,11 +108,13 @@ def main():
     ap.add_argument("--rates", type=int, metavar="N",
                     help="instead: per op name on the H200 captures, the N names with the most "
                          "recorded time, recorded against priced time and rates")
+    ap.add_argument("--by-shape", action="store_true",
+                    help="with --rates: one row per op name and input shapes")
     ap.add_argument("--traces", default=os.environ.get("MIMIC_TRACES",
                                                        os.path.join(ROOT, "..", "shared", "traces")))
     a = ap.parse_args()
     if a.rates:
-        rates(a.mimic, a.rates)
+        rates(a.mimic, a.rates, a.by_shape)
         return
     print("| trace | platform | GPU active: recorded ms | predicted ms | error "
           "| no comm: recorded ms | predicted ms | error | modelled ops: recorded ms | predicted ms | error |")

@@ -5,6 +5,7 @@
 #include "mimic/model/predict.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -269,6 +270,31 @@ void RecordedKernels(const proto::Workload& w, const eg::OpTree& tree, int index
                      std::vector<const proto::Kernel*>& out) {
   for (const proto::Kernel& k : w.ops(index).kernels()) out.push_back(&k);
   for (int c : tree.Children(index)) RecordedKernels(w, tree, c, out);
+}
+
+// A dtype as torch spells it: float32, bfloat16, int64, float8_e4m3fn ("unknown" unrecorded).
+std::string TorchDtypeName(proto::DType d) {
+  if (d == proto::DTYPE_UNKNOWN) return "unknown";
+  std::string name = proto::DType_Name(d);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return name;
+}
+
+// An op's tensor arguments as the trace recorded them, in order (tensor lists left out); an
+// undefined one (an absent optional weight) as such.
+std::vector<OpPrediction::Input> RecordedInputs(const proto::Workload& w, const proto::Op& op) {
+  std::vector<OpPrediction::Input> inputs;
+  for (const proto::Value& v : op.inputs()) {
+    if (v.kind_case() != proto::Value::kTensor || v.tensor() >= w.tensors_size()) continue;
+    if (v.tensor() < 0) {
+      inputs.push_back({{}, "undefined"});
+      continue;
+    }
+    const proto::Tensor& t = w.tensors(v.tensor());
+    inputs.push_back({{t.shape().begin(), t.shape().end()}, TorchDtypeName(t.dtype())});
+  }
+  return inputs;
 }
 
 // Device intervals of the iteration apart from the collectives': those of ops the models see
@@ -634,6 +660,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
     o.op_id = op.id();
     o.name = op.name();
     o.op_class = std::string(eg::OpClassName(eg::ClassOf(op.name())));
+    o.inputs = RecordedInputs(w, op);
     const bool collective = eg::IsCommunication(op);
     const bool wait = op.has_collective() && op.collective().type() == proto::Collective::WAIT;
     SubtreeCost sc;

@@ -67,6 +67,21 @@ std::string PredictionToJson(const Prediction& p) {
       j.Null();
     else
       j.String(o.unmodelled);
+    j.Key("inputs").BeginArray();
+    for (const OpPrediction::Input& in : o.inputs) {
+      j.BeginObject();
+      j.Key("shape");
+      if (in.dtype == "undefined") {
+        j.Null();
+      } else {
+        j.BeginArray();
+        for (int64_t d : in.shape) j.Int(d);
+        j.EndArray();
+      }
+      j.Key("dtype").String(in.dtype);
+      j.EndObject();
+    }
+    j.EndArray();
     j.EndObject();
   }
   j.EndArray();

@@ -108,6 +108,24 @@ class PredictTest(unittest.TestCase):
                 replay = json.load(f)
         self.assertEqual(len(got["ops"]), replay["coverage"]["total"])
 
+    def test_each_op_reports_the_tensor_inputs_its_trace_recorded(self):
+        r = mimic("predict", *sample("mlp"), "--platform", "cpu_host", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = json.loads(r.stdout)
+        with gzip.open(sample("mlp")[0], "rt") as f:
+            nodes = {n["id"]: n for n in json.load(f)["nodes"]}
+        with_tensors = 0
+        dtypes = {"Tensor(float)": "float32", "Tensor(long int)": "int64", "Tensor(nullptr (uninitialized))": "undefined"}
+        for op in got["ops"]:
+            recorded = nodes[op["id"]]["inputs"]
+            tensors = [(shape, t) for shape, t in zip(recorded["shapes"], recorded["types"]) if t.startswith("Tensor(")]
+            want = [None if "nullptr" in t else shape for shape, t in tensors]
+            self.assertEqual([i["shape"] for i in op["inputs"]], want, op["name"])
+            for i, (_, t) in zip(op["inputs"], tensors):
+                self.assertEqual(i["dtype"], dtypes.get(t, i["dtype"]), op["name"])
+            with_tensors += bool(want)
+        self.assertGreater(with_tensors, 10)
+
     def test_a_gpu_platform_predicts_a_cpu_capture_as_a_cross_platform_prediction(self):
         cpu = json.loads(mimic("predict", *sample("transformer"), "--platform", "cpu_host", "--json").stdout)
         r = mimic("predict", *sample("transformer"), "--platform", "h200", "--json")

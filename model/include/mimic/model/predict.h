@@ -42,6 +42,12 @@ struct OpPrediction {
   // Why no model sees (some of) its device work: "compiled code", "op without a model", "no
   // shapes recorded", ... ("" when the models see all of it). compute_us is then a floor.
   std::string unmodelled;
+  // Its tensor arguments as recorded, in order (tensor lists left out): what a price depends on.
+  struct Input {
+    std::vector<int64_t> shape;
+    std::string dtype;  // as torch spells it: "float32", "bfloat16", "int64", ...; "undefined"
+  };
+  std::vector<Input> inputs;
 };
 
 // Device busy time of part of the iteration: the union of the prediction's device intervals
