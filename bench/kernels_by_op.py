@@ -2,8 +2,9 @@
 """The device kernels each host op of a Kineto trace launched, with the launch each got (grid,
 block) and the time each took: what a kernel model has to explain. A kernel belongs to the op
 whose span on its thread holds the runtime or driver call that launched it (matched by
-correlation id); ops of one name and input shapes are grouped, the capture's own integer-range
-probes (ATen's min/max reductions over int64 and their device-to-host copies) left out.
+correlation id); ops of one name and input shapes are grouped, the execution-trace observer's
+integer-range probes left out (gpu_fidelity.observer_probes: the rule Mimic's own Kineto reader
+applies).
 
 usage: bench/kernels_by_op.py KINETO_TRACE OP[,OP...] [--top N] [--kernels K]
   e.g. bench/kernels_by_op.py fleet_samples/h200/gpt2.kineto.json.gz aten::sum,aten::layer_norm
@@ -12,25 +13,22 @@ usage: bench/kernels_by_op.py KINETO_TRACE OP[,OP...] [--top N] [--kernels K]
 import argparse
 import bisect
 import collections
-import gzip
-import json
 
-PROBE = ("ReduceOp<long", "DtoH")  # the execution-trace observer's range probes and their copies
-
-
-def load(path):
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
-        return json.load(f)["traceEvents"]
+from gpu_fidelity import DEVICE_CATEGORIES, LAUNCH_CATEGORIES, load, observer_probes
 
 
 def launches_by_thread(events):
-    """Each thread's launch calls, (start, correlation), sorted, and the device work by correlation."""
+    """Each thread's launch calls, (start, correlation), sorted, and the device work by
+    correlation, the observer's probes left out."""
+    launches = {e["args"]["correlation"]: e for e in events
+                if e.get("cat") in LAUNCH_CATEGORIES and "correlation" in e.get("args", {})}
+    probes = observer_probes(events, launches)
     device = {e["args"].get("correlation"): e for e in events
-              if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}
+              if e.get("cat") in DEVICE_CATEGORIES and e["args"].get("correlation") not in probes}
     calls = collections.defaultdict(list)
-    for e in events:
-        if e.get("cat") in ("cuda_runtime", "cuda_driver") and e["args"].get("correlation") in device:
-            calls[e["tid"]].append((e["ts"], e["args"]["correlation"]))
+    for c, e in launches.items():
+        if c in device:
+            calls[e["tid"]].append((e["ts"], c))
     for v in calls.values():
         v.sort()
     return calls, device
@@ -40,9 +38,7 @@ def kernels_under(op, calls, device):
     thread = calls[op["tid"]]
     i = bisect.bisect_left(thread, (op["ts"], -1))
     while i < len(thread) and thread[i][0] <= op["ts"] + op["dur"]:
-        k = device[thread[i][1]]
-        if not any(p in k["name"] for p in PROBE):
-            yield k
+        yield device[thread[i][1]]
         i += 1
 
 
@@ -54,7 +50,7 @@ def main():
     ap.add_argument("--kernels", type=int, default=3, help="kernels to print per group")
     a = ap.parse_args()
     names = set(a.ops.split(","))
-    events = load(a.trace)
+    events = load(a.trace)["traceEvents"]
     calls, device = launches_by_thread(events)
     groups = collections.defaultdict(lambda: [0, 0.0, collections.Counter()])
     for e in events:

@@ -597,19 +597,27 @@ OpCost SparseGradientModel(const Ctx& c) {
   return cost;
 }
 
+// The time of one dependent global load with the grid busy on a GPU (`embedding_bag_step_ns`,
+// in us): what the kernels below that wait on their loads take a step. 0 where the platform has
+// none (a CPU, or a GPU without the figure): those ops keep their bytes' time.
+double DependentStepUs(const proto::Platform& p) {
+  return IsGpu(p) && p.embedding_bag_step_ns() > 0 ? p.embedding_bag_step_ns() * 1e-3 : 0;
+}
+
 // How long PyTorch's CUDA EmbeddingBag forward takes by its steps rather than its bytes: each
 // step waits on two dependent loads (the id, then its row), and with a few thousand bags every
 // warp runs at once, so the kernel lasts as many steps as a warp takes (EmbeddingBagSteps), each
 // about a memory latency however few bytes it moves. 0 where the platform has no step time, or
 // the table fits in L2 (the step time is taken on a table far larger).
 double EmbeddingBagStepsUs(const Ctx& c, double lookups) {
-  if (!IsGpu(c.p) || !(c.p.embedding_bag_step_ns() > 0) || c.in.size() < 3) return 0;
+  const double step_us = DependentStepUs(c.p);
+  if (!(step_us > 0) || c.in.size() < 3) return 0;
   const proto::Tensor* table = c.in[0];
   if (Bytes(table) <= c.p.l2_bytes()) return 0;
   // The offsets hold one entry per bag, and one more with include_last_offset (argument 7).
   const double bags = static_cast<double>(c.in[2]->numel()) - (BoolArg(c.op, 7) ? 1 : 0);
   return EmbeddingBagSteps(bags, static_cast<double>(Dim(table, -1)), lookups, c.p.sm_count()) *
-         c.p.embedding_bag_step_ns() * 1e-3;
+         step_us;
 }
 
 // An index op of shape `s` where the platform measured its kind (calibrate's index sweep), its
@@ -790,8 +798,8 @@ double UnreturnedIndexBytes(const Ctx& c) {
 // plus the partial sums' steps. 0 where the op is not such a reduction or the platform has no
 // step time.
 double ColumnReduceUs(const Ctx& c, double bandwidth_us) {
-  const double step_us = c.p.embedding_bag_step_ns() * 1e-3;
-  if (!IsGpu(c.p) || !(step_us > 0) || (c.name != "aten::sum" && c.name != "aten::mean")) return 0;
+  const double step_us = DependentStepUs(c.p);
+  if (!(step_us > 0) || (c.name != "aten::sum" && c.name != "aten::mean")) return 0;
   if (c.in.empty() || c.out.empty() || !IsContiguous(c.in[0])) return 0;
   const proto::Tensor& in = *c.in[0];
   const int64_t cols = c.out[0]->numel();
@@ -817,9 +825,9 @@ double ColumnReduceUs(const Ctx& c, double bandwidth_us) {
 // SMs the grid fills: GPT-2's 768 columns on the H200 fill 24 of 132 SMs, and its 8,192 rows
 // take 32 steps (42.3 us recorded, 13 us by bytes). 0 where it does not apply.
 double LayerNormBackwardUs(const Ctx& c) {
-  const double step_us = c.p.embedding_bag_step_ns() * 1e-3;
-  if (!IsGpu(c.p) || !(step_us > 0) || c.name != "aten::native_layer_norm_backward" ||
-      c.in.size() < 5 || c.out.empty())
+  const double step_us = DependentStepUs(c.p);
+  if (!(step_us > 0) || c.name != "aten::native_layer_norm_backward" || c.in.size() < 5 ||
+      c.out.empty())
     return 0;
   const proto::Tensor *dy = c.in[0], *x = c.in[1], *weight = c.in[4];
   const int64_t cols = weight->numel();
@@ -854,7 +862,8 @@ OpCost ReductionNormModel(const Ctx& c) {
                                TouchedBytes(c.in, c.out) + UnreturnedIndexBytes(c) +
                                    (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
   cost.compute_us = std::max(cost.compute_us, ChannelsLastBatchNormUs(c));
-  cost.compute_us = std::max(cost.compute_us, ColumnReduceUs(c, cost.compute_us));
+  // ATen's kernels that wait on their loads, where the op is one (each 0 otherwise).
+  if (const double us = ColumnReduceUs(c, cost.compute_us); us > 0) cost.compute_us = us;
   if (const double us = LayerNormBackwardUs(c); us > 0) cost.compute_us = us;
   return cost;
 }
@@ -944,11 +953,10 @@ OpCost SparseOperandModel(const Ctx& c) {
   if (dense == c.in.end() || c.e.sparse_rows <= 0 || (!add && !mul)) return cost;
   // On a GPU, adding the rows into the dense tensor is ATen's index_add kernel: at least its
   // passes, each a dependent step with the grid busy (embedding_bag_step_ns).
-  if (add && IsGpu(c.p) && c.p.embedding_bag_step_ns() > 0) {
+  if (const double step_us = DependentStepUs(c.p); add && step_us > 0) {
     const double elements =
         static_cast<double>(c.e.sparse_rows) * static_cast<double>(c.e.sparse_row_width);
-    cost.compute_us = std::max(cost.compute_us, IndexAddPasses(elements, c.p.sm_count()) *
-                                                    c.p.embedding_bag_step_ns() * 1e-3);
+    cost.compute_us = std::max(cost.compute_us, IndexAddPasses(elements, c.p.sm_count()) * step_us);
     return cost;
   }
   const IndexShape rows{add ? "sparse_add_" : "index", c.e.sparse_rows, c.e.sparse_row_width,

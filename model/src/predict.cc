@@ -288,11 +288,12 @@ std::vector<OpPrediction::Input> RecordedInputs(const proto::Workload& w, const 
   for (const proto::Value& v : op.inputs()) {
     if (v.kind_case() != proto::Value::kTensor || v.tensor() >= w.tensors_size()) continue;
     if (v.tensor() < 0) {
-      inputs.push_back({{}, "undefined"});
+      inputs.push_back({std::nullopt, "undefined"});
       continue;
     }
     const proto::Tensor& t = w.tensors(v.tensor());
-    inputs.push_back({{t.shape().begin(), t.shape().end()}, TorchDtypeName(t.dtype())});
+    inputs.push_back(
+        {std::vector<int64_t>(t.shape().begin(), t.shape().end()), TorchDtypeName(t.dtype())});
   }
   return inputs;
 }

@@ -71,11 +71,11 @@ std::string PredictionToJson(const Prediction& p) {
     for (const OpPrediction::Input& in : o.inputs) {
       j.BeginObject();
       j.Key("shape");
-      if (in.dtype == "undefined") {
+      if (!in.shape) {
         j.Null();
       } else {
         j.BeginArray();
-        for (int64_t d : in.shape) j.Int(d);
+        for (int64_t d : *in.shape) j.Int(d);
         j.EndArray();
       }
       j.Key("dtype").String(in.dtype);

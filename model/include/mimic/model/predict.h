@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,7 @@ struct OpPrediction {
   std::string unmodelled;
   // Its tensor arguments as recorded, in order (tensor lists left out): what a price depends on.
   struct Input {
-    std::vector<int64_t> shape;
+    std::optional<std::vector<int64_t>> shape;  // none: an undefined tensor (an absent weight)
     std::string dtype;  // as torch spells it: "float32", "bfloat16", "int64", ...; "undefined"
   };
   std::vector<Input> inputs;
