@@ -118,7 +118,7 @@ def observer_probes(events, launches):
                 by_thread[launch.get("tid")].append((e["args"]["correlation"], tag(e)))
     probes = set()
     for seq in by_thread.values():
-        seq.sort()
+        seq.sort(key=lambda ct: ct[0])  # a correlation may launch more than one device event
         i = 0
         while i < len(seq):
             for prelude in (2, 1, 0):

@@ -218,12 +218,41 @@ bool MisalignedForTensorCores(const Ctx& c, std::string_view dtype) {
   return false;
 }
 
-// How much longer a misaligned tensor-core GEMM takes than an aligned one of its shape: Netflix
-// measured an LM head whose vocabulary size was not a multiple of 64 falling back from cuBLAS's
-// kernel to CUTLASS's and taking 3x as long ("Scaling LLM Post-Training at Netflix", 2026-02).
-// A published figure, not fitted: GPT-2's head on the H200 took about 6x what the model gives it
-// aligned (docs/benchmarks.md), where the aligned GEMMs beside it ran at that price.
+// How much longer a convolution on channels padded to 16-byte units takes than an aligned one of
+// its shape: Netflix measured an LM head whose vocabulary size was not a multiple of 64 falling
+// back from cuBLAS's kernel to CUTLASS's and taking 3x as long ("Scaling LLM Post-Training at
+// Netflix", 2026-02); taken for cuDNN's padded convolutions, whose kernels are not timed in any
+// public trace at hand.
 constexpr double kMisalignedGemmSlowdown = 3;
+
+// A misaligned tensor-core GEMM's fallback kernel (CUTLASS's `*_align1`, one element a load) is
+// bound by its loads, not its MMAs: its tiles' operand bytes at a rate per SM cycle. Fitted on
+// the public A100 trace (hta-gpu-kineto/sampled_rank0, an A100 by its kernels' names: its 142
+// TF32 align1 kernels, 9.5 bytes a cycle over all, 0.9-20 per kernel) and held out on the
+// H200's GPT-2 head (bf16, 6 kernels: 8.0): bench/misaligned_gemm_rate.py, docs/model.md.
+constexpr double kMisalignedLoadBytesPerSmCycle = 9.5;
+
+// A fallback kernel's tile edge along a dimension of `size` >= 1: 64 or 128, whichever pads it
+// less (128 on a tie: the larger tile loads less per output).
+int64_t MisalignedTileEdge(int64_t size) {
+  const int64_t pad64 = (64 - size % 64) % 64, pad128 = (128 - size % 128) % 128;
+  return pad64 < pad128 ? 64 : 128;
+}
+
+// The fallback kernel's time: each output tile reads its rows of A and its columns of B
+// through all of K.
+double MisalignedGemmLoadsUs(const proto::Platform& p, const GemmShape& g, std::string_view dtype) {
+  const double cycles_per_s = static_cast<double>(p.sm_count()) * p.boost_clock_mhz() * 1e6;
+  if (!(cycles_per_s > 0)) return 0;
+  const int64_t m = std::max<int64_t>(g.m, 1), n = std::max<int64_t>(g.n, 1);
+  const int64_t tm = MisalignedTileEdge(m), tn = MisalignedTileEdge(n);
+  const double tiles = static_cast<double>(std::max<int64_t>(g.batch, 1)) *
+                       static_cast<double>(CeilDiv(m, tm)) * static_cast<double>(CeilDiv(n, tn));
+  const double bytes = tiles * static_cast<double>(tm + tn) *
+                       static_cast<double>(std::max<int64_t>(g.k, 0)) * 16 /
+                       static_cast<double>(ElementsPer16Bytes(dtype));
+  return bytes / (kMisalignedLoadBytesPerSmCycle * cycles_per_s) * 1e6;
+}
 
 // The precision an op of `dtype` multiplies in on a datasheet GPU (its efficiency `table` holds
 // no measured point): fp32 operands in TF32 on tensor cores where the platform has them and the
@@ -250,9 +279,11 @@ OpCost GemmModel(const Ctx& c) {
   Ctx operands = c;
   operands.in.erase(operands.in.begin(),
                     operands.in.begin() + static_cast<std::ptrdiff_t>(g.foreign_inputs));
-  const double slowdown = MisalignedForTensorCores(operands, dtype) ? kMisalignedGemmSlowdown : 1;
-  return ComputeBound(operands, "gemm", 2 * batch * m * n * k, c.p.gemm_efficiency(), batch * m, n,
-                      k, dtype, "", slowdown);
+  OpCost cost = ComputeBound(operands, "gemm", 2 * batch * m * n * k, c.p.gemm_efficiency(),
+                             batch * m, n, k, dtype, "");
+  if (MisalignedForTensorCores(operands, dtype))
+    cost.compute_us = std::max(cost.compute_us, MisalignedGemmLoadsUs(c.p, g, dtype));
+  return cost;
 }
 
 // A tensor-core convolution whose channels cannot be read 16 bytes at a time: cuDNN's
@@ -575,10 +606,26 @@ bool IsContiguous(const proto::Tensor* t) {
   return true;
 }
 
+// SM cycles (at the boost clock) an SM takes to start each block of a kernel: a kernel of many
+// small blocks that each do little runs at the rate its blocks start, not at its bytes'. The
+// fewest any kernel of the H200 GPT-2 and ResNet-50 captures took (147: a bf16 fill of 100,352
+// blocks; 147-160 over the fills and non-vectorized elementwise kernels that come closest);
+// held out on the DLRM capture's row gathers, 154 (bench/block_start_rate.py). One GH100's
+// figure, taken for every GPU.
+constexpr double kBlockStartCycles = 147;
+
+// The least time a GPU kernel of `blocks` blocks takes: its SMs start them a wave at a time.
+double BlockStartsUs(const proto::Platform& p, double blocks) {
+  if (!IsGpu(p) || p.sm_count() <= 0 || !(p.boost_clock_mhz() > 0) || !(blocks > 0)) return 0;
+  return std::ceil(blocks / static_cast<double>(p.sm_count())) * kBlockStartCycles /
+         p.boost_clock_mhz();
+}
+
 // A backward that returns its gradient as a sparse tensor (IndexOp::sparse_arg) accumulates
 // nothing into a table. embedding's takes the gradient's rows as the values: a reshape, a view
 // of a contiguous gradient (no kernel) and a copy of another. An embedding bag's gathers them
-// per lookup (grad.index_select(0, offset2bag)). The caller counts its children's dispatches.
+// per lookup (grad.index_select(0, offset2bag)): on a GPU, ATen's vectorized_gather_kernel, a
+// block per looked-up row. The caller counts its children's dispatches.
 OpCost SparseGradientModel(const Ctx& c) {
   const proto::Tensor* grad = c.in[0];
   OpCost cost;
@@ -586,6 +633,7 @@ OpCost SparseGradientModel(const Ctx& c) {
     const double lookups = c.in.size() >= 2 ? static_cast<double>(c.in[1]->numel()) : 0;
     const double rows = lookups * static_cast<double>(Dim(grad, -1) * grad->itemsize());
     cost = BandwidthModel(c, "gather", 2 * rows + (c.in.size() >= 2 ? Bytes(c.in[1]) : 0));
+    cost.compute_us = std::max(cost.compute_us, BlockStartsUs(c.p, lookups));
   } else if (IsContiguous(grad)) {
     cost.launches = false;
     cost.model = "view";

@@ -846,25 +846,39 @@ TEST(Predict, AGemmIsPricedInThePrecisionItComputedIn) {
 }
 
 // A tensor-core GEMM whose rows are not whole 16-byte units falls back to a kernel that reads
-// an element at a time: priced at kMisalignedGemmSlowdown (3x, Netflix's published figure). A
-// GEMM without tensor cores (fp32) reads as it did.
-TEST(Predict, AGemmWhoseRowsAreNotWhole16ByteUnitsRunsAtTheFallbackKernelsRate) {
+// an element at a time and is bound by those loads: each output tile (128 x 128 here, or 64 on
+// a dimension that 64 pads less) reads its rows of A and columns of B through all of K, 9.5
+// bytes a cycle on each SM. Its aligned neighbour is priced as before, and a GEMM without tensor
+// cores (fp32) reads as it did.
+TEST(Predict, AMisalignedTensorCoreGemmIsBoundByItsTilesOperandLoads) {
   const proto::Platform p = KnownOverheads();
-  auto us_per_gflop = [&](int64_t k, proto::DType dtype) {
+  auto priced = [&](int64_t m, int64_t k, proto::DType dtype) {
     proto::Workload w = TwoKernels(false);
     for (int t = 0; t < 3; ++t) {
       proto::Tensor* x = w.mutable_tensors(t);
       x->set_dtype(dtype), x->set_itemsize(dtype == proto::FLOAT32 ? 4 : 2);
     }
-    w.mutable_tensors(0)->set_shape(1, k);  // a: [8192, k]
+    w.mutable_tensors(0)->set_shape(0, m);  // a: [m, k]
+    w.mutable_tensors(0)->set_shape(1, k);
     w.mutable_tensors(1)->set_shape(0, k);  // b: [k, 8192]
+    w.mutable_tensors(2)->set_shape(0, m);  // c: [m, 8192]
     auto r = Predict(w, p, Options(false));
     EXPECT_THAT(r, IsOk());
-    return r.ok() ? r->ops[0].compute_us / (r->ops[0].flops / 1e9) : -1.0;
+    return r.ok() ? r->ops[0].compute_us : -1.0;
   };
-  EXPECT_NEAR(us_per_gflop(8191, proto::BFLOAT16) / us_per_gflop(8192, proto::BFLOAT16), 3, 0.03);
-  EXPECT_NEAR(us_per_gflop(8188, proto::BFLOAT16) / us_per_gflop(8184, proto::BFLOAT16), 3, 0.03);
-  EXPECT_NEAR(us_per_gflop(8191, proto::FLOAT32) / us_per_gflop(8192, proto::FLOAT32), 1, 0.01);
+  const double cycles_per_us = p.sm_count() * p.boost_clock_mhz();
+  auto loads_us = [&](double tiles, double tile_rows_and_cols, double k) {
+    return tiles * tile_rows_and_cols * k * 2 / 9.5 / cycles_per_us;
+  };
+  // 8192 x 8192 outputs in 64 x 64 tiles of 128 x 128, each reading 256 rows of 8191 bf16.
+  EXPECT_NEAR(priced(8192, 8191, proto::BFLOAT16), loads_us(64 * 64, 256, 8191), 0.01);
+  // 8292 rows: 65 tiles of 128 pad them no more than 130 of 64.
+  EXPECT_NEAR(priced(8292, 8191, proto::BFLOAT16), loads_us(65 * 64, 256, 8191), 0.01);
+  // 8232 rows: 129 tiles of 64 pad them less (8256 rows, not 8320).
+  EXPECT_NEAR(priced(8232, 8191, proto::BFLOAT16), loads_us(129 * 64, 64 + 128, 8191), 0.01);
+  const double aligned = priced(8192, 8192, proto::BFLOAT16);
+  EXPECT_LT(aligned, priced(8192, 8191, proto::BFLOAT16) / 3);
+  EXPECT_NEAR(priced(8192, 8191, proto::FLOAT32) / priced(8192, 8192, proto::FLOAT32), 1, 0.01);
 }
 
 // Tile quantization on a datasheet GPU: the last column of output tiles computes whole tiles.
@@ -958,6 +972,30 @@ TEST(Predict, ASparseUpdateMovesTheRowsItHolds) {
     EXPECT_DOUBLE_EQ(o.compute_us, passes * Builtin("h200").embedding_bag_step_ns() * 1e-3);
   }
   EXPECT_EQ(sparse_updates, 8);  // one per table in the step
+}
+
+// The H200 DLRM capture: each sparse embedding-bag backward gathers a row of grad per lookup
+// (42,000 of 128 floats) in ATen's vectorized_gather_kernel, a 32-thread block per row (the
+// capture's kernels: grid = lookups, 27 us). 21 MB each way is 9 us of the H200's bandwidth;
+// the blocks' starts, 320 a SM at 147 cycles each, 26 us.
+TEST(Predict, ASparseEmbeddingBagGradientWaitsOutItsBlocksStarts) {
+  const proto::Workload w = LoadSample("h200/dlrm");
+  const proto::Platform h200 = Builtin("h200");
+  auto r = Predict(w, h200, Options(false));
+  ASSERT_THAT(r, IsOk());
+  const eg::OpTree tree(w);
+  int gathers = 0;
+  for (const OpPrediction& o : r->ops) {
+    const proto::Op& op = w.ops(tree.IndexOf(o.op_id));
+    if (o.name != "aten::_embedding_bag_backward" || op.inputs_size() < 2) continue;
+    const double lookups = static_cast<double>(w.tensors(op.inputs(1).tensor()).numel());
+    if (lookups < 40000) continue;
+    ++gathers;
+    const double starts_us = std::ceil(lookups / h200.sm_count()) * 147 / h200.boost_clock_mhz();
+    EXPECT_GT(starts_us, 2 * o.bytes / h200.memory_bandwidth_bytes_per_s() * 1e6);
+    EXPECT_DOUBLE_EQ(o.compute_us, starts_us) << lookups;
+  }
+  EXPECT_EQ(gathers, 8);  // one per table in the step
 }
 
 // The steps of PyTorch's EmbeddingBag kernel: each warp takes one bag's 32-column chunk, and a
