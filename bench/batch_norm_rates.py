@@ -13,12 +13,13 @@ at its boost clock, is the figure.
   python3 bench/batch_norm_rates.py --fit resnet50_b64 --judge resnet50_b128
 """
 import argparse
-import bisect
 import collections
-import gzip
 import json
 import math
 import os
+
+from gpu_fidelity import load as load_trace
+from kernels_by_op import kernels_under, launches_by_thread
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 SAMPLES = os.path.join(ROOT, "fleet_samples", "h200")
@@ -36,28 +37,18 @@ def kernel_family(name: str) -> str:
 
 
 def load(sample: str) -> dict:
-    """{(kernel family, input shape): [durations us]} for the channels-last batch-norm kernels."""
-    with gzip.open(os.path.join(SAMPLES, f"{sample}.kineto.json.gz")) as f:
-        events = json.load(f)["traceEvents"]
-    launches = {e["args"]["correlation"]: e for e in events
-                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
-    spans = collections.defaultdict(list)  # thread -> sorted (start, end, shape)
-    for e in events:
-        if e.get("cat") == "cpu_op" and e.get("ph") == "X" and e["name"] in OPS:
-            spans[e["tid"]].append((e["ts"], e["ts"] + e["dur"], tuple(e["args"]["Input Dims"][0])))
-    for s in spans.values():
-        s.sort()
+    """{(kernel family, input shape): [durations us]} for the channels-last batch-norm kernels,
+    each the kernel of the op whose host span holds its launch (kernels_by_op.py's rule)."""
+    events = load_trace(os.path.join(SAMPLES, f"{sample}.kineto.json.gz"))["traceEvents"]
+    calls, device = launches_by_thread(events)
     out = collections.defaultdict(list)
-    for k in events:
-        if k.get("cat") != "kernel" or "channels_last" not in k["name"]:
+    for e in events:
+        if e.get("cat") != "cpu_op" or e.get("ph") != "X" or e["name"] not in OPS:
             continue
-        launch = launches.get(k["args"].get("correlation"))
-        if not launch:
-            continue
-        s = spans[launch["tid"]]
-        i = bisect.bisect_right(s, (launch["ts"], math.inf, ())) - 1
-        if i >= 0 and s[i][0] <= launch["ts"] <= s[i][1]:
-            out[(kernel_family(k["name"]), s[i][2])].append(k["dur"])
+        shape = tuple(e["args"]["Input Dims"][0])
+        for k in kernels_under(e, calls, device):
+            if k.get("cat") == "kernel" and "channels_last" in k["name"]:
+                out[(kernel_family(k["name"]), shape)].append(k["dur"])
     return out
 
 
