@@ -74,10 +74,13 @@ double TouchedBytes(const std::vector<const proto::Tensor*>& a, const std::vecto
 
 bool IsGpu(const proto::Platform& p) { return p.device_type() == "cuda"; }
 
-// Time for `flops` at `eff` of peak, bounded below by the bytes at memory bandwidth (roofline).
-double RooflineUs(const proto::Platform& p, double flops, double bytes, double peak, double eff) {
+// Time for `flops` at `eff` of peak, bounded below by the bytes at memory bandwidth (roofline);
+// `*memory_bound` says whether the bytes set it.
+double RooflineUs(const proto::Platform& p, double flops, double bytes, double peak, double eff,
+                  bool* memory_bound) {
   const double compute = peak > 0 ? flops / (peak * std::max(eff, 1e-3)) : 0;
   const double memory = bytes / EffectiveBandwidth(p, "copy", bytes);
+  *memory_bound = memory > compute;
   return std::max(compute, memory) * 1e6;
 }
 
@@ -85,6 +88,11 @@ bool UsesTensorCores(std::string_view dtype) { return dtype != "fp32" && dtype !
 
 // a / b rounded up, for a >= 0 and b > 0, without overflowing near INT64_MAX.
 int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+// Raises `cost` to `us` where that is longer: `limiter` then sets its time.
+void AtLeast(OpCost& cost, double us, const char* limiter) {
+  if (us > cost.compute_us) cost.compute_us = us, cost.bound = limiter;
+}
 
 struct Ctx {
   const proto::Workload& w;
@@ -122,11 +130,17 @@ OpCost ComputeBoundInPasses(const Ctx& c, const char* model, double flops,
   const double eff = ShapeEfficiency(c.p, table, m, n, k, dtype, pass, layout) / slowdown;
   const double peak = PeakFlops(c.p, dtype, UsesTensorCores(dtype));
   const double share = flops / static_cast<double>(std::max<size_t>(pass_bytes.size(), 1));
+  const double cold_us = ColdOperandsUs(c);
+  double memory_us = cold_us;  // of the passes the bytes set, and the cold operands'
   for (const double bytes : pass_bytes) {
     cost.bytes += bytes;
-    cost.compute_us += RooflineUs(c.p, share, bytes, peak, eff);
+    bool memory_bound = false;
+    const double us = RooflineUs(c.p, share, bytes, peak, eff, &memory_bound);
+    cost.compute_us += us;
+    memory_us += memory_bound ? us : 0;
   }
-  cost.compute_us += ColdOperandsUs(c);
+  cost.compute_us += cold_us;
+  cost.bound = 2 * memory_us > cost.compute_us ? bound::kBytes : bound::kFlops;
   return cost;
 }
 
@@ -159,6 +173,7 @@ OpCost RnnLayerModel(const Ctx& c, const RnnShape& r) {
   const double passes = r.backward ? 2 : 1;
   OpCost cost;
   cost.model = "rnn";
+  cost.bound = bound::kFlops;
   cost.flops = RnnFlops(r);
   cost.bytes = TouchedBytes(c.in, c.out);
   if (peak <= 0) return cost;
@@ -282,7 +297,7 @@ OpCost GemmModel(const Ctx& c) {
   OpCost cost = ComputeBound(operands, "gemm", 2 * batch * m * n * k, c.p.gemm_efficiency(),
                              batch * m, n, k, dtype, "");
   if (MisalignedForTensorCores(operands, dtype))
-    cost.compute_us = std::max(cost.compute_us, MisalignedGemmLoadsUs(c.p, g, dtype));
+    AtLeast(cost, MisalignedGemmLoadsUs(c.p, g, dtype), bound::kMisalignedLoads);
   return cost;
 }
 
@@ -439,7 +454,7 @@ OpCost AtUnrolledRate(const Ctx& c, OpCost cost) {
   for (const auto* list : {&c.in, &c.out})
     for (const proto::Tensor* t : *list)
       elements = std::max(elements, static_cast<double>(t->numel()));
-  cost.compute_us = std::max(cost.compute_us, elements / UnrolledElementsPerS(c.p) * 1e6);
+  AtLeast(cost, elements / UnrolledElementsPerS(c.p) * 1e6, bound::kUnrolledElements);
   return cost;
 }
 
@@ -452,6 +467,7 @@ OpCost AtUnrolledRate(const Ctx& c, OpCost cost) {
 OpCost BandwidthModel(const Ctx& c, std::string_view kind, double bytes) {
   OpCost cost;
   cost.model = "bandwidth";
+  cost.bound = bound::kBytes;
   cost.bytes = bytes;
   std::string_view dtype = TrafficDtype(c);
   double priced = bytes;
@@ -633,7 +649,7 @@ OpCost SparseGradientModel(const Ctx& c) {
     const double lookups = c.in.size() >= 2 ? static_cast<double>(c.in[1]->numel()) : 0;
     const double rows = lookups * static_cast<double>(Dim(grad, -1) * grad->itemsize());
     cost = BandwidthModel(c, "gather", 2 * rows + (c.in.size() >= 2 ? Bytes(c.in[1]) : 0));
-    cost.compute_us = std::max(cost.compute_us, BlockStartsUs(c.p, lookups));
+    AtLeast(cost, BlockStartsUs(c.p, lookups), bound::kBlockStarts);
   } else if (IsContiguous(grad)) {
     cost.launches = false;
     cost.model = "view";
@@ -705,6 +721,7 @@ OpCost EmbeddingModel(const Ctx& c) {
     if (const double us = MeasuredIndexUs(c, s); us >= 0) {
       OpCost cost;
       cost.model = "index";
+      cost.bound = bound::kMeasured;
       cost.bytes = TouchedBytes(c.in, c.out);
       cost.compute_us = us;
       return cost;
@@ -729,8 +746,9 @@ OpCost EmbeddingModel(const Ctx& c) {
     cost.model = "embedding";
     cost.bytes = gathered + index_bytes + (c.out.empty() ? 0 : Bytes(c.out[0]));
     cost.compute_us = cost.bytes / EffectiveBandwidth(c.p, "gather", std::max(working_set, 1.0)) * 1e6;
+    cost.bound = bound::kBytes;
     if (c.name != "aten::embedding")
-      cost.compute_us = std::max(cost.compute_us, EmbeddingBagStepsUs(c, lookups));
+      AtLeast(cost, EmbeddingBagStepsUs(c, lookups), bound::kDependentLoads);
     return cost;
   }
   if (const eg::IndexOp* r = eg::IndexOpOf(c.op.name()); r && BoolArg(c.op, r->sparse_arg))
@@ -909,10 +927,12 @@ OpCost ReductionNormModel(const Ctx& c) {
   OpCost cost = BandwidthModel(c, kind,
                                TouchedBytes(c.in, c.out) + UnreturnedIndexBytes(c) +
                                    (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
-  cost.compute_us = std::max(cost.compute_us, ChannelsLastBatchNormUs(c));
+  AtLeast(cost, ChannelsLastBatchNormUs(c), bound::kSmCycles);
   // ATen's kernels that wait on their loads, where the op is one (each 0 otherwise).
-  if (const double us = ColumnReduceUs(c, cost.compute_us); us > 0) cost.compute_us = us;
-  if (const double us = LayerNormBackwardUs(c); us > 0) cost.compute_us = us;
+  if (const double us = ColumnReduceUs(c, cost.compute_us); us > 0)
+    AtLeast(cost, us, bound::kDependentLoads);
+  if (const double us = LayerNormBackwardUs(c); us > 0)
+    cost.compute_us = us, cost.bound = bound::kDependentLoads;
   return cost;
 }
 
@@ -1004,7 +1024,7 @@ OpCost SparseOperandModel(const Ctx& c) {
   if (const double step_us = DependentStepUs(c.p); add && step_us > 0) {
     const double elements =
         static_cast<double>(c.e.sparse_rows) * static_cast<double>(c.e.sparse_row_width);
-    cost.compute_us = std::max(cost.compute_us, IndexAddPasses(elements, c.p.sm_count()) * step_us);
+    AtLeast(cost, IndexAddPasses(elements, c.p.sm_count()) * step_us, bound::kDependentLoads);
     return cost;
   }
   const IndexShape rows{add ? "sparse_add_" : "index", c.e.sparse_rows, c.e.sparse_row_width,
@@ -1014,6 +1034,7 @@ OpCost SparseOperandModel(const Ctx& c) {
   // An add into another dense tensor than its operand copies the operand there first.
   const bool copies = add && !c.out.empty() && c.out[0] != *dense && !IsSparse(c.out[0]);
   cost.model = "index";
+  cost.bound = bound::kMeasured;
   cost.compute_us = us + (mul ? cost.compute_us : 0) +
                     (copies ? BandwidthModel(c, "copy", 2 * Bytes(*dense)).compute_us : 0);
   return cost;
@@ -1488,10 +1509,12 @@ OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Plat
   // CPU kernels): each call priced at its own tensors' size.
   if (const int n = ForeachCalls(op); !IsGpu(p) && n > 1) {
     OpCost cost;
+    double longest = 0;  // the call whose limiter is the op's
     for (int i = 0; i < n; ++i) {
       const OpCost one = LeafCost(w, ForeachCall(op, i), p, e);
       cost.model = one.model, cost.unmodelled = one.unmodelled, cost.launches = one.launches;
       cost.flops += one.flops, cost.bytes += one.bytes, cost.compute_us += one.compute_us;
+      if (i == 0 || one.compute_us > longest) cost.bound = one.bound, longest = one.compute_us;
     }
     return cost;
   }
@@ -1517,8 +1540,11 @@ OpCost LeafCost(const proto::Workload& w, const proto::Op& op, const proto::Plat
   // An op that launches several kernels (an indexing op's bounds checks and copies back, a
   // reduction's memset) takes at least the shortest kernel's time for each (docs/model.md).
   if (IsGpu(p) && cost.launches)
-    cost.compute_us =
-        std::max(cost.compute_us, std::max(1, e.recorded_launches) * p.min_kernel_us());
+    AtLeast(cost, std::max(1, e.recorded_launches) * p.min_kernel_us(), bound::kMinKernel);
+  // The models that price an op by its bytes alone (copies, gathers, the TBE's passes) or
+  // through a calibrated time say so above; any other, by what it counted.
+  if (*cost.bound == '\0' && cost.compute_us > 0)
+    cost.bound = cost.flops > 0 ? bound::kFlops : bound::kBytes;
   return cost;
 }
 
@@ -1560,6 +1586,7 @@ std::map<int, int> PairTbeOps(const proto::Workload& w, const std::vector<int>& 
 OpCost CollectiveCost(const proto::Op& op, const proto::Platform& p, int64_t ranks) {
   OpCost cost;
   cost.model = "collective";
+  cost.bound = bound::kBytes;
   // What eg read from the trace (eg/collective.h): the type and nccl-tests' size S.
   const proto::Collective& c = op.collective();
   const std::string coll = eg::CollectiveTypeName(c.type());

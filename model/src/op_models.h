@@ -14,11 +14,36 @@
 
 namespace mimic::model {
 
+// What set an op's compute time, its limiter (OpCost::bound; `mimic predict --json`'s "bound"):
+//   flops            its FLOPs at the efficiency of its shape (measured, or the wave estimate)
+//   bytes            its bytes at the bandwidth of its kind (a link's, for a collective)
+//   measured         a measured time of its kind and shape (calibrate's index sweeps)
+//   misaligned_loads a misaligned tensor-core GEMM's fallback kernel, its tiles' element loads
+//   block_starts     a kernel of many small blocks, as fast as its SMs start them
+//   dependent_loads  a kernel whose threads wait out their loads one step after another
+//   unrolled_elements ATen's unrolled elementwise kernel, an element at a time
+//   sm_cycles        SM cycles per element (channels-last batch norm's Welford loop)
+//   min_kernel       the shortest a kernel runs, times the kernels it launched
+//   delay            synth's stand-in for a substituted op: the time it was given
+namespace bound {
+inline constexpr const char* kFlops = "flops";
+inline constexpr const char* kBytes = "bytes";
+inline constexpr const char* kMeasured = "measured";
+inline constexpr const char* kMisalignedLoads = "misaligned_loads";
+inline constexpr const char* kBlockStarts = "block_starts";
+inline constexpr const char* kDependentLoads = "dependent_loads";
+inline constexpr const char* kUnrolledElements = "unrolled_elements";
+inline constexpr const char* kSmCycles = "sm_cycles";
+inline constexpr const char* kMinKernel = "min_kernel";
+inline constexpr const char* kDelay = "delay";
+}  // namespace bound
+
 struct OpCost {
   const char* model = "none";  // the table record that priced it
   double flops = 0;
   double bytes = 0;
   double compute_us = 0;       // kernel (device) or CPU compute time, overheads excluded
+  const char* bound = "";      // what set compute_us (namespace bound); "" for none
   bool launches = true;        // false for views and metadata ops: no kernel, no compute
   // Why no model sees the op's work, when none does ("compiled code", "op without a model",
   // "no shapes recorded"): then compute_us is only a floor (its bytes at memory bandwidth).

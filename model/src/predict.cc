@@ -81,6 +81,8 @@ struct SubtreeCost {
   int launches = 0;  // leaves that launch a kernel
   const char* model = "none";
   const char* unmodelled = nullptr;  // why no model sees some of its work (OpCost::unmodelled)
+  const char* bound = "";            // the limiter of its longest leaf (OpCost::bound)
+  double bound_us = 0;               // that leaf's compute time
 };
 
 // Whether a top-level op is priced by the op-class table (Accumulate): not a communication
@@ -99,6 +101,7 @@ void AddCost(const OpCost& cost, SubtreeCost& acc) {
   if (std::string_view(acc.model) == "none" || std::string_view(acc.model) == "view")
     acc.model = cost.model;
   if (!acc.unmodelled) acc.unmodelled = cost.unmodelled;
+  if (cost.compute_us > acc.bound_us) acc.bound = cost.bound, acc.bound_us = cost.compute_us;
 }
 
 // Whether op `index` is priced whole by its class model: a leaf, or a composite of a known
@@ -214,6 +217,7 @@ void Accumulate(const proto::Workload& w, const eg::OpTree& tree, const proto::P
                             ? static_cast<double>(it->second.int_value())
                             : it->second.double_value();
     acc.model = "delay";
+    acc.bound = bound::kDelay, acc.bound_us = acc.compute_us;
     return;
   }
   if (PricedWhole(w, tree, index)) {
@@ -673,13 +677,14 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
       const OpCost cc = CollectiveCost(op, p, group);
       ++pred.collectives;
       sc.compute_us = cc.compute_us, sc.bytes = cc.bytes, sc.nodes = 1, sc.launches = 1,
-      sc.model = cc.model;
+      sc.model = cc.model, sc.bound = cc.bound;
     } else if (!PricedByClassModels(op)) {
       sc.nodes = 1, sc.launches = 0, sc.model = wait ? "wait" : "collective (unread)";
     } else {
       Accumulate(w, tree, p, tbe, i, cache, sc);
     }
     o.model = sc.model;
+    o.bound = sc.bound;
     if (sc.unmodelled) o.unmodelled = sc.unmodelled;
     o.flops = sc.flops;
     o.bytes = sc.bytes;
@@ -761,6 +766,7 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
         o.unmodelled.clear();
         ++host_ops;
         o.compute_us = 0;
+        o.bound.clear();
         sc.launches = 0;
         if (op.has_cpu_span()) sc.nodes = 0, o.overhead_us = op.cpu_duration_us();
       }

@@ -54,6 +54,11 @@ std::string PredictionToJson(const Prediction& p) {
     j.Key("name").String(o.name);
     j.Key("op_class").String(o.op_class);
     j.Key("model").String(o.model);
+    j.Key("bound");
+    if (o.bound.empty())
+      j.Null();
+    else
+      j.String(o.bound);
     j.Key("flops").Double(o.flops);
     j.Key("bytes").Double(o.bytes);
     j.Key("compute_us").Double(o.compute_us);

@@ -126,6 +126,29 @@ class PredictTest(unittest.TestCase):
             with_tensors += bool(want)
         self.assertGreater(with_tensors, 10)
 
+    def test_each_op_says_what_set_its_time(self):
+        # On the H200 GPT-2 capture: its GEMMs by their FLOPs, its elementwise ops by their
+        # bytes, its head (a vocabulary of 50,257 rows, a misaligned GEMM) by its fallback
+        # kernel's loads, a layer norm's backward by its dependent loads; views by nothing.
+        r = mimic("predict", *sample("h200/gpt2"), "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ops = json.loads(r.stdout)["ops"]
+        limiters = {"flops", "bytes", "measured", "misaligned_loads", "block_starts", "dependent_loads",
+                    "unrolled_elements", "sm_cycles", "min_kernel", "delay"}
+        for op in ops:
+            if op["compute_us"] > 0:
+                self.assertIn(op["bound"], limiters, op["name"])
+            else:
+                self.assertIsNone(op["bound"], op["name"])
+        def bounds(name, pred=lambda op: True):
+            return {op["bound"] for op in ops if op["name"] == name and pred(op)}
+        head = lambda op: any(i["shape"] and 50257 in i["shape"] for i in op["inputs"])
+        self.assertEqual(bounds("aten::linear", head), {"misaligned_loads"})
+        self.assertEqual(bounds("aten::linear", lambda op: not head(op)), {"flops"})
+        self.assertEqual(bounds("aten::native_layer_norm_backward"), {"dependent_loads"})
+        self.assertIn("bytes", bounds("aten::gelu"))
+        self.assertEqual(bounds("aten::view"), {None})
+
     def test_a_gpu_platform_predicts_a_cpu_capture_as_a_cross_platform_prediction(self):
         cpu = json.loads(mimic("predict", *sample("transformer"), "--platform", "cpu_host", "--json").stdout)
         r = mimic("predict", *sample("transformer"), "--platform", "h200", "--json")

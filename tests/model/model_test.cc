@@ -866,6 +866,12 @@ TEST(Predict, AMisalignedTensorCoreGemmIsBoundByItsTilesOperandLoads) {
     EXPECT_THAT(r, IsOk());
     return r.ok() ? r->ops[0].compute_us : -1.0;
   };
+  auto bound_of = [&](int64_t m, int64_t k) {  // what set the bf16 GEMM's time
+    proto::Workload w = TwoKernels(false);
+    w.mutable_tensors(0)->set_shape(0, m), w.mutable_tensors(0)->set_shape(1, k);
+    w.mutable_tensors(1)->set_shape(0, k), w.mutable_tensors(2)->set_shape(0, m);
+    return LeafCost(w, w.ops(0), p).bound;
+  };
   const double cycles_per_us = p.sm_count() * p.boost_clock_mhz();
   auto loads_us = [&](double tiles, double tile_rows_and_cols, double k) {
     return tiles * tile_rows_and_cols * k * 2 / 9.5 / cycles_per_us;
@@ -878,6 +884,8 @@ TEST(Predict, AMisalignedTensorCoreGemmIsBoundByItsTilesOperandLoads) {
   EXPECT_NEAR(priced(8232, 8191, proto::BFLOAT16), loads_us(129 * 64, 64 + 128, 8191), 0.01);
   const double aligned = priced(8192, 8192, proto::BFLOAT16);
   EXPECT_LT(aligned, priced(8192, 8191, proto::BFLOAT16) / 3);
+  EXPECT_STREQ(bound_of(8192, 8191), bound::kMisalignedLoads);
+  EXPECT_STREQ(bound_of(8192, 8192), bound::kFlops);
   EXPECT_NEAR(priced(8192, 8191, proto::FLOAT32) / priced(8192, 8192, proto::FLOAT32), 1, 0.01);
 }
 
@@ -994,6 +1002,7 @@ TEST(Predict, ASparseEmbeddingBagGradientWaitsOutItsBlocksStarts) {
     const double starts_us = std::ceil(lookups / h200.sm_count()) * 147 / h200.boost_clock_mhz();
     EXPECT_GT(starts_us, 2 * o.bytes / h200.memory_bandwidth_bytes_per_s() * 1e6);
     EXPECT_DOUBLE_EQ(o.compute_us, starts_us) << lookups;
+    EXPECT_EQ(o.bound, bound::kBlockStarts);
   }
   EXPECT_EQ(gathers, 8);  // one per table in the step
 }

@@ -32,6 +32,10 @@ struct OpPrediction {
   std::string name;
   std::string op_class;     // eg::OpClassName of the op
   std::string model;        // the model that priced it: "gemm", "bandwidth", "collective", ...
+  // What set its compute time (its longest leaf's, for an op with ops under it): "flops",
+  // "bytes", "measured", or a kernel's own limit ("block_starts", "dependent_loads", ...: the
+  // list in op_models.h, docs/cli.md); "" where nothing priced it (a view, a wait).
+  std::string bound;
   double flops = 0;         // of the op and every op under it
   double bytes = 0;         // bytes moved, by the models' accounting
   double compute_us = 0;    // device (or CPU kernel) time
