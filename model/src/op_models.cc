@@ -889,24 +889,25 @@ double ColumnReduceUs(const Ctx& c, double bandwidth_us) {
 // columns fill half the SMs; else ATen splits the rows, not modelled here). Each block walks
 // all the rows 256 at a time, a dependent step each (`embedding_bag_step_ns`), however few
 // SMs the grid fills: GPT-2's 768 columns on the H200 fill 24 of 132 SMs, and its 8,192 rows
-// take 32 steps (42.3 us recorded, 13 us by bytes). 0 where it does not apply.
-double LayerNormBackwardUs(const Ctx& c) {
+// take 32 steps (42.3 us recorded, 13 us by bytes). Prices `cost` so where it applies.
+void LayerNormBackward(const Ctx& c, OpCost& cost) {
   const double step_us = DependentStepUs(c.p);
   if (!(step_us > 0) || c.name != "aten::native_layer_norm_backward" || c.in.size() < 5 ||
       c.out.empty())
-    return 0;
+    return;
   const proto::Tensor *dy = c.in[0], *x = c.in[1], *weight = c.in[4];
   const int64_t cols = weight->numel();
-  if (cols < 1 || x->numel() % cols != 0) return 0;
+  if (cols < 1 || x->numel() % cols != 0) return;
   const int64_t rows = x->numel() / cols;
-  if (rows > 65536 && CeilDiv(cols, 32) < c.p.sm_count() / 2) return 0;
+  if (rows > 65536 && CeilDiv(cols, 32) < c.p.sm_count() / 2) return;
   const double stats = Bytes(c.in[2]) + Bytes(c.in[3]);
   const double grad_input_us =
       BandwidthModel(c, "norm", Bytes(dy) + Bytes(x) + stats + Bytes(c.out[0])).compute_us;
-  const double gamma_beta_us =
-      std::max(BandwidthModel(c, "norm", Bytes(dy) + Bytes(x) + stats).compute_us,
-               std::ceil(static_cast<double>(rows) / 256) * step_us);
-  return grad_input_us + gamma_beta_us;
+  const double gamma_beta_bytes_us =
+      BandwidthModel(c, "norm", Bytes(dy) + Bytes(x) + stats).compute_us;
+  const double gamma_beta_steps_us = std::ceil(static_cast<double>(rows) / 256) * step_us;
+  cost.compute_us = grad_input_us + std::max(gamma_beta_bytes_us, gamma_beta_steps_us);
+  cost.bound = gamma_beta_steps_us > gamma_beta_bytes_us ? bound::kDependentLoads : bound::kBytes;
 }
 
 OpCost ReductionNormModel(const Ctx& c) {
@@ -931,8 +932,7 @@ OpCost ReductionNormModel(const Ctx& c) {
   // ATen's kernels that wait on their loads, where the op is one (each 0 otherwise).
   if (const double us = ColumnReduceUs(c, cost.compute_us); us > 0)
     AtLeast(cost, us, bound::kDependentLoads);
-  if (const double us = LayerNormBackwardUs(c); us > 0)
-    cost.compute_us = us, cost.bound = bound::kDependentLoads;
+  LayerNormBackward(c, cost);
   return cost;
 }
 
