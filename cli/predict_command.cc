@@ -1,11 +1,43 @@
 // mimic predict W [--kineto K] [--platform P] [--iteration N | --label L] [--world-size N] [--json]
+#include <algorithm>
 #include <cstdio>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "cli.h"
 #include "mimic/model/platform.h"
 #include "mimic/model/predict.h"
 
 namespace mimic::cli {
+namespace {
+
+void PrintClasses(const model::Prediction& p) {
+  std::printf("  %-18s %6s %14s %14s\n", "op class", "ops", "predicted ms", "trace ms");
+  for (const auto& [name, c] : p.by_class) {
+    if (c.original_ms >= 0)
+      std::printf("  %-18s %6lld %14.3f %14.3f\n", name.c_str(), static_cast<long long>(c.ops),
+                  c.predicted_ms, c.original_ms);
+    else
+      std::printf("  %-18s %6lld %14.3f %14s\n", name.c_str(), static_cast<long long>(c.ops),
+                  c.predicted_ms, "-");
+  }
+}
+
+// The ops' compute time by what set it (OpPrediction::bound), the most first.
+void PrintLimiters(const model::Prediction& p) {
+  std::map<std::string, std::pair<int, double>> by;  // ops, compute ms
+  for (const model::OpPrediction& o : p.ops)
+    if (!o.bound.empty()) ++by[o.bound].first, by[o.bound].second += o.compute_us / 1000;
+  std::vector<std::pair<std::string, std::pair<int, double>>> rows(by.begin(), by.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  std::printf("\n  %-18s %6s %14s\n", "limited by", "ops", "compute ms");
+  for (const auto& [bound, r] : rows)
+    std::printf("  %-18s %6d %14.3f\n", bound.c_str(), r.first, r.second);
+}
+
+}  // namespace
 
 Runner AddPredict(CLI::App& app) {
   struct Args {
@@ -58,15 +90,8 @@ Runner AddPredict(CLI::App& app) {
     std::printf("Mimic %s prediction of %s on %s (%s)\n", MIMIC_VERSION, args->input.c_str(),
                 p->platform.c_str(), platform->device_type().c_str());
     std::printf("  selection %s: %zu ops\n\n", p->selection.c_str(), p->ops.size());
-    std::printf("  %-16s %6s %14s %14s\n", "op class", "ops", "predicted ms", "trace ms");
-    for (const auto& [name, c] : p->by_class) {
-      if (c.original_ms >= 0)
-        std::printf("  %-16s %6lld %14.3f %14.3f\n", name.c_str(), static_cast<long long>(c.ops),
-                    c.predicted_ms, c.original_ms);
-      else
-        std::printf("  %-16s %6lld %14.3f %14s\n", name.c_str(), static_cast<long long>(c.ops),
-                    c.predicted_ms, "-");
-    }
+    PrintClasses(*p);
+    PrintLimiters(*p);
     std::printf("\n  iteration        %10.3f ms\n", p->iteration_ms);
     std::printf("  %-16s %10.3f ms\n", platform->device_type() == "cuda" ? "gpu active" : "compute",
                 p->gpu_active_ms);

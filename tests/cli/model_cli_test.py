@@ -148,6 +148,22 @@ class PredictTest(unittest.TestCase):
         self.assertEqual(bounds("aten::native_layer_norm_backward"), {"dependent_loads"})
         self.assertIn("bytes", bounds("aten::gelu"))
         self.assertEqual(bounds("aten::view"), {None})
+        # The console sums the ops' compute time by limiter, the most first.
+        want = collections.defaultdict(lambda: [0, 0.0])
+        for op in ops:
+            if op["bound"]:
+                want[op["bound"]][0] += 1
+                want[op["bound"]][1] += op["compute_us"] / 1000
+        r = mimic("predict", *sample("h200/gpt2"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        at = next(i for i, l in enumerate(lines) if l.split()[:2] == ["limited", "by"])
+        rows = [l.split() for l in lines[at + 1:at + 1 + len(want)]]
+        self.assertEqual({b: int(n) for b, n, _ in rows}, {b: v[0] for b, v in want.items()})
+        for b, _, ms in rows:
+            self.assertAlmostEqual(float(ms), want[b][1], delta=0.0006)
+        self.assertEqual([float(ms) for _, _, ms in rows], sorted((float(ms) for _, _, ms in rows), reverse=True))
+        self.assertEqual(rows[0][0], "misaligned_loads")  # the head: 13 of 37 ms
 
     def test_a_gpu_platform_predicts_a_cpu_capture_as_a_cross_platform_prediction(self):
         cpu = json.loads(mimic("predict", *sample("transformer"), "--platform", "cpu_host", "--json").stdout)
