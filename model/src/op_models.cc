@@ -929,9 +929,8 @@ OpCost ReductionNormModel(const Ctx& c) {
                                TouchedBytes(c.in, c.out) + UnreturnedIndexBytes(c) +
                                    (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
   AtLeast(cost, ChannelsLastBatchNormUs(c), bound::kSmCycles);
-  // ATen's kernels that wait on their loads, where the op is one (each 0 otherwise).
-  if (const double us = ColumnReduceUs(c, cost.compute_us); us > 0)
-    AtLeast(cost, us, bound::kDependentLoads);
+  // ATen's kernels that wait on their loads, where the op is one.
+  AtLeast(cost, ColumnReduceUs(c, cost.compute_us), bound::kDependentLoads);
   LayerNormBackward(c, cost);
   return cost;
 }
