@@ -53,10 +53,11 @@ def tile_bytes(batch, m, n, k, itemsize):
 
 
 def kernels(path):
-    """[(bytes the tiles read, kernel us)] for each align1 tensor-core kernel of a GEMM op."""
+    """[(bytes the tiles read, kernel us)] for each align1 tensor-core kernel of a GEMM op, once
+    (a matmul and the mm under it hold the same kernel)."""
     events = load(path)["traceEvents"]
     calls, device = launches_by_thread(events)
-    out = []
+    by_correlation = {}
     for e in events:
         if e.get("cat") != "cpu_op" or e["name"] not in GEMMS:
             continue
@@ -64,11 +65,11 @@ def kernels(path):
               if "align1" in k["name"] and "tensorop" in k["name"]]
         shape = gemm_shape(e["name"], e["args"].get("Input Dims", []))
         if len(ks) != 1 or shape is None:
-            continue  # matmul's own mm is the op that holds it, once
+            continue
         itemsize = 2 if "f16" in ks[0]["name"] else 4
-        out.append((tile_bytes(*shape, itemsize), ks[0]["dur"], ks[0]["args"].get("correlation")))
-    unique = {c: (b, us) for b, us, c in out}  # matmul and its mm hold the same kernel
-    return list(unique.values())
+        by_correlation[ks[0]["args"].get("correlation")] = (tile_bytes(*shape, itemsize),
+                                                            ks[0]["dur"])
+    return list(by_correlation.values())
 
 
 def sm_cycles_per_us(platform):

@@ -74,6 +74,13 @@ double TouchedBytes(const std::vector<const proto::Tensor*>& a, const std::vecto
 
 bool IsGpu(const proto::Platform& p) { return p.device_type() == "cuda"; }
 
+// The cycles a GPU's SMs run together in a microsecond at its boost clock; 0 where the platform
+// does not say (a CPU, or a GPU without `sm_count` or `boost_clock_mhz`).
+double SmCyclesPerUs(const proto::Platform& p) {
+  if (!IsGpu(p) || p.sm_count() <= 0 || !(p.boost_clock_mhz() > 0)) return 0;
+  return static_cast<double>(p.sm_count()) * p.boost_clock_mhz();
+}
+
 // Time for `flops` at `eff` of peak, bounded below by the bytes at memory bandwidth (roofline);
 // `*memory_bound` says whether the bytes set it.
 double RooflineUs(const proto::Platform& p, double flops, double bytes, double peak, double eff,
@@ -257,8 +264,8 @@ int64_t MisalignedTileEdge(int64_t size) {
 // The fallback kernel's time: each output tile reads its rows of A and its columns of B
 // through all of K.
 double MisalignedGemmLoadsUs(const proto::Platform& p, const GemmShape& g, std::string_view dtype) {
-  const double cycles_per_s = static_cast<double>(p.sm_count()) * p.boost_clock_mhz() * 1e6;
-  if (!(cycles_per_s > 0)) return 0;
+  const double cycles_per_us = SmCyclesPerUs(p);
+  if (!(cycles_per_us > 0)) return 0;
   const int64_t m = std::max<int64_t>(g.m, 1), n = std::max<int64_t>(g.n, 1);
   const int64_t tm = MisalignedTileEdge(m), tn = MisalignedTileEdge(n);
   const double tiles = static_cast<double>(std::max<int64_t>(g.batch, 1)) *
@@ -266,7 +273,7 @@ double MisalignedGemmLoadsUs(const proto::Platform& p, const GemmShape& g, std::
   const double bytes = tiles * static_cast<double>(tm + tn) *
                        static_cast<double>(std::max<int64_t>(g.k, 0)) * 16 /
                        static_cast<double>(ElementsPer16Bytes(dtype));
-  return bytes / (kMisalignedLoadBytesPerSmCycle * cycles_per_s) * 1e6;
+  return bytes / (kMisalignedLoadBytesPerSmCycle * cycles_per_us);
 }
 
 // The precision an op of `dtype` multiplies in on a datasheet GPU (its efficiency `table` holds
@@ -816,16 +823,14 @@ double ChannelsLastBatchNormUs(const Ctx& c) {
   const proto::ChannelsLastBatchNorm& bn = c.p.batch_norm_channels_last();
   const bool backward = IsBackward(c);
   const double cycles = backward ? bn.backward_cycles() : bn.forward_cycles();
-  if (!IsGpu(c.p) || !c.e.native_batch_norm || !(cycles > 0) || c.p.sm_count() <= 0 ||
-      !(c.p.boost_clock_mhz() > 0))
-    return 0;
+  const double cycles_per_us = SmCyclesPerUs(c.p);
+  if (!c.e.native_batch_norm || !(cycles > 0) || !(cycles_per_us > 0)) return 0;
   // The training flag: argument 7 of the backwards, 5 of the forwards (3 of the
   // _native_batch_norm_legit overload without running statistics).
   const int training_arg = backward ? 7 : c.op.inputs_size() == 6 ? 3 : 5;
   const proto::Tensor* input = MapInput(c);
   if (!input || !BoolArg(c.op, training_arg) || !BatchNormChannelsLast(*input)) return 0;
-  const double sm_hz = static_cast<double>(c.p.sm_count()) * c.p.boost_clock_mhz() * 1e6;
-  return static_cast<double>(input->numel()) * cycles / sm_hz * 1e6;
+  return static_cast<double>(input->numel()) * cycles / cycles_per_us;
 }
 
 // A batch norm's or a pooling's kind (batch_norm, batch_norm_backward, pool, pool_backward), on

@@ -54,11 +54,7 @@ std::string PredictionToJson(const Prediction& p) {
     j.Key("name").String(o.name);
     j.Key("op_class").String(o.op_class);
     j.Key("model").String(o.model);
-    j.Key("bound");
-    if (o.bound.empty())
-      j.Null();
-    else
-      j.String(o.bound);
+    j.Key("bound").StringOrNull(o.bound);
     j.Key("flops").Double(o.flops);
     j.Key("bytes").Double(o.bytes);
     j.Key("compute_us").Double(o.compute_us);
@@ -67,11 +63,7 @@ std::string PredictionToJson(const Prediction& p) {
     j.Key("start_us").Double(o.start_us);
     j.Key("original_us")
         .Optional(o.original_us >= 0 ? std::optional<double>(o.original_us) : std::nullopt);
-    j.Key("unmodelled");
-    if (o.unmodelled.empty())
-      j.Null();
-    else
-      j.String(o.unmodelled);
+    j.Key("unmodelled").StringOrNull(o.unmodelled);
     j.Key("inputs").BeginArray();
     for (const OpPrediction::Input& in : o.inputs) {
       j.BeginObject();

@@ -193,11 +193,7 @@ void WriteExecutor(JsonWriter& j, const ReplayResult& r) {
   j.Key("power_w_max").Optional(NonNegative(m.power_w_max));
   j.Key("sm_clock_mhz_mean").Optional(NonNegative(m.sm_clock_mhz_mean));
   j.EndObject();
-  j.Key("profile");
-  if (r.profile_path.empty())
-    j.Null();
-  else
-    j.String(r.profile_path);
+  j.Key("profile").StringOrNull(r.profile_path);
   j.EndObject();
 }
 

@@ -27,6 +27,8 @@ class JsonWriter {
   JsonWriter& Null();
   // A double or null.
   JsonWriter& Optional(std::optional<double> v) { return v ? Double(*v) : Null(); }
+  // A string, or null where it is empty.
+  JsonWriter& StringOrNull(std::string_view v) { return v.empty() ? Null() : String(v); }
 
   // The document so far; complete once every Begin has its End.
   const std::string& str() const { return out_; }
