@@ -188,6 +188,62 @@ void SetUnmodelled(const model::Prediction& pred, model::Comparison& c) {
   c.modelled.ops = c.compute.ops - u.ops;
 }
 
+// An op's recorded tensor inputs as one line: "float32[2048, 1024], float32[512]" ("undefined"
+// for an absent tensor).
+std::string InputsText(const std::vector<model::OpPrediction::Input>& inputs) {
+  std::string text;
+  for (const model::OpPrediction::Input& in : inputs) {
+    if (!text.empty()) text += ", ";
+    text += in.dtype;
+    if (!in.shape) continue;
+    text += "[";
+    for (size_t i = 0; i < in.shape->size(); ++i)
+      text += (i ? ", " : "") + std::to_string((*in.shape)[i]);
+    text += "]";
+  }
+  return text;
+}
+
+// On a GPU trace, the modelled compute ops grouped by name and inputs, their recorded kernel
+// time against the predicted; the twelve farthest apart, into `c`.
+void SetLargestDifferences(const model::Prediction& pred, const proto::Platform& p,
+                           model::Comparison& c) {
+  if (p.device_type() != "cuda" || pred.original_gpu_active_ms < 0) return;
+  std::map<std::pair<std::string, std::string>, model::OpGroup> groups;
+  for (const model::OpPrediction& o : pred.ops) {
+    if (!o.unmodelled.empty() || o.op_class == "collective" || o.original_us < 0) continue;
+    std::string inputs = InputsText(o.inputs);
+    model::OpGroup& g = groups[{o.name, inputs}];
+    if (g.ops++ == 0)
+      g.name = o.name, g.op_class = o.op_class, g.inputs = inputs, g.bound = o.bound;
+    g.original_ms += o.original_us / 1000;
+    g.predicted_ms += o.compute_us / 1000;
+  }
+  std::vector<model::OpGroup>& out = c.largest_differences;
+  for (auto& [key, g] : groups) out.push_back(std::move(g));
+  auto gap = [](const model::OpGroup& g) { return std::abs(g.predicted_ms - g.original_ms); };
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const auto& a, const auto& b) { return gap(a) > gap(b); });
+  if (out.size() > 12) out.resize(12);
+}
+
+void PrintLargestDifferences(const std::vector<model::OpGroup>& groups) {
+  if (groups.empty()) return;
+  std::printf(
+      "\n  farthest from the recorded kernels (ms)    ops   recorded  predicted  pred/rec  limited "
+      "by\n");
+  for (size_t i = 0; i < groups.size() && i < 8; ++i) {
+    const model::OpGroup& g = groups[i];
+    std::printf("  %-40s %5lld %10.3f %10.3f %9s  %s\n", g.name.substr(0, 40).c_str(),
+                static_cast<long long>(g.ops), g.original_ms, g.predicted_ms,
+                Pct(model::RelativeError(g.predicted_ms, g.original_ms)).c_str(),
+                g.bound.empty() ? "-" : g.bound.c_str());
+    if (!g.inputs.empty())
+      std::printf("    %s\n", g.inputs.size() > 90 ? (g.inputs.substr(0, 87) + "...").c_str()
+                                                   : g.inputs.c_str());
+  }
+}
+
 // The console: the side-by-side table, the GPU-active table where the trace recorded kernels,
 // and the notes (as the HTML has them).
 void PrintComparison(const model::Comparison& c, const std::string& input,
@@ -208,6 +264,7 @@ void PrintComparison(const model::Comparison& c, const std::string& input,
     PrintGpuRow("no comm", c.compute);
     PrintGpuRow("modelled ops", c.modelled);
   }
+  PrintLargestDifferences(c.largest_differences);
   const model::UnmodelledOps& u = c.unmodelled;
   if (u.ops > 0) {
     std::string reasons;
@@ -395,6 +452,7 @@ Runner AddCompare(CLI::App& app) {
       c.end_to_end.predicted_gpu_active_ms = pred->gpu_active_ms;
     c.end_to_end.original_gpu_active_ms = Known(pred->original_gpu_active_ms);
     SetUnmodelled(*pred, c);
+    SetLargestDifferences(*pred, *platform, c);
     c.exposed_comm_ms = pred->exposed_comm_ms;
 
     // Per class: original from the linked Kineto spans of the top-level ops, replay from its

@@ -65,6 +65,23 @@ void WriteUnmodelled(JsonWriter& j, const UnmodelledOps& u) {
   j.EndObject();
 }
 
+void WriteOpGroups(JsonWriter& j, const std::vector<OpGroup>& groups) {
+  j.BeginArray();
+  for (const OpGroup& g : groups) {
+    j.BeginObject();
+    j.Key("name").String(g.name);
+    j.Key("op_class").String(g.op_class);
+    j.Key("inputs").String(g.inputs);
+    j.Key("ops").Int(g.ops);
+    j.Key("original_ms").Double(g.original_ms);
+    j.Key("predicted_ms").Double(g.predicted_ms);
+    j.Key("error_predicted_vs_original").Optional(RelativeError(g.predicted_ms, g.original_ms));
+    j.Key("bound").StringOrNull(g.bound);
+    j.EndObject();
+  }
+  j.EndArray();
+}
+
 void WriteTimeline(JsonWriter& j, const std::vector<Span>& spans) {
   j.BeginArray();
   for (const Span& s : spans) {
@@ -99,6 +116,7 @@ dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weig
 <svg id="bars" width="760" height="10"></svg>
 <h2>One iteration</h2><svg id="timeline" width="760" height="10"></svg>
 <div class="legend" id="timeline-legend"></div>
+<h2>Ops the prediction misses most</h2><p id="differences"></p><table id="differences-ops"></table>
 <h2>Ops no model sees into</h2><p id="unmodelled"></p><table id="unmodelled-ops"></table>
 <h2>Context</h2><dl id="context"></dl>
 <h2>Notes</h2><ul id="notes"></ul>
@@ -170,6 +188,27 @@ constexpr const char* kHtmlTail = R"html(</script>
     }
     ut.appendChild(tr);
   }
+  // The op groups whose predicted kernel time is farthest from the recorded.
+  const diffs = document.getElementById('differences-ops');
+  document.getElementById('differences').textContent = d.largest_differences.length ?
+      'Ops of one name and inputs, their recorded kernel time against the predicted, per iteration.' :
+      'None: no kernels recorded, or a CPU platform.';
+  if (d.largest_differences.length) diffs.innerHTML = '<tr><th>op</th><th>inputs</th><th>ops</th><th>recorded ms</th>' +
+      '<th>predicted ms</th><th>predicted vs recorded</th><th>limited by</th></tr>';
+  d.largest_differences.forEach((o, i) => {
+    const tr = document.createElement('tr');
+    tr.dataset.row = 'difference' + i;
+    const cells = [['name', o.name], ['inputs', o.inputs], ['ops', String(o.ops)], ['original_ms', fmt(o.original_ms)],
+                   ['predicted_ms', fmt(o.predicted_ms)], ['error_predicted_vs_original', pct(o.error_predicted_vs_original)],
+                   ['bound', o.bound === null ? '\u2014' : o.bound]];
+    for (const [k, v] of cells) {
+      const td = document.createElement('td');
+      td.textContent = v;
+      td.dataset.key = k;
+      tr.appendChild(td);
+    }
+    diffs.appendChild(tr);
+  });
   const g = d.geomean_abs_error || {};
   const gt = document.createElement('tr');
   gt.innerHTML = '<td>geomean |error| over classes</td><td></td><td></td><td></td><td></td><td>' + pct(g.replay_vs_original) +
@@ -281,6 +320,8 @@ std::string RenderComparisonJson(const Comparison& c) {
     j.EndObject();
   }
   j.EndObject();
+  j.Key("largest_differences");
+  WriteOpGroups(j, c.largest_differences);
   j.Key("geomean_abs_error").BeginObject();
   j.Key("replay_vs_original")
       .Optional(GeomeanAbsError(c, &SideBySide::replay_ms, &SideBySide::original_ms));

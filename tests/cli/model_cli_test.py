@@ -693,6 +693,8 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(sum(c["ops"] for c in r["op_classes"].values()), e["ops"])
         self.assertEqual(r["context"]["platform"], "cpu_host")
         self.assertIsNotNone(r["geomean_abs_error"]["predicted_vs_replay"])
+        # No recorded kernels to set the ops against on a CPU platform.
+        self.assertEqual(r["largest_differences"], [])
 
     def test_html_draws_its_charts_in_headless_chromium_with_the_json_numbers(self):
         r = self.report()
@@ -830,6 +832,47 @@ class CompareGpuKernelsTest(unittest.TestCase):
         self.assertEqual(data["unmodelled"]["ops"], 0)
         self.assertEqual(data["unmodelled"]["by_name"], [])
 
+    def test_the_ops_farthest_from_their_recorded_kernels_are_grouped_by_name_and_inputs(self):
+        r, data = self.compare()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        p = mimic("predict", *LINEAR, "--json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # The groups, from predict's own ops: modelled compute ops of one name and inputs, their
+        # recorded kernel time against the predicted.
+        groups = {}
+        for o in json.loads(p.stdout)["ops"]:
+            if o["unmodelled"] or o["op_class"] == "collective" or o["original_us"] is None:
+                continue
+            inputs = ", ".join(i["dtype"] + ("" if i["shape"] is None else str(i["shape"])) for i in o["inputs"])
+            g = groups.setdefault((o["name"], inputs), {"ops": 0, "original_ms": 0.0, "predicted_ms": 0.0,
+                                                       "bound": o["bound"], "op_class": o["op_class"]})
+            g["ops"] += 1
+            g["original_ms"] += o["original_us"] / 1000
+            g["predicted_ms"] += o["compute_us"] / 1000
+        gap = lambda g: abs(g["predicted_ms"] - g["original_ms"])
+        rows = data["largest_differences"]
+        self.assertEqual(len(rows), min(12, len(groups)))
+        for row in rows:
+            g = groups.pop((row["name"], row["inputs"]))
+            self.assertEqual(row["ops"], g["ops"])
+            self.assertEqual(row["op_class"], g["op_class"])
+            self.assertEqual(row["bound"], g["bound"])
+            self.assertAlmostEqual(row["original_ms"], g["original_ms"], places=6)
+            self.assertAlmostEqual(row["predicted_ms"], g["predicted_ms"], places=6)
+            self.assertAlmostEqual(row["error_predicted_vs_original"],
+                                   (g["predicted_ms"] - g["original_ms"]) / g["original_ms"], places=6)
+        gaps = [gap(row) for row in rows]
+        self.assertEqual(gaps, sorted(gaps, reverse=True))
+        # No group left out is farther from its kernels than the last one listed.
+        self.assertLessEqual(max(map(gap, groups.values()), default=0), gaps[-1] + 1e-9)
+        self.assertGreater(gaps[0], 0)
+        # The console lists them, the farthest first, with what limited each.
+        table = r.stdout[r.stdout.index("farthest from the recorded kernels"):]
+        first = table.splitlines()[1].split()
+        self.assertEqual(first[0], rows[0]["name"])
+        self.assertEqual(first[-1], rows[0]["bound"])
+        self.assertIn(rows[0]["inputs"], table)
+
     def test_html_shows_the_gpu_active_rows_of_the_json(self):
         chromium = chromium_binary()
         self.assertIsNotNone(chromium, "chromium is missing: scripts/setup.sh installs it")
@@ -850,6 +893,13 @@ class CompareGpuKernelsTest(unittest.TestCase):
             self.assertEqual(c.cells[(row, "original_gpu_active_ms")], "%.3f" % data["end_to_end"][row]["original_ms"])
             self.assertEqual(c.cells[(row, "predicted_gpu_active_ms")], "%.3f" % data["end_to_end"][row]["predicted_ms"])
         self.assertIn("the models see every op", dom.stdout)
+        for i, row in enumerate(data["largest_differences"]):
+            self.assertEqual(c.cells[("difference%d" % i, "name")], row["name"])
+            self.assertEqual(c.cells[("difference%d" % i, "inputs")], row["inputs"])
+            self.assertEqual(c.cells[("difference%d" % i, "original_ms")], "%.3f" % row["original_ms"])
+            self.assertEqual(c.cells[("difference%d" % i, "predicted_ms")], "%.3f" % row["predicted_ms"])
+            self.assertEqual(c.cells[("difference%d" % i, "bound")], row["bound"])
+        self.assertGreater(len(data["largest_differences"]), 0)
 
     def test_another_platform_is_labelled_a_cross_platform_prediction(self):
         r, data = self.compare("--platform", "h100_sxm")

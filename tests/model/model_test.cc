@@ -975,7 +975,7 @@ TEST(Predict, ASparseUpdateMovesTheRowsItHolds) {
     EXPECT_LT(o.bytes, 0.1 * 2 * table.numel() * 4);  // far below a dense update's
     // ATen's index_add kernel: 1,056 blocks of 128 threads on 132 SMs, each thread a pass over
     // its share of the values' elements, a dependent step each (the capture's kernels took
-    // 38.4 us; 41 passes of 706 ns, 29 us).
+    // 38.4 us; 41 passes of the H200's 965 ns, 39.6 us).
     const double passes = std::ceil(values / 4 / (132 * 8 * 128));
     EXPECT_DOUBLE_EQ(o.compute_us, passes * Builtin("h200").embedding_bag_step_ns() * 1e-3);
   }
@@ -1309,8 +1309,8 @@ TEST(Predict, AGpuConvolutionBackwardReadsGradOutputOncePerGradient) {
 
 // GPT-2's layer norm backward on the H200 ([8, 1024, 768] fp32 under autocast) runs ATen's two
 // kernels: grad_input at its bytes (22.2 us recorded), then dgamma and dbeta on 24 blocks, one
-// per 32 columns, each walking the 8,192 rows 256 at a time: 32 dependent steps, 22.6 us at the
-// H200's 706 ns, above the 13 us its bytes take (42.3 us recorded).
+// per 32 columns, each walking the 8,192 rows 256 at a time: 32 dependent steps, 30.9 us at the
+// H200's 965 ns, above the 13 us its bytes take (42.3 us recorded).
 TEST(Predict, AGpuLayerNormBackwardWalksItsRowsInTheWeightGradientsKernel) {
   const proto::Workload w = LoadSample("h200/gpt2");
   const proto::Platform h200 = Builtin("h200");

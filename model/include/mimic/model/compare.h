@@ -51,6 +51,16 @@ struct PageFaults {
   std::optional<double> predicted_ms_at_replays;
 };
 
+// Ops of one name and inputs on a GPU trace: their recorded kernel time against the predicted,
+// per iteration, and what set the prediction (OpPrediction::bound).
+struct OpGroup {
+  std::string name, op_class;
+  std::string inputs;  // the recorded tensor inputs: "float32[2048, 1024], float32[512]"
+  std::string bound;   // its first op's limiter; "" where none
+  int64_t ops = 0;
+  double original_ms = 0, predicted_ms = 0;
+};
+
 struct Comparison {
   std::vector<std::pair<std::string, std::string>> context;  // host, device, input, platform, ...
   SideBySide end_to_end;
@@ -60,6 +70,10 @@ struct Comparison {
   SideBySide compute, modelled;
   UnmodelledOps unmodelled;
   std::map<std::string, SideBySide> op_classes;
+  // GPU traces: the groups of modelled compute ops (neither unmodelled nor communication) whose
+  // predicted kernel time is farthest from the recorded, the largest |difference| first; at
+  // most twelve, none on a CPU platform.
+  std::vector<OpGroup> largest_differences;
   double exposed_comm_ms = 0;      // predicted
   std::string platform_name;       // the platform predicted for
   std::string platform_chosen_by;  // "--platform", or the device properties it was chosen from
