@@ -8,6 +8,7 @@ major op class, for docs/benchmarks.md. Nothing is fitted to these traces: the p
 datasheet figures and published measurements.
 
 usage: bench/gpu_model_accuracy.py [--mimic build/default/cli/mimic] [--traces ../shared/traces]
+                                  [--ops N]
        bench/gpu_model_accuracy.py --rates N [--by-shape]
 """
 
@@ -110,6 +111,9 @@ def main():
                          "recorded time, recorded against priced time and rates")
     ap.add_argument("--by-shape", action="store_true",
                     help="with --rates: one row per op name and input shapes")
+    ap.add_argument("--ops", type=int, default=0, metavar="N",
+                    help="also: per trace, the N groups of ops (one name and inputs) farthest from "
+                         "their recorded kernels, with their limiter (compare's largest_differences)")
     ap.add_argument("--traces", default=os.environ.get("MIMIC_TRACES",
                                                        os.path.join(ROOT, "..", "shared", "traces")))
     a = ap.parse_args()
@@ -119,7 +123,7 @@ def main():
     print("| trace | platform | GPU active: recorded ms | predicted ms | error "
           "| no comm: recorded ms | predicted ms | error | modelled ops: recorded ms | predicted ms | error |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    classes, unmodelled = [], []
+    classes, unmodelled, farthest = [], [], []
     for name, et, kineto in TRACES:
         data, err = run(a.mimic, a.traces, et, kineto, GUESSED.get(name))
         if data is None:
@@ -141,6 +145,10 @@ def main():
             top = ", ".join(f"`{b['name'][:48]}` {ms(b['original_ms'])}/{ms(b['predicted_ms'])}" for b in u["by_name"][:4])
             unmodelled.append(f"| {name} | {u['ops']} ({reasons}) | {ms(u['original_gpu_active_ms'])} | "
                               f"{ms(u['predicted_ms'])} | {top} |")
+        for g in data["largest_differences"][:a.ops]:
+            farthest.append(f"| {name} | `{g['name'][:48]}` | {g['inputs'][:60]} | {g['ops']} | "
+                            f"{ms(g['original_ms'])} | {ms(g['predicted_ms'])} | "
+                            f"{pct(g['error_predicted_vs_original'])} | {g['bound'] or '-'} |")
         total = e["original_gpu_active_ms"] or 0
         for cls, c in data["op_classes"].items():
             if total > 0 and (c["original_gpu_active_ms"] or 0) >= MAJOR * total:
@@ -155,6 +163,11 @@ def main():
     for name, cls, c in classes:
         print(f"| {name} | {cls} | {c['ops']} | {ms(c['original_gpu_active_ms'])} | {ms(c['predicted_gpu_active_ms'])} | "
               f"{pct(c['error_predicted_vs_original_gpu_active'])} |")
+    if farthest:
+        print()
+        print("| trace | op | inputs | ops | recorded kernel ms | predicted ms | error | limited by |")
+        print("|---|---|---|---|---|---|---|---|")
+        print("\n".join(farthest))
 
 
 if __name__ == "__main__":

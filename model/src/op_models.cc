@@ -49,6 +49,34 @@ double Prod(const proto::Tensor* t, int from, int to) {
   return p;
 }
 
+// An operator's name without its overload: "aten::add.Tensor" -> "aten::add".
+std::string_view OperatorOf(std::string_view name) {
+  const size_t ns = name.find("::");
+  return name.substr(0, name.find('.', ns == std::string_view::npos ? 0 : ns + 2));
+}
+
+// The schema `op`'s inputs follow: the workload's, where the op has one ("" for none: a Kineto
+// trace alone). A vendor op LeafCost rewrote as its portable equivalent keeps the vendor's
+// schema index: its inputs follow the equivalent's schema.
+std::string SchemaOf(const proto::Workload& w, const proto::Op& op) {
+  if (op.schema() < 0 || op.schema() >= w.schemas_size()) return "";
+  const std::string& schema = w.schemas(op.schema());
+  if (OperatorOf(std::string_view(schema).substr(0, schema.find('('))) == OperatorOf(op.name()))
+    return schema;
+  for (const eg::PortableEquivalent& e : eg::PortableEquivalents())
+    if (e.portable == op.name()) return std::string(e.schema);
+  return schema;
+}
+
+// The recorded value of `op`'s argument `name`, found by its schema; nullptr where the op has no
+// schema or the trace did not record that argument.
+const proto::Value* ArgNamed(const proto::Workload& w, const proto::Op& op, std::string_view name) {
+  const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(SchemaOf(w, op));
+  for (size_t i = 0; i < args.size() && i < static_cast<size_t>(op.inputs_size()); ++i)
+    if (args[i].name == name) return &op.inputs(static_cast<int>(i));
+  return nullptr;
+}
+
 // Whether input `pos` of `op` is a recorded `true` (false where absent or of another kind).
 bool BoolArg(const proto::Op& op, int pos) {
   return pos >= 0 && pos < op.inputs_size() &&
@@ -390,7 +418,62 @@ OpCost ConvModel(const Ctx& c) {
   return cost;
 }
 
-// Fused attention: Q.K^T and P.V, 4 x B x H x L x S x E FLOPs (the backward about 2.5x).
+// The share of an L x S attention's scores a mask leaves: query i sees keys 0 .. i + `offset`
+// (PyTorch's is_causal aligns the mask top-left, offset 0; a bottom-right one has S - L).
+double CausalShare(int64_t l, int64_t s, int64_t offset) {
+  if (l <= 0 || s <= 0) return 1;
+  // Row i keeps clamp(i + 1 + offset, 0, s) scores: sum that over x = 1 + offset .. l + offset.
+  const int64_t lo = 1 + offset, hi = l + offset;
+  double kept = 0;
+  if (const int64_t a = std::max<int64_t>(lo, 1), b = std::min(hi, s); a <= b)
+    kept += (static_cast<double>(a) + static_cast<double>(b)) * static_cast<double>(b - a + 1) / 2;
+  if (const int64_t a = std::max(lo, s + 1); a <= hi)
+    kept += static_cast<double>(hi - a + 1) * static_cast<double>(s);
+  return kept / (static_cast<double>(l) * static_cast<double>(s));
+}
+
+// The share of its scores an attention op computes, by its schema's arguments: with
+// `is_causal` (SDPA and its flash, efficient and cuDNN kernels, forward and backward) the
+// top-left triangle, with the efficient kernels' `custom_mask_type` (1 top-left, 2
+// bottom-right) theirs; else all of them (an explicit mask skips nothing). Flash kernels skip
+// the tiles above the diagonal and compute those on it whole: a little more than this share.
+double ComputedScoreShare(const Ctx& c, int64_t l, int64_t s) {
+  if (const proto::Value* v = ArgNamed(c.w, c.op, "is_causal");
+      v && v->kind_case() == proto::Value::kBoolValue && v->bool_value())
+    return CausalShare(l, s, 0);
+  if (const proto::Value* v = ArgNamed(c.w, c.op, "custom_mask_type");
+      v && v->kind_case() == proto::Value::kIntValue &&
+      (v->int_value() == 1 || v->int_value() == 2))
+    return CausalShare(l, s, v->int_value() == 2 ? s - l : 0);
+  return 1;
+}
+
+// The softmax's exponentials of a fused attention on a GPU priced from its datasheet: one a
+// score computed (the backward recomputes P: as many again), on the SMs' special-function units
+// at `sfu_ops_per_sm_cycle`, after the tile's first GEMM and before its second (not beside
+// them). 0 where the platform measured the kernel (attention_efficiency: its times hold them)
+// or has no such figure.
+double SoftmaxExpUs(const Ctx& c, double scores) {
+  if (c.p.attention_efficiency_size() > 0) return 0;
+  const double per_us = SmCyclesPerUs(c.p) * c.p.sfu_ops_per_sm_cycle();
+  return per_us > 0 ? scores / per_us : 0;
+}
+
+// A flash attention backward's two passes over memory around its main kernel on a GPU (FA2's
+// algorithm; cuDNN's kernels, and the efficient ones, alike): D = rowsum(dO * O) before it (dO
+// and O, of one shape, read; D written in fp32), and after it the query gradient, which the main
+// kernel accumulates in fp32, converted to the inputs' 16-bit dtype. Each at the bytes it moves.
+double FlashBackwardPassesUs(const Ctx& c, const proto::Tensor& grad_out, const proto::Tensor& q) {
+  const double rows = Prod(&q, 0, q.shape_size() - 1);  // B x H x L
+  double us = BandwidthModel(c, "reduction", 2 * Bytes(&grad_out) + 4 * rows).compute_us;
+  if (q.itemsize() == 2)
+    us += BandwidthModel(c, "copy", 4 * static_cast<double>(q.numel()) + Bytes(&q)).compute_us;
+  return us;
+}
+
+// Fused attention: Q.K^T and P.V, 4 x B x H x L x S x E FLOPs (the backward about 2.5x) over the
+// scores its mask leaves, then (on a datasheet GPU) the softmax's exponentials; on a GPU the
+// backward's passes around its kernel.
 OpCost AttentionModel(const Ctx& c) {
   if (c.in.size() < 3) return OpCost{"attention"};
   const proto::Tensor* q = c.in[0];
@@ -401,11 +484,15 @@ OpCost AttentionModel(const Ctx& c) {
   const double bh = Prod(qq, 0, qq->shape_size() - 2);
   const double l = static_cast<double>(Dim(qq, -2)), s = static_cast<double>(Dim(kk, -2));
   const double e = static_cast<double>(Dim(qq, -1));
+  const double scores = bh * l * s * ComputedScoreShare(c, Dim(qq, -2), Dim(kk, -2));
   // The fused kernel's own table where calibrated (its backward at the forward's efficiency),
   // else the GEMM table.
   const auto& table = c.p.attention_efficiency_size() > 0 ? c.p.attention_efficiency() : c.p.gemm_efficiency();
-  return ComputeBound(c, "attention", 4 * bh * l * s * e * (backward ? 2.5 : 1.0), table, bh * l, s, e,
-                      DtypeKey(qq->dtype()), "");
+  OpCost cost = ComputeBound(c, "attention", 4 * scores * e * (backward ? 2.5 : 1.0), table, bh * l,
+                             s, e, DtypeKey(qq->dtype()), "");
+  cost.compute_us += SoftmaxExpUs(c, scores);
+  if (backward && IsGpu(c.p)) cost.compute_us += FlashBackwardPassesUs(c, *c.in[0], *qq);
+  return cost;
 }
 
 bool IsFloating(proto::DType d) {
@@ -1074,14 +1161,10 @@ bool OnGpu(const proto::Tensor* t) { return t && t->device().rfind("cuda", 0) ==
 // records no pinned-ness): a `non_blocking` copy is taken to come from pinned memory, the only
 // case where PyTorch makes it asynchronous; any other copy from pageable memory.
 eg::HostMemory HostMemoryOf(const Ctx& c) {
-  if (c.op.schema() < 0 || c.op.schema() >= c.w.schemas_size()) return eg::HostMemory::kPageable;
-  const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(c.w.schemas(c.op.schema()));
-  for (size_t i = 0; i < args.size() && i < static_cast<size_t>(c.op.inputs_size()); ++i)
-    if (args[i].name == "non_blocking" &&
-        c.op.inputs(static_cast<int>(i)).kind_case() == proto::Value::kBoolValue &&
-        c.op.inputs(static_cast<int>(i)).bool_value())
-      return eg::HostMemory::kPinned;
-  return eg::HostMemory::kPageable;
+  const proto::Value* v = ArgNamed(c.w, c.op, "non_blocking");
+  return v && v->kind_case() == proto::Value::kBoolValue && v->bool_value()
+             ? eg::HostMemory::kPinned
+             : eg::HostMemory::kPageable;
 }
 
 // Which way a copy goes: the recorded device work's memcpy event where the trace has one (a
@@ -1236,8 +1319,7 @@ std::vector<const proto::Tensor*> Tensors(const proto::Workload& w,
 // fused optimizers) writes. Empty without a schema.
 std::vector<const proto::Tensor*> MutatedArguments(const proto::Workload& w, const proto::Op& op) {
   std::vector<const proto::Tensor*> out;
-  if (op.schema() < 0 || op.schema() >= w.schemas_size()) return out;
-  const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(w.schemas(op.schema()));
+  const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(SchemaOf(w, op));
   for (size_t i = 0; i < args.size() && i < static_cast<size_t>(op.inputs_size()); ++i)
     if (args[i].mutated) CollectTensors(w, op.inputs(static_cast<int>(i)), out);
   return out;
