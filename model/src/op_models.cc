@@ -432,15 +432,34 @@ double CausalShare(int64_t l, int64_t s, int64_t offset) {
   return kept / (static_cast<double>(l) * static_cast<double>(s));
 }
 
+// The share of an L x S attention's scores ATen's CPU flash kernel computes under a causal mask
+// (FlashAttentionKernel.cpp, forward and backward): queries in blocks of 256 (L >= 768), 64 (L
+// >= 192) or 32, each block's keys up to its last query in whole blocks of 512 keys (the last
+// cut at S), the masked ones filled after. Up to 512 keys a causal op computes every score.
+double CpuCausalShare(int64_t l, int64_t s) {
+  if (l <= 0 || s <= 0) return 1;
+  const int64_t query_block = l >= 768 ? 256 : l >= 192 ? 64 : 32, key_block = 512;
+  double computed = 0;
+  for (int64_t m = 0; m < l; m += query_block) {
+    const int64_t rows = std::min(query_block, l - m);
+    computed +=
+        static_cast<double>(rows) *
+        static_cast<double>(std::min(s, CeilDiv(std::min(m + rows, s), key_block) * key_block));
+  }
+  return computed / (static_cast<double>(l) * static_cast<double>(s));
+}
+
 // The share of its scores an attention op computes, by its schema's arguments: with
 // `is_causal` (SDPA and its flash, efficient and cuDNN kernels, forward and backward) the
 // top-left triangle, with the efficient kernels' `custom_mask_type` (1 top-left, 2
-// bottom-right) theirs; else all of them (an explicit mask skips nothing). Flash kernels skip
-// the tiles above the diagonal and compute those on it whole: a little more than this share.
+// bottom-right) theirs; else all of them (an explicit mask skips nothing). A GPU's flash
+// kernels skip the tiles above the diagonal and compute those on it whole, a little more than
+// this share (with 128 x 128 tiles, 12 % more at L = S = 1,024); ATen's CPU kernel computes
+// whole blocks of 512 keys (CpuCausalShare).
 double ComputedScoreShare(const Ctx& c, int64_t l, int64_t s) {
   if (const proto::Value* v = ArgNamed(c.w, c.op, "is_causal");
       v && v->kind_case() == proto::Value::kBoolValue && v->bool_value())
-    return CausalShare(l, s, 0);
+    return IsGpu(c.p) ? CausalShare(l, s, 0) : CpuCausalShare(l, s);
   if (const proto::Value* v = ArgNamed(c.w, c.op, "custom_mask_type");
       v && v->kind_case() == proto::Value::kIntValue &&
       (v->int_value() == 1 || v->int_value() == 2))

@@ -1640,22 +1640,23 @@ int AddTensor(proto::Workload& w, std::vector<int64_t> shape, proto::DType dtype
 
 // A causal attention computes the scores its mask leaves, no more: PyTorch's is_causal keeps
 // query i's keys 0..i (the mask aligned top-left), the efficient kernels' custom_mask_type 2 the
-// bottom-right triangle. The FLOPs count those scores alone, on any platform.
-double AttentionFlops(int64_t l, int64_t s, const char* mask_arg, proto::Value mask) {
+// bottom-right triangle. The FLOPs count the scores computed: on a GPU those the mask leaves, on
+// the CPU those of ATen's blocks (32, 64 or 256 queries by 512 keys).
+double AttentionFlops(const char* platform, const char* op, int64_t l, int64_t s,
+                      const char* mask_arg, proto::Value mask) {
   proto::Workload w;
   w.add_types("");
   for (int64_t len : {l, s, s}) AddTensor(w, {2, 4, len, 32}, proto::FLOAT32, 4);
-  for (proto::Tensor& t : *w.mutable_tensors()) t.set_device("cpu");
-  w.add_schemas(std::string("aten::_efficient_attention_forward(Tensor query, Tensor key, Tensor "
-                            "value, float dropout_p, ") +
+  if (std::string(platform) == "cpu_host")
+    for (proto::Tensor& t : *w.mutable_tensors()) t.set_device("cpu");
+  w.add_schemas(std::string(op) + "(Tensor query, Tensor key, Tensor value, float dropout_p, " +
                 mask_arg + ") -> (Tensor output, Tensor logsumexp)");
   proto::Op* o = w.add_ops();
-  o->set_id(1), o->set_name("aten::_efficient_attention_forward"), o->set_schema(0);
-  o->set_thread(1);
+  o->set_id(1), o->set_name(op), o->set_schema(0), o->set_thread(1);
   for (int t : {0, 1, 2}) o->add_inputs()->set_tensor(t);
   o->add_inputs()->set_double_value(0);
   *o->add_inputs() = mask;
-  auto r = Predict(w, Builtin("cpu_host"), Options(false));
+  auto r = Predict(w, Builtin(platform), Options(false));
   EXPECT_THAT(r, IsOk());
   return r.ok() && r->ops.size() == 1 ? r->ops[0].flops : -1;
 }
@@ -1665,18 +1666,31 @@ TEST(Predict, ACausalAttentionComputesTheScoresItsMaskLeaves) {
   yes.set_bool_value(true), no.set_bool_value(false);
   top_left.set_int_value(1), bottom_right.set_int_value(2);
   auto full = [](double l, double s) { return 4 * 2 * 4 * l * s * 32; };
-  EXPECT_DOUBLE_EQ(AttentionFlops(96, 96, "bool is_causal", no), full(96, 96));
+  auto gpu = [](int64_t l, int64_t s, const char* arg, const proto::Value& v) {
+    return AttentionFlops("h100_sxm", "aten::_efficient_attention_forward", l, s, arg, v);
+  };
+  EXPECT_DOUBLE_EQ(gpu(96, 96, "bool is_causal", no), full(96, 96));
   // Square: the lower triangle and its diagonal, 97 of every 192 scores.
-  EXPECT_DOUBLE_EQ(AttentionFlops(96, 96, "bool is_causal", yes), full(96, 96) * 97 / 192);
+  EXPECT_DOUBLE_EQ(gpu(96, 96, "bool is_causal", yes), full(96, 96) * 97 / 192);
   // Fewer queries than keys, top-left: row i keeps i + 1 keys (2,080 of 8,192); more queries
   // than keys: rows 64 and on keep all 64 (6,176 of 8,192).
-  EXPECT_DOUBLE_EQ(AttentionFlops(64, 128, "bool is_causal", yes), full(64, 128) * 2080 / 8192);
-  EXPECT_DOUBLE_EQ(AttentionFlops(128, 64, "bool is_causal", yes), full(128, 64) * 6176 / 8192);
-  EXPECT_DOUBLE_EQ(AttentionFlops(64, 128, "int custom_mask_type", top_left),
-                   full(64, 128) * 2080 / 8192);
+  EXPECT_DOUBLE_EQ(gpu(64, 128, "bool is_causal", yes), full(64, 128) * 2080 / 8192);
+  EXPECT_DOUBLE_EQ(gpu(128, 64, "bool is_causal", yes), full(128, 64) * 6176 / 8192);
+  EXPECT_DOUBLE_EQ(gpu(64, 128, "int custom_mask_type", top_left), full(64, 128) * 2080 / 8192);
   // Bottom-right with fewer queries than keys: row i keeps i + 1 + 64.
-  EXPECT_DOUBLE_EQ(AttentionFlops(64, 128, "int custom_mask_type", bottom_right),
-                   full(64, 128) * 6176 / 8192);
+  EXPECT_DOUBLE_EQ(gpu(64, 128, "int custom_mask_type", bottom_right), full(64, 128) * 6176 / 8192);
+  auto cpu = [](int64_t l) {
+    proto::Value causal;
+    causal.set_bool_value(true);
+    return AttentionFlops("cpu_host", "aten::_scaled_dot_product_flash_attention_for_cpu", l, l,
+                          "bool is_causal", causal);
+  };
+  // ATen's CPU kernel: up to 512 keys each block of queries computes them all.
+  EXPECT_DOUBLE_EQ(cpu(96), full(96, 96));
+  // 1,024: four blocks of 256 queries, 512, 512, 1,024 and 1,024 keys; 2,048: eight, 512 to
+  // 2,048 keys in pairs.
+  EXPECT_DOUBLE_EQ(cpu(1024), full(1024, 1024) * 0.75);
+  EXPECT_DOUBLE_EQ(cpu(2048), full(2048, 2048) * 0.625);
 }
 
 // GPT-2's attention on the H200 (cuDNN's flash kernels, is_causal, [8, 12, 1024, 64] bf16): the
