@@ -284,15 +284,237 @@ void PrintComparison(const model::Comparison& c, const std::string& input,
   for (const std::string& n : c.notes) std::printf("  note: %s\n", n.c_str());
 }
 
+struct CompareArgs {
+  std::string input, kineto, platform, report, html;
+  replay::ReplayOptions options;
+  bool seed_given = false, no_replay = false;
+};
+
+// The platform compare predicts for (`chosen_by` says how it was chosen); a CPU platform
+// calibrated on another host is replaced by this host's, calibrated first when not cached
+// (said in `host_notes`).
+Result<proto::Platform> ComparePlatform(const CompareArgs& a, const LoadedInput& in,
+                                        const replay::ReplayOptions& ro, std::string* chosen_by,
+                                        std::vector<std::string>& host_notes) {
+  MIMIC_ASSIGN_OR_RETURN(
+      const std::string name,
+      ChoosePlatform(a.platform, in, a.input, ro.device == "cpu" ? "cpu_host" : "h200", chosen_by));
+  MIMIC_ASSIGN_OR_RETURN(proto::Platform platform, model::FindPlatform(name));
+  bool calibrate = false;
+  platform = ForThisHost(std::move(platform), host_notes, &calibrate);
+  if (!calibrate || a.no_replay) return platform;
+  MIMIC_ASSIGN_OR_RETURN(proto::Platform here, CalibrateThisHost(platform));
+  host_notes = {"platform " + platform.name() + ": this host calibrated first (quick sweep, " +
+                "cached in " + HostPlatformCachePath(platform.name(), platform.threads()) + ")"};
+  return here;
+}
+
+// The replay of the compared selection (none with --no-replay: an empty result). A replay that
+// stopped early is a failure, not a side to compare.
+Result<replay::ReplayResult> CompareReplay(const CompareArgs& a, const proto::Workload& w,
+                                           const replay::ReplayOptions& ro,
+                                           const std::string& selection) {
+  if (a.no_replay) return replay::ReplayResult{};
+  std::fprintf(stderr, "mimic: compare: replaying %s on %s (%d+%d iterations)\n", selection.c_str(),
+               ro.device.c_str(), ro.warmup, ro.iters);
+  Result<replay::ReplayResult> r = replay::Replay(w, ro);
+  if (!r.ok()) return r.status().WithContext(a.input);
+  if (!r->stop_reason.empty()) return Status::Internal("replay stopped early: " + r->stop_reason);
+  return r;
+}
+
+bool OnPlatformsDevice(const proto::Platform& p, const std::string& device) {
+  return (p.device_type() == "cuda") == (device.rfind("cuda", 0) == 0);
+}
+
+// The context block: where each side ran and what it ran with.
+void SetContext(const CompareArgs& a, const proto::Workload& w, const model::Prediction& pred,
+                const replay::ReplayResult& r, const proto::Platform& p,
+                const calibrate::HostSpeed& speed, model::Comparison& c) {
+  const replay::ReportContext ctx =
+      replay::MakeContext(w, a.input, a.no_replay ? "none (--no-replay)" : r.device);
+  c.context = {
+      {"host", ctx.host},
+      {"cpu", ctx.cpu},
+      {"device", ctx.device},
+      {"torch_version", ctx.torch_version},
+      {"mimic_version", ctx.mimic_version},
+      {"input", ctx.input_path},
+      {"input_sha256", ctx.input_sha256},
+      {"date", ctx.date},
+      {"selection", pred.selection},
+      {"platform", p.name()},
+      {"platform_device_type", p.device_type()},
+      {"platform_calibrated_at",
+       p.calibrated_at().empty() ? "datasheet (not calibrated)" : p.calibrated_at()},
+      {"platform_calibrated_on", p.calibrated_on()},
+      {"replay_iterations", std::to_string(r.iteration_ms.size())},
+      {"replay_threads", std::to_string(r.num_threads)},
+      {"replay_fp32_matmul", r.fp32_matmul},
+      {"replay_heap", r.heap},
+      {"replay_page_faults_per_iteration",
+       std::to_string(std::lround(r.page_faults_per_iteration))},
+      // The replay process's CPU time per measured iteration (user + sys, all its threads): on a
+      // shared machine, with one intra-op thread, its work without the time other processes held
+      // the CPU.
+      {"replay_cpu_ms_per_iteration", Fmt(r.system.cpu_user_ms() + r.system.cpu_sys_ms(), "%.3f")},
+      {"original_source", w.original().source().empty() ? "Kineto ProfilerStep span (profiled)"
+                                                        : w.original().source()}};
+  if (speed.points == 0) return;
+  c.context.push_back({"host_speed_after_replay", Fmt(speed.ratio, "%.3f")});
+  c.context.push_back({"host_speed_how", "the time of " + std::to_string(speed.points) +
+                                             " of the platform's GEMM points over their "
+                                             "calibrated time (above 1: slower now); " +
+                                             speed.how});
+}
+
+// End to end and per class, each side: the original's own unprofiled steps where the capture
+// manifest has them (else the profiled step span from Kineto) and its linked Kineto spans per
+// class; the replay's median iteration and per-op-name means; the models' prediction.
+void SetSides(const proto::Workload& w, const model::Prediction& pred,
+              const replay::ReplayResult& r, const proto::Platform& p, model::Comparison& c) {
+  std::optional<double> original = replay::OriginalMedianMs(w);
+  if (!original) {
+    for (const proto::Segment& s : w.segments())
+      if (s.name() == pred.selection && s.has_span()) original = s.duration_us() / 1000;
+    if (original)
+      c.notes.push_back(
+          "original end to end: the profiled Kineto step span (no unprofiled measurement known)");
+  }
+  c.end_to_end.ops = static_cast<int64_t>(pred.ops.size());
+  c.end_to_end.original_ms = original;
+  if (!r.iteration_ms.empty()) c.end_to_end.replay_ms = Median(r.iteration_ms);
+  c.end_to_end.predicted_ms = pred.iteration_ms;
+  if (p.device_type() == "cuda") c.end_to_end.predicted_gpu_active_ms = pred.gpu_active_ms;
+  c.end_to_end.original_gpu_active_ms = Known(pred.original_gpu_active_ms);
+  c.exposed_comm_ms = pred.exposed_comm_ms;
+  for (const auto& [name, ct] : pred.by_class) {
+    model::SideBySide& s = c.op_classes[name];
+    s.ops = ct.ops;
+    s.predicted_ms = ct.predicted_ms;
+    if (ct.original_ms >= 0) s.original_ms = ct.original_ms;
+    s.original_gpu_active_ms = Known(ct.original_gpu_active_ms);
+    s.predicted_gpu_active_ms = Known(ct.predicted_gpu_active_ms);
+  }
+  for (const replay::OpNameStats& st : r.per_op) {
+    model::SideBySide& s = c.op_classes[std::string(eg::OpClassName(eg::ClassOf(st.name)))];
+    s.replay_ms = s.replay_ms.value_or(0) + st.replay_ms;
+  }
+}
+
+// Timeline strips: original spans from Kineto; the prediction's simulated starts; the replay's
+// per-call means laid end to end in op order (the replay records no per-op starts).
+void SetTimelines(const proto::Workload& w, const model::Prediction& pred,
+                  const replay::ReplayResult& r, model::Comparison& c) {
+  std::map<std::string, double> replay_per_call;
+  for (const replay::OpNameStats& st : r.per_op)
+    if (st.calls > 0) replay_per_call[st.name] = st.replay_ms / static_cast<double>(st.calls);
+  double origin = -1, replay_t = 0;
+  const eg::OpTree tree(w);
+  for (const model::OpPrediction& o : pred.ops) {
+    const proto::Op& op = w.ops(tree.IndexOf(o.op_id));
+    if (op.has_cpu_span()) {
+      if (origin < 0) origin = op.cpu_start_us();
+      c.original_timeline.push_back(
+          {(op.cpu_start_us() - origin) / 1000, op.cpu_duration_us() / 1000, o.op_class, o.name});
+    }
+    c.predicted_timeline.push_back({o.start_us / 1000, o.predicted_us / 1000, o.op_class, o.name});
+    auto it = replay_per_call.find(o.name);
+    if (it != replay_per_call.end()) {
+      c.replay_timeline.push_back({replay_t, it->second, o.op_class, o.name});
+      replay_t += it->second;
+    }
+  }
+}
+
+// The notes after the prediction's own: what the replay skipped, how the sides relate, how the
+// platform was chosen, whether the host has moved since its calibration.
+void AddNotes(const CompareArgs& a, const LoadedInput& in, const replay::ReplayOptions& ro,
+              const replay::ReplayResult& r, const proto::Platform& p, const std::string& chosen_by,
+              const calibrate::HostSpeed& speed, const std::vector<std::string>& host_notes,
+              model::Comparison& c) {
+  if (!a.no_replay && r.replayed_ops < r.total_ops)
+    c.notes.push_back("replay skipped " + std::to_string(r.total_ops - r.replayed_ops) + " of " +
+                      std::to_string(r.total_ops) + " ops");
+  if (!a.no_replay && !OnPlatformsDevice(p, ro.device))
+    c.notes.push_back(
+        "the platform's device type differs from the replay's: the prediction is a "
+        "cross-platform prediction, and its differences from the replay and the original are "
+        "not errors");
+  c.notes.push_back(a.no_replay ? "no replay (--no-replay): original against prediction only"
+                                : "replay timeline: per-call means of each op name laid end to "
+                                  "end (the replay records no per-op start times)");
+  if (chosen_by != "--platform") c.notes.push_back("platform " + p.name() + ": " + chosen_by);
+  NoteCrossPlatform(in, a.input, p, c.notes);
+  NoteHostSpeed(speed, p, c.notes);
+  c.notes.insert(c.notes.end(), host_notes.begin(), host_notes.end());
+}
+
+// Both reports or neither: the HTML first, and it goes again if the JSON cannot be written.
+Status WriteReports(const CompareArgs& a, const model::Comparison& c) {
+  if (!a.html.empty()) MIMIC_RETURN_IF_ERROR(WriteOutput(a.html, model::RenderComparisonHtml(c)));
+  Status st = WriteOutput(a.report, model::RenderComparisonJson(c));
+  if (!st.ok() && !a.html.empty() && a.html != "-") std::remove(a.html.c_str());
+  return st;
+}
+
+// compare, once its arguments are parsed: the comparison, its reports and its console.
+Status Compare(const CompareArgs& a) {
+  MIMIC_ASSIGN_OR_RETURN(const LoadedInput in, LoadInput(a.input, a.kineto, a.no_replay));
+  const proto::Workload& w = in.workload;
+  replay::ReplayOptions ro = a.options;
+  if (in.has_seed && !a.seed_given) ro.seed = in.seed;
+  if (ro.device.empty()) ro.device = replay::BestDevice();
+  UseOriginalThreads(w, ro);
+  std::string chosen_by;
+  std::vector<std::string> host_notes;
+  MIMIC_ASSIGN_OR_RETURN(const proto::Platform platform,
+                         ComparePlatform(a, in, ro, &chosen_by, host_notes));
+  // The replay takes the same capture cost off the recorded gaps as the model.
+  UseCaptureTimeCost(w, ro);
+  UseHostGapFiguresOf(platform, ro);
+  UseHostCaptureCost(ro);
+
+  model::PredictOptions po;
+  po.iteration = ro.iteration;
+  po.label = ro.label;
+  Result<model::Prediction> pred = model::Predict(w, platform, po);
+  if (!pred.ok()) return pred.status().WithContext(a.input);
+  MIMIC_ASSIGN_OR_RETURN(const replay::ReplayResult r, CompareReplay(a, w, ro, pred->selection));
+  // The host's speed against the platform's calibration, after the replay: before it, the
+  // check's own allocations would raise glibc's dynamic mmap and trim thresholds, and the
+  // replay's default heap would then trim (and page-fault) less than the original's did.
+  calibrate::HostSpeed speed;
+  if (!a.no_replay && OnPlatformsDevice(platform, ro.device)) {
+    MIMIC_ASSIGN_OR_RETURN(speed, calibrate::RetimeGemmPoints(platform, ro.device));
+  }
+
+  model::Comparison c;
+  c.platform_name = platform.name();
+  c.platform_chosen_by = chosen_by;
+  SetContext(a, w, *pred, r, platform, speed, c);
+  SetSides(w, *pred, r, platform, c);
+  SetUnmodelled(*pred, c);
+  SetLargestDifferences(*pred, platform, c);
+  SetTimelines(w, *pred, r, c);
+  c.notes.insert(c.notes.end(), pred->notes.begin(), pred->notes.end());
+  SetPageFaults(*pred, platform, r, c);
+  AddNotes(a, in, ro, r, platform, chosen_by, speed, host_notes, c);
+  if (!a.no_replay && !ro.profile_path.empty()) {
+    MIMIC_RETURN_IF_ERROR(AddProfiledOps(ro.profile_path, w, pred->ops, c));
+    c.notes.push_back("profiled_ops: the replay's profile " + ro.profile_path +
+                      " beside the original's Kineto spans, both under the profiler");
+  }
+  MIMIC_RETURN_IF_ERROR(WriteReports(a, c));
+  PrintComparison(c, a.input, pred->selection);
+  if (!c.profiled_ops.empty()) PrintProfiledOps(c);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Runner AddCompare(CLI::App& app) {
-  struct Args {
-    std::string input, kineto, platform, report, html;
-    replay::ReplayOptions options;
-    bool seed_given = false, no_replay = false;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<CompareArgs>();
   args->options.warmup = 2;
   args->options.iters = 10;
   app.add_option("input", args->input,
@@ -338,201 +560,8 @@ Runner AddCompare(CLI::App& app) {
                  "name's profiled time beside the original's Kineto spans (profiled_ops)");
   return [args, &app]() -> int {
     args->seed_given = app.count("--seed") > 0;
-    Result<LoadedInput> in = LoadInput(args->input, args->kineto, args->no_replay);
-    if (!in.ok()) return Fail(in.status());
-    const proto::Workload& w = in->workload;
-    replay::ReplayOptions ro = args->options;
-    if (in->has_seed && !args->seed_given) ro.seed = in->seed;
-    if (ro.device.empty()) ro.device = replay::BestDevice();
-    UseOriginalThreads(w, ro);
-    std::string chosen_by;
-    Result<std::string> platform_name = ChoosePlatform(
-        args->platform, *in, args->input, ro.device == "cpu" ? "cpu_host" : "h200", &chosen_by);
-    if (!platform_name.ok()) return Fail(platform_name.status());
-    Result<proto::Platform> platform = model::FindPlatform(*platform_name);
-    if (!platform.ok()) return Fail(platform.status());
-    // A CPU platform calibrated on another host: this host's, calibrated first when not cached.
-    std::vector<std::string> host_notes;
-    bool calibrate = false;
-    *platform = ForThisHost(std::move(*platform), host_notes, &calibrate);
-    if (calibrate && !args->no_replay) {
-      Result<proto::Platform> here = CalibrateThisHost(*platform);
-      if (!here.ok()) return Fail(here.status());
-      host_notes = {"platform " + platform->name() +
-                    ": this host calibrated first (quick sweep, cached in " +
-                    HostPlatformCachePath(platform->name(), platform->threads()) + ")"};
-      *platform = std::move(*here);
-    }
-
-    // The replay takes the same capture cost off the recorded gaps as the model.
-    UseCaptureTimeCost(w, ro);
-    UseHostGapFiguresOf(*platform, ro);
-    UseHostCaptureCost(ro);
-
-    model::PredictOptions po;
-    po.iteration = ro.iteration;
-    po.label = ro.label;
-    Result<model::Prediction> pred = model::Predict(w, *platform, po);
-    if (!pred.ok()) return Fail(pred.status().WithContext(args->input));
-    replay::ReplayResult none;
-    Result<replay::ReplayResult> r = none;
-    if (!args->no_replay) {
-      std::fprintf(stderr, "mimic: compare: replaying %s on %s (%d+%d iterations)\n",
-                   pred->selection.c_str(), ro.device.c_str(), ro.warmup, ro.iters);
-      r = replay::Replay(w, ro);
-      if (!r.ok()) return Fail(r.status().WithContext(args->input));
-      if (!r->stop_reason.empty())
-        return Fail(Status::Internal("replay stopped early: " + r->stop_reason));
-    }
-    // The host's speed against the platform's calibration, after the replay: before it, the
-    // check's own allocations would raise glibc's dynamic mmap and trim thresholds, and the
-    // replay's default heap would then trim (and page-fault) less than the original's did.
-    Result<calibrate::HostSpeed> speed = calibrate::HostSpeed{};
-    if (!args->no_replay &&
-        (platform->device_type() == "cuda") == (ro.device.rfind("cuda", 0) == 0))
-      speed = calibrate::RetimeGemmPoints(*platform, ro.device);
-    if (!speed.ok()) return Fail(speed.status());
-
-    model::Comparison c;
-    const replay::ReportContext ctx =
-        replay::MakeContext(w, args->input, args->no_replay ? "none (--no-replay)" : r->device);
-    c.platform_name = platform->name();
-    c.platform_chosen_by = chosen_by;
-    c.context = {
-        {"host", ctx.host},
-        {"cpu", ctx.cpu},
-        {"device", ctx.device},
-        {"torch_version", ctx.torch_version},
-        {"mimic_version", ctx.mimic_version},
-        {"input", ctx.input_path},
-        {"input_sha256", ctx.input_sha256},
-        {"date", ctx.date},
-        {"selection", pred->selection},
-        {"platform", platform->name()},
-        {"platform_device_type", platform->device_type()},
-        {"platform_calibrated_at", platform->calibrated_at().empty() ? "datasheet (not calibrated)"
-                                                                     : platform->calibrated_at()},
-        {"platform_calibrated_on", platform->calibrated_on()},
-        {"replay_iterations", std::to_string(r->iteration_ms.size())},
-        {"replay_threads", std::to_string(r->num_threads)},
-        {"replay_fp32_matmul", r->fp32_matmul},
-        {"replay_heap", r->heap},
-        {"replay_page_faults_per_iteration",
-         std::to_string(std::lround(r->page_faults_per_iteration))},
-        // The replay process's CPU time per measured iteration (user + sys, all its threads):
-        // on a shared machine, with one intra-op thread, its work without the time other
-        // processes held the CPU.
-        {"replay_cpu_ms_per_iteration",
-         Fmt(r->system.cpu_user_ms() + r->system.cpu_sys_ms(), "%.3f")},
-        {"original_source", w.original().source().empty() ? "Kineto ProfilerStep span (profiled)"
-                                                          : w.original().source()}};
-    if (speed->points > 0) {
-      c.context.push_back({"host_speed_after_replay", Fmt(speed->ratio, "%.3f")});
-      c.context.push_back({"host_speed_how", "the time of " + std::to_string(speed->points) +
-                                                 " of the platform's GEMM points over their "
-                                                 "calibrated time (above 1: slower now); " +
-                                                 speed->how});
-    }
-
-    // End to end: the original's own unprofiled steps where the capture manifest has them,
-    // else the profiled step span from Kineto.
-    std::optional<double> original = replay::OriginalMedianMs(w);
-    if (!original) {
-      for (const proto::Segment& s : w.segments())
-        if (s.name() == pred->selection && s.has_span()) original = s.duration_us() / 1000;
-      if (original)
-        c.notes.push_back(
-            "original end to end: the profiled Kineto step span (no unprofiled measurement known)");
-    }
-    c.end_to_end.ops = static_cast<int64_t>(pred->ops.size());
-    c.end_to_end.original_ms = original;
-    if (!r->iteration_ms.empty()) c.end_to_end.replay_ms = Median(r->iteration_ms);
-    c.end_to_end.predicted_ms = pred->iteration_ms;
-    if (platform->device_type() == "cuda")
-      c.end_to_end.predicted_gpu_active_ms = pred->gpu_active_ms;
-    c.end_to_end.original_gpu_active_ms = Known(pred->original_gpu_active_ms);
-    SetUnmodelled(*pred, c);
-    SetLargestDifferences(*pred, *platform, c);
-    c.exposed_comm_ms = pred->exposed_comm_ms;
-
-    // Per class: original from the linked Kineto spans of the top-level ops, replay from its
-    // per-op-name means, prediction from the models.
-    for (const auto& [name, ct] : pred->by_class) {
-      model::SideBySide& s = c.op_classes[name];
-      s.ops = ct.ops;
-      s.predicted_ms = ct.predicted_ms;
-      if (ct.original_ms >= 0) s.original_ms = ct.original_ms;
-      s.original_gpu_active_ms = Known(ct.original_gpu_active_ms);
-      s.predicted_gpu_active_ms = Known(ct.predicted_gpu_active_ms);
-    }
-    std::map<std::string, double> replay_per_call;
-    for (const replay::OpNameStats& st : r->per_op) {
-      const std::string cls(eg::OpClassName(eg::ClassOf(st.name)));
-      model::SideBySide& s = c.op_classes[cls];
-      s.replay_ms = s.replay_ms.value_or(0) + st.replay_ms;
-      if (st.calls > 0) replay_per_call[st.name] = st.replay_ms / static_cast<double>(st.calls);
-    }
-
-    // Timeline strips: original spans from Kineto; the prediction's simulated starts; the
-    // replay's per-call means laid end to end in op order (the replay records no per-op starts).
-    double origin = -1, replay_t = 0;
-    const eg::OpTree tree(w);
-    for (const model::OpPrediction& o : pred->ops) {
-      const proto::Op& op = w.ops(tree.IndexOf(o.op_id));
-      if (op.has_cpu_span()) {
-        if (origin < 0) origin = op.cpu_start_us();
-        c.original_timeline.push_back(
-            {(op.cpu_start_us() - origin) / 1000, op.cpu_duration_us() / 1000, o.op_class, o.name});
-      }
-      c.predicted_timeline.push_back(
-          {o.start_us / 1000, o.predicted_us / 1000, o.op_class, o.name});
-      auto it = replay_per_call.find(o.name);
-      if (it != replay_per_call.end()) {
-        c.replay_timeline.push_back({replay_t, it->second, o.op_class, o.name});
-        replay_t += it->second;
-      }
-    }
-    c.notes.insert(c.notes.end(), pred->notes.begin(), pred->notes.end());
-    SetPageFaults(*pred, *platform, *r, c);
-    if (!args->no_replay && r->replayed_ops < r->total_ops)
-      c.notes.push_back("replay skipped " + std::to_string(r->total_ops - r->replayed_ops) +
-                        " of " + std::to_string(r->total_ops) + " ops");
-    if (!args->no_replay &&
-        (platform->device_type() == "cuda") != (ro.device.rfind("cuda", 0) == 0))
-      c.notes.push_back(
-          "the platform's device type differs from the replay's: the prediction is a "
-          "cross-platform "
-          "prediction, and its differences from the replay and the original are not errors");
-    if (args->no_replay)
-      c.notes.push_back("no replay (--no-replay): original against prediction only");
-    else
-      c.notes.push_back(
-          "replay timeline: per-call means of each op name laid end to end (the replay records no "
-          "per-op start times)");
-    if (chosen_by != "--platform")
-      c.notes.push_back("platform " + platform->name() + ": " + chosen_by);
-    NoteCrossPlatform(*in, args->input, *platform, c.notes);
-    NoteHostSpeed(*speed, *platform, c.notes);
-    c.notes.insert(c.notes.end(), host_notes.begin(), host_notes.end());
-    if (!args->no_replay && !ro.profile_path.empty()) {
-      if (Status st = AddProfiledOps(ro.profile_path, w, pred->ops, c); !st.ok()) return Fail(st);
-      c.notes.push_back("profiled_ops: the replay's profile " + ro.profile_path +
-                        " beside the original's Kineto spans, both under the profiler");
-    }
-
-    // Both reports or neither: the HTML first, and it goes again if the JSON cannot be written.
-    if (!args->html.empty()) {
-      Status st = WriteOutput(args->html, model::RenderComparisonHtml(c));
-      if (!st.ok()) return Fail(st);
-    }
-    Status st = WriteOutput(args->report, model::RenderComparisonJson(c));
-    if (!st.ok()) {
-      if (!args->html.empty() && args->html != "-") std::remove(args->html.c_str());
-      return Fail(st);
-    }
-    PrintComparison(c, args->input, pred->selection);
-    if (!c.profiled_ops.empty()) PrintProfiledOps(c);
-    return kExitOk;
+    const Status st = Compare(*args);
+    return st.ok() ? kExitOk : Fail(st);
   };
 }
 
