@@ -587,6 +587,362 @@ void AddPageFaults(const proto::Workload& w, const proto::Platform& p, const pro
   }
 }
 
+// One iteration's simulation (docs/model.md): one CPU cursor per thread, when each stream is
+// free, and the device intervals, predicted and recorded, of the ops placed so far. Add prices
+// each top-level op and places it; Finish sums up the iteration into the prediction.
+class Simulation {
+ public:
+  Simulation(const proto::Workload& w, const eg::OpTree& tree, const proto::Platform& p,
+             const PredictOptions& opts, const proto::Segment* seg, const std::vector<int>& top,
+             Prediction& pred)
+      : w_(w),
+        tree_(tree),
+        p_(p),
+        opts_(opts),
+        seg_(seg),
+        pred_(pred),
+        gpu_(p.device_type() == "cuda"),
+        trace_gpu_(w.kineto().kernels_linked() > 0),
+        oh_(TraceOverheads(w, top, p, tree, opts.overheads_from_trace, pred.notes)),
+        cold_dispatch_(ColdDispatchCosts(w, tree, top, p, pred.notes)),
+        tbe_(PairTbeOps(w, top)),
+        issuer_t1_(!oh_.t1_from_trace && HasIssuerT1(p.cpu_overheads())),
+        cache_(ColdPoints(w, p) ? p.l2_bytes() : 0) {  // capacity 0: every input hot
+    if (oh_.t1_from_trace)
+      trace_gaps_.emplace(w, seg && seg->has_span() ? seg->start_us() : -1, oh_.capture);
+    if (issuer_t1_) pred.notes.push_back(IssuerT1Note(p));
+    if (!p.calibrated_at().empty())
+      pred.notes.push_back("platform calibrated at " + p.calibrated_at() + " on " +
+                           p.calibrated_on());
+    else
+      pred.notes.push_back(
+          "platform figures are datasheet values (not calibrated): GEMM efficiency by wave "
+          "quantization, bandwidth at a fixed fraction of peak");
+    ranks_ = opts.world_size > 0 ? opts.world_size : w.provenance().world_size();
+    if (opts.world_size <= 0)
+      for (const proto::ProcessGroup& g : w.provenance().process_groups())
+        ranks_ = std::max(ranks_, g.size());
+    ranks_ = std::max<int64_t>(ranks_, 1);
+    // Memory-bound ops pay for cold inputs where the platform measured the slow-down; a first
+    // pass over the iteration leaves the cache model as the previous iteration would.
+    if (ColdPoints(w, p) && p.l2_bytes() > 0) {
+      for (int i : top)
+        if (PricedByClassModels(w.ops(i))) Touch(w, tree, i, cache_);
+      pred.notes.push_back(
+          "memory-bound ops: inputs not touched within the last " +
+          std::to_string(static_cast<int64_t>(p.l2_bytes() / (1 << 20))) +
+          " MiB of traffic (l2_bytes) are priced with the platform's measured cold-input "
+          "slow-down");
+    }
+  }
+
+  // Prices top-level op `i` and places it on its thread's timeline and its stream.
+  void Add(int i) {
+    const proto::Op& op = w_.ops(i);
+    SubtreeCost sc;
+    std::vector<const proto::Kernel*> ks;  // the device work it recorded, at or under it
+    OpPrediction o = Price(i, sc, ks);
+    double& cursor = CursorOf(op);
+    const double gap = HostGapBefore(op, i);
+    cursor += gap;
+    cpu_overhead_us_ += gap;
+    o.start_us = cursor;
+    const bool collective = eg::IsCommunication(op);
+    if (op.has_collective() && op.collective().type() == proto::Collective::WAIT)
+      PlaceWait(op, cursor, o);
+    else if (!gpu_ && collective)
+      PlaceCpuCollective(op, cursor, o);
+    else if (!gpu_)
+      PlaceOnCpu(i, sc, gap, cursor, o);
+    else
+      PlaceOnGpu(i, sc, ks, cursor, o);
+    Tally(op, cursor, o);
+  }
+
+  // The iteration's end to end, device time and notes, into the prediction.
+  void Finish() {
+    double end = 0;
+    for (const auto& [t, c] : cpu_free_) end = std::max(end, c);
+    for (const auto& [s, f] : stream_free_) end = std::max(end, f);
+    pred_.iteration_ms = end / 1000;
+    AddPageFaults(w_, p_, seg_, pred_);
+    std::vector<std::pair<double, double>> all = compute_iv_;
+    if (gpu_) all.insert(all.end(), comm_iv_.begin(), comm_iv_.end());
+    pred_.gpu_active_ms = UnionLength(std::move(all)) / 1000;
+    pred_.ranks = ranks_;
+    pred_.comm_ms = UnionLength(comm_iv_) / 1000;
+    pred_.exposed_comm_ms = UncoveredLength(comm_iv_, compute_iv_) / 1000;
+    if (trace_gpu_) SetOriginalDeviceTime();
+    for (auto& [name, ct] : pred_.by_class) {
+      if (gpu_) ct.predicted_gpu_active_ms = UnionLength(class_iv_[name]) / 1000;
+      if (trace_gpu_) ct.original_gpu_active_ms = UnionLength(class_orig_iv_[name]) / 1000;
+    }
+    pred_.cpu_overhead_ms = cpu_overhead_us_ / 1000;
+    SplitGpuActive(gpu_, trace_gpu_, compute_iv_, pred_split_, orig_split_, pred_);
+    AddClosingNotes();
+  }
+
+ private:
+  static constexpr int64_t kDefaultStream = 7;  // PyTorch's default compute stream id in Kineto
+  static constexpr int64_t kCommStream = -1;    // a stream of its own when the trace recorded none
+
+  // Whether the platform measured cold-input slow-downs the cache model can apply: not on a
+  // Kineto trace alone, which records no tensor identity (no reuse to follow, every input hot).
+  static bool ColdPoints(const proto::Workload& w, const proto::Platform& p) {
+    return !eg::IsKinetoOnly(w) &&
+           std::any_of(p.bandwidth().begin(), p.bandwidth().end(),
+                       [](const proto::BandwidthPoint& b) { return b.cold(); });
+  }
+
+  // The op's cost by the models, and the device work the trace recorded for it (`ks`).
+  OpPrediction Price(int i, SubtreeCost& sc, std::vector<const proto::Kernel*>& ks) {
+    const proto::Op& op = w_.ops(i);
+    OpPrediction o;
+    o.op_id = op.id();
+    o.name = op.name();
+    o.op_class = std::string(eg::OpClassName(eg::ClassOf(op.name())));
+    o.inputs = RecordedInputs(w_, op);
+    const bool collective = eg::IsCommunication(op);
+    const bool wait = op.has_collective() && op.collective().type() == proto::Collective::WAIT;
+    if (collective) {
+      // Its group's size, unless the prediction is for another world size.
+      const int64_t group = opts_.world_size <= 0 && op.collective().group_size() > 0
+                                ? op.collective().group_size()
+                                : ranks_;
+      const OpCost cc = CollectiveCost(op, p_, group);
+      ++pred_.collectives;
+      sc.compute_us = cc.compute_us, sc.bytes = cc.bytes, sc.nodes = 1, sc.launches = 1,
+      sc.model = cc.model, sc.bound = cc.bound;
+    } else if (!PricedByClassModels(op)) {
+      sc.nodes = 1, sc.launches = 0, sc.model = wait ? "wait" : "collective (unread)";
+    } else {
+      Accumulate(w_, tree_, p_, tbe_, i, cache_, sc);
+    }
+    o.model = sc.model;
+    o.bound = sc.bound;
+    if (sc.unmodelled) o.unmodelled = sc.unmodelled;
+    o.flops = sc.flops;
+    o.bytes = sc.bytes;
+    o.compute_us = sc.compute_us;
+    RecordedKernels(w_, tree_, i, ks);
+    if (trace_gpu_) {
+      held_.insert(ks.begin(), ks.end());
+      const double k = AddRecorded(ks, collective, !o.unmodelled.empty(), orig_iv_,
+                                   class_orig_iv_[o.op_class], orig_split_);
+      o.original_us = k > 0 || !op.has_cpu_span() ? k : -1;
+    } else if (op.has_cpu_span()) {
+      o.original_us = op.cpu_duration_us();
+    }
+    return o;
+  }
+
+  // The cursor of the op's thread. Threads overlap only where the trace shows them
+  // overlapping: an op that started after another thread's op had ended (forward, then the
+  // autograd thread) waits for it here too.
+  double& CursorOf(const proto::Op& op) {
+    double& cursor = cpu_free_[op.thread()];
+    if (!op.has_cpu_span()) return cursor;
+    for (const auto& [thread, ends] : issued_) {
+      if (thread == op.thread()) continue;
+      // Ends on one thread grow in both clocks: the last one recorded before this op's start.
+      auto it = std::upper_bound(
+          ends.begin(), ends.end(), op.cpu_start_us(),
+          [](double t, const std::pair<double, double>& e) { return t < e.first; });
+      if (it != ends.begin()) cursor = std::max(cursor, std::prev(it)->second);
+    }
+    return cursor;
+  }
+
+  // T1, the host time before the op: from a trace, the original's with no op running, as the
+  // replay waits it (eg::RecordedHostGaps); without one, the platform's T1 for what issued the
+  // op (forward, backward, optimizer) where it measured them, as replay --host-gaps modelled
+  // waits it; else its single t1_us.
+  double HostGapBefore(const proto::Op& op, int i) {
+    if (trace_gaps_) return op.has_cpu_span() ? trace_gaps_->Before(op) : 0;
+    if (issuer_t1_) return model::IssuerT1(p_.cpu_overheads(), eg::IssuerOf(w_, tree_, i));
+    return oh_.t1;
+  }
+
+  // A wait for a collective: until the collective it waits for is done, on any platform.
+  void PlaceWait(const proto::Op& op, double& cursor, OpPrediction& o) {
+    auto it = comm_end_.find(op.collective().waits_for());
+    if (it != comm_end_.end()) cursor = std::max(cursor, it->second);
+    o.overhead_us = oh_.dispatch;
+    cursor += o.overhead_us;
+    cpu_overhead_us_ += o.overhead_us;
+  }
+
+  // A collective on a CPU platform: the backend (Gloo) runs it on its own thread, one at a
+  // time, from when the op issues it; a synchronous one holds the issuing thread too.
+  void PlaceCpuCollective(const proto::Op& op, double& cursor, OpPrediction& o) {
+    o.overhead_us = oh_.dispatch;
+    const double start = std::max(cursor + o.overhead_us, stream_free_[kCommStream]);
+    const double end_us = start + o.compute_us;
+    stream_free_[kCommStream] = end_us;
+    comm_end_[op.id()] = end_us;
+    comm_iv_.emplace_back(start, end_us);
+    o.predicted_us = o.compute_us;
+    cursor = op.collective().async() ? cursor + o.overhead_us : end_us;
+    cpu_overhead_us_ += o.overhead_us;
+  }
+
+  // An op on a CPU platform runs on its thread: the replay's own cost of issuing it, each
+  // dispatch the platform's dispatcher overhead, the leaves their compute. The replay's own
+  // work around an op (preparing its arguments, storing its outputs) fills the host gap before
+  // it, as the original's Python filled it: only what outlasts the gap adds.
+  void PlaceOnCpu(int i, const SubtreeCost& sc, double gap, double& cursor, OpPrediction& o) {
+    const auto cold = cold_dispatch_.find(i);
+    o.overhead_us = std::max(0.0, oh_.framework - gap) + sc.nodes * oh_.dispatch +
+                    (cold == cold_dispatch_.end() ? 0 : cold->second);
+    o.predicted_us = o.compute_us + o.overhead_us;
+    cursor += o.predicted_us;
+    cpu_overhead_us_ += o.overhead_us;
+    compute_iv_.emplace_back(o.start_us, o.start_us + o.compute_us);
+  }
+
+  // An op on a GPU platform: the CPU spends T2, n launches (T4) with T5 between, T3; the
+  // device work starts when both its launch is done and its stream is free. An op of a GPU
+  // trace whose tensors are all on the host runs there: no kernel, its recorded host time
+  // (else dispatch costs) on the CPU timeline.
+  void PlaceOnGpu(int i, SubtreeCost sc, const std::vector<const proto::Kernel*>& ks,
+                  double& cursor, OpPrediction& o) {
+    const proto::Op& op = w_.ops(i);
+    const bool collective = eg::IsCommunication(op);
+    if (trace_gpu_ && RunsOnHost(w_, tree_, i)) {
+      o.unmodelled.clear();
+      ++host_ops_;
+      o.compute_us = 0;
+      o.bound.clear();
+      sc.launches = 0;
+      if (op.has_cpu_span()) sc.nodes = 0, o.overhead_us = op.cpu_duration_us();
+    }
+    const int n = std::max(sc.launches, 0);
+    const int64_t stream =
+        !ks.empty() ? ks.front()->stream() : (collective ? kCommStream : kDefaultStream);
+    const double cpu_us = n > 0 ? oh_.t2 + n * oh_.t4 + (n - 1) * oh_.t5 + oh_.t3
+                                : o.overhead_us + sc.nodes * oh_.dispatch;
+    const double launch_end = cursor + (n > 0 ? oh_.t2 + n * oh_.t4 + (n - 1) * oh_.t5 : 0);
+    o.overhead_us = cpu_us;
+    o.predicted_us = o.compute_us;
+    if (n > 0 && o.compute_us > 0) {
+      double start = std::max(launch_end, stream_free_[stream]);
+      if (collective)
+        start = std::max(start, stream_free_[kDefaultStream]);  // waits for the compute stream
+      const double end = start + o.compute_us;
+      stream_free_[stream] = end;
+      if (collective) comm_end_[op.id()] = end;
+      (collective ? comm_iv_ : compute_iv_).emplace_back(start, end);
+      if (!collective)
+        (o.unmodelled.empty() ? pred_split_.modelled : pred_split_.unmodelled)
+            .emplace_back(start, end);
+      class_iv_[o.op_class].emplace_back(start, end);
+    }
+    cursor += cpu_us;
+    cpu_overhead_us_ += cpu_us;
+    if (IsSyncOp(w_, op)) {
+      any_sync_ = true;
+      for (const auto& [s, free] : stream_free_) cursor = std::max(cursor, free);
+    }
+  }
+
+  // The op's share of its class and of the unmodelled ops, its place on its thread's
+  // recorded-against-simulated ends, and the op itself, into the prediction.
+  void Tally(const proto::Op& op, double cursor, OpPrediction& o) {
+    ClassTime& ct = pred_.by_class[o.op_class];
+    ct.ops += 1;
+    ct.predicted_ms += o.predicted_us / 1000;
+    if (!o.unmodelled.empty()) {
+      pred_.unmodelled.ops += 1;
+      pred_.unmodelled.predicted_ms += o.compute_us / 1000;
+      pred_.unmodelled.reasons[o.unmodelled] += 1;
+    }
+    if (o.original_us >= 0) ct.original_ms = std::max(ct.original_ms, 0.0) + o.original_us / 1000;
+    if (op.has_cpu_span()) {
+      auto& ends = issued_[op.thread()];
+      const double recorded_end = op.cpu_start_us() + op.cpu_duration_us();
+      if (ends.empty() || recorded_end >= ends.back().first)
+        ends.emplace_back(recorded_end, cursor);
+    }
+    pred_.ops.push_back(std::move(o));
+  }
+
+  // The original's device time: the recorded kernels the ops held, and those the host launched
+  // under none of them; the capture's own probes are left out (noted).
+  void SetOriginalDeviceTime() {
+    if (const double us = AddUnheld(w_, seg_, held_, orig_iv_, orig_split_); us > 0) {
+      char ms[32];
+      std::snprintf(ms, sizeof(ms), "%.3f", us / 1000);
+      pred_.notes.push_back(std::string(ms) + " ms of device work the host launched in " +
+                            pred_.selection +
+                            " under no replayable op (a wrapper's own kernels, the autograd "
+                            "engine's copies) counts in the original's GPU active time, "
+                            "unmodelled");
+    }
+    pred_.original_gpu_active_ms = UnionLength(orig_iv_) / 1000;
+    if (const proto::KinetoSummary& k = w_.kineto(); k.observer_probe_events() > 0) {
+      char ms[32];
+      std::snprintf(ms, sizeof(ms), "%.3f", k.observer_probe_us() / 1000);
+      pred_.notes.push_back(std::to_string(k.observer_probe_events()) + " device events (" + ms +
+                            " ms in the trace) of the execution-trace observer's integer-range "
+                            "probes are the capture's, not the workload's: left out of the "
+                            "original's device time");
+    }
+  }
+
+  void AddClosingNotes() {
+    if (eg::IsKinetoOnly(w_))
+      pred_.notes.push_back(
+          "a Kineto trace alone: ops priced by name and recorded input shapes (no outputs and no "
+          "tensor identity recorded: every input hot; on a GPU trace, an op that launched no "
+          "kernel runs on the host)");
+    if (gpu_ && !trace_gpu_)
+      pred_.notes.push_back(
+          "the workload has no recorded kernels: every non-view leaf op is assumed to launch "
+          "one kernel on the default stream");
+    if (host_ops_ > 0)
+      pred_.notes.push_back(
+          std::to_string(host_ops_) +
+          " ops ran on the host (every tensor on the CPU): no kernel, their recorded host time");
+    if (gpu_ && any_sync_)
+      pred_.notes.push_back(
+          "host-device synchronizing ops (item, copies to the host) wait for every stream");
+    if (ranks_ > 1)
+      pred_.notes.push_back("collectives over " + std::to_string(ranks_) +
+                            " ranks, ranks assumed symmetric (each rank waits at each collective "
+                            "for the same work)");
+  }
+
+  const proto::Workload& w_;
+  const eg::OpTree& tree_;
+  const proto::Platform& p_;
+  const PredictOptions& opts_;
+  const proto::Segment* seg_;
+  Prediction& pred_;
+  const bool gpu_, trace_gpu_;
+  const Overheads oh_;
+  const std::unordered_map<int, double> cold_dispatch_;
+  const std::map<int, int> tbe_;
+  const bool issuer_t1_;
+  CacheModel cache_;
+  std::optional<eg::RecordedHostGaps> trace_gaps_;
+  int64_t ranks_ = 1;
+
+  std::map<int64_t, double> cpu_free_;     // by thread
+  std::map<int64_t, double> stream_free_;  // by stream
+  std::map<int64_t, double> comm_end_;     // collective op id -> when it ends
+  std::vector<std::pair<double, double>> compute_iv_, comm_iv_;
+  // Per op class: predicted device intervals and the recorded kernels' intervals.
+  std::map<std::string, std::vector<std::pair<double, double>>> class_iv_, class_orig_iv_;
+  std::vector<std::pair<double, double>> orig_iv_;
+  std::set<const proto::Kernel*> held_;   // the recorded device work the top-level ops hold
+  ComputeSplit orig_split_, pred_split_;  // pred_split_.comm stays empty: comm_iv_ holds those
+  // Per thread: (recorded CPU end, simulated CPU end) of its ops, in issue order.
+  std::map<int64_t, std::vector<std::pair<double, double>>> issued_;
+  double cpu_overhead_us_ = 0;
+  bool any_sync_ = false;
+  int host_ops_ = 0;
+};
+
 }  // namespace
 
 Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
@@ -597,284 +953,13 @@ Result<Prediction> Predict(const proto::Workload& w, const proto::Platform& p,
   MIMIC_ASSIGN_OR_RETURN(const proto::Segment* seg, eg::FindSegment(w, opts.iteration, opts.label));
   pred.selection = seg ? seg->name() : "whole trace";
   const int segment = seg ? tree.IndexOf(seg->op_id()) : -1;
-  const double step_start_us = seg && seg->has_span() ? seg->start_us() : -1;
   const std::vector<int> top = eg::ReplayableOps(w, tree, segment, /*include_compiled=*/true);
   if (top.empty())
     return Status::Unsupported("nothing to predict: no top-level op with a schema in " +
                                pred.selection);
-  const bool gpu = p.device_type() == "cuda";
-  const bool trace_gpu = w.kineto().kernels_linked() > 0;
-  const Overheads oh = TraceOverheads(w, top, p, tree, opts.overheads_from_trace, pred.notes);
-  const std::unordered_map<int, double> cold_dispatch =
-      ColdDispatchCosts(w, tree, top, p, pred.notes);
-  const std::map<int, int> tbe = PairTbeOps(w, top);
-  std::optional<eg::RecordedHostGaps> trace_gaps;
-  if (oh.t1_from_trace) trace_gaps.emplace(w, step_start_us, oh.capture);
-  const bool issuer_t1 = !oh.t1_from_trace && HasIssuerT1(p.cpu_overheads());
-  if (issuer_t1) pred.notes.push_back(IssuerT1Note(p));
-  if (!p.calibrated_at().empty())
-    pred.notes.push_back("platform calibrated at " + p.calibrated_at() + " on " +
-                         p.calibrated_on());
-  else
-    pred.notes.push_back(
-        "platform figures are datasheet values (not calibrated): GEMM efficiency by wave "
-        "quantization, bandwidth at a fixed fraction of peak");
-  int64_t ranks = opts.world_size > 0 ? opts.world_size : w.provenance().world_size();
-  if (opts.world_size <= 0)
-    for (const proto::ProcessGroup& g : w.provenance().process_groups())
-      ranks = std::max(ranks, g.size());
-  ranks = std::max<int64_t>(ranks, 1);
-
-  // Memory-bound ops pay for cold inputs where the platform measured the slow-down; a first
-  // pass over the iteration leaves the cache model as the previous iteration would.
-  // A Kineto trace alone records no tensor identity: no reuse to follow, every input hot.
-  const bool cold_points =
-      !eg::IsKinetoOnly(w) && std::any_of(p.bandwidth().begin(), p.bandwidth().end(),
-                                          [](const proto::BandwidthPoint& b) { return b.cold(); });
-  CacheModel cache(cold_points ? p.l2_bytes() : 0);  // capacity 0: every input hot
-  if (cold_points && p.l2_bytes() > 0) {
-    for (int i : top)
-      if (PricedByClassModels(w.ops(i))) Touch(w, tree, i, cache);
-    pred.notes.push_back(
-        "memory-bound ops: inputs not touched within the last " +
-        std::to_string(static_cast<int64_t>(p.l2_bytes() / (1 << 20))) +
-        " MiB of traffic (l2_bytes) are priced with the platform's measured cold-input slow-down");
-  }
-
-  // The simulation: one CPU cursor per thread; streams free times; device intervals.
-  std::map<int64_t, double> cpu_free;  // by thread
-  std::map<int64_t, double> stream_free;
-  std::map<int64_t, double> comm_end;  // collective op id -> when it ends
-  std::vector<std::pair<double, double>> compute_iv, comm_iv;
-  // Per op class: predicted device intervals and the recorded kernels' intervals.
-  std::map<std::string, std::vector<std::pair<double, double>>> class_iv, class_orig_iv;
-  std::vector<std::pair<double, double>> orig_iv;
-  std::set<const proto::Kernel*> held;  // the recorded device work the top-level ops hold
-  ComputeSplit orig_split, pred_split;  // pred_split.comm stays empty: comm_iv holds those
-  // Per thread: (recorded CPU end, simulated CPU end) of its ops, in issue order.
-  std::map<int64_t, std::vector<std::pair<double, double>>> issued;
-  double cpu_overhead_us = 0;
-  bool any_sync = false;
-  int host_ops = 0;
-  const int64_t kDefaultStream = 7;  // PyTorch's default compute stream id in Kineto
-  const int64_t kCommStream = -1;    // a stream of its own when the trace recorded none
-
-  for (int i : top) {
-    const proto::Op& op = w.ops(i);
-    OpPrediction o;
-    o.op_id = op.id();
-    o.name = op.name();
-    o.op_class = std::string(eg::OpClassName(eg::ClassOf(op.name())));
-    o.inputs = RecordedInputs(w, op);
-    const bool collective = eg::IsCommunication(op);
-    const bool wait = op.has_collective() && op.collective().type() == proto::Collective::WAIT;
-    SubtreeCost sc;
-    if (collective) {
-      // Its group's size, unless the prediction is for another world size.
-      const int64_t group = opts.world_size <= 0 && op.collective().group_size() > 0
-                                ? op.collective().group_size()
-                                : ranks;
-      const OpCost cc = CollectiveCost(op, p, group);
-      ++pred.collectives;
-      sc.compute_us = cc.compute_us, sc.bytes = cc.bytes, sc.nodes = 1, sc.launches = 1,
-      sc.model = cc.model, sc.bound = cc.bound;
-    } else if (!PricedByClassModels(op)) {
-      sc.nodes = 1, sc.launches = 0, sc.model = wait ? "wait" : "collective (unread)";
-    } else {
-      Accumulate(w, tree, p, tbe, i, cache, sc);
-    }
-    o.model = sc.model;
-    o.bound = sc.bound;
-    if (sc.unmodelled) o.unmodelled = sc.unmodelled;
-    o.flops = sc.flops;
-    o.bytes = sc.bytes;
-    o.compute_us = sc.compute_us;
-    std::vector<const proto::Kernel*> ks;  // the device work it recorded, at or under it
-    RecordedKernels(w, tree, i, ks);
-    if (trace_gpu) {
-      held.insert(ks.begin(), ks.end());
-      const double k = AddRecorded(ks, collective, !o.unmodelled.empty(), orig_iv,
-                                   class_orig_iv[o.op_class], orig_split);
-      o.original_us = k > 0 || !op.has_cpu_span() ? k : -1;
-    } else if (op.has_cpu_span()) {
-      o.original_us = op.cpu_duration_us();
-    }
-
-    // T1: the gap before this op on its thread.
-    double& cursor = cpu_free[op.thread()];
-    // Threads overlap only where the trace shows them overlapping: an op that started after
-    // another thread's op had ended (forward, then the autograd thread) waits for it here too.
-    if (op.has_cpu_span())
-      for (const auto& [thread, ends] : issued) {
-        if (thread == op.thread()) continue;
-        // Ends on one thread grow in both clocks: the last one recorded before this op's start.
-        auto it = std::upper_bound(
-            ends.begin(), ends.end(), op.cpu_start_us(),
-            [](double t, const std::pair<double, double>& e) { return t < e.first; });
-        if (it != ends.begin()) cursor = std::max(cursor, std::prev(it)->second);
-      }
-    // T1 from a trace: the original's host time before the op with no op running, as the replay
-    // waits it (eg::RecordedHostGaps).
-    // Without one, the platform's T1 for what issued the op (forward, backward, optimizer) where
-    // it measured them, as replay --host-gaps modelled waits it; else its single t1_us.
-    double gap = oh.t1;
-    if (trace_gaps) gap = op.has_cpu_span() ? trace_gaps->Before(op) : 0;
-    else if (issuer_t1)
-      gap = model::IssuerT1(p.cpu_overheads(), eg::IssuerOf(w, tree, i));
-    cursor += gap;
-    cpu_overhead_us += gap;
-    o.start_us = cursor;
-
-    if (wait) {
-      // Waits until the collective it waits for is done, on any platform.
-      auto it = comm_end.find(op.collective().waits_for());
-      if (it != comm_end.end()) cursor = std::max(cursor, it->second);
-      o.overhead_us = oh.dispatch;
-      cursor += o.overhead_us;
-      cpu_overhead_us += o.overhead_us;
-    } else if (!gpu && collective) {
-      // A CPU platform: the backend (Gloo) runs the collective on its own thread, one at a
-      // time, from when the op issues it; a synchronous one holds the issuing thread too.
-      o.overhead_us = oh.dispatch;
-      const double start = std::max(cursor + o.overhead_us, stream_free[kCommStream]);
-      const double end_us = start + o.compute_us;
-      stream_free[kCommStream] = end_us;
-      comm_end[op.id()] = end_us;
-      comm_iv.emplace_back(start, end_us);
-      o.predicted_us = o.compute_us;
-      cursor = op.collective().async() ? cursor + o.overhead_us : end_us;
-      cpu_overhead_us += o.overhead_us;
-    } else if (!gpu) {
-      // A CPU platform: the op runs on its thread; the replay's own cost of issuing it, each
-      // dispatch the platform's dispatcher overhead, the leaves their compute. The replay's
-      // own work around an op (preparing its arguments, storing its outputs) fills the host gap
-      // before it, as the original's Python filled it: only what outlasts the gap adds.
-      const auto cold = cold_dispatch.find(i);
-      o.overhead_us = std::max(0.0, oh.framework - gap) + sc.nodes * oh.dispatch +
-                      (cold == cold_dispatch.end() ? 0 : cold->second);
-      o.predicted_us = o.compute_us + o.overhead_us;
-      cursor += o.predicted_us;
-      cpu_overhead_us += o.overhead_us;
-      compute_iv.emplace_back(o.start_us, o.start_us + o.compute_us);
-    } else {
-      // A GPU platform: the CPU spends T2, n launches (T4) with T5 between, T3; the device
-      // work starts when both its launch is done and its stream is free.
-      // An op of a GPU trace whose tensors are all on the host runs there: no kernel, its
-      // recorded host time (else dispatch costs) on the CPU timeline.
-      const bool host = trace_gpu && RunsOnHost(w, tree, i);
-      if (host) {
-        o.unmodelled.clear();
-        ++host_ops;
-        o.compute_us = 0;
-        o.bound.clear();
-        sc.launches = 0;
-        if (op.has_cpu_span()) sc.nodes = 0, o.overhead_us = op.cpu_duration_us();
-      }
-      const int n = std::max(sc.launches, 0);
-      const int64_t stream =
-          !ks.empty() ? ks.front()->stream() : (collective ? kCommStream : kDefaultStream);
-      double cpu_us = n > 0 ? oh.t2 + n * oh.t4 + (n - 1) * oh.t5 + oh.t3
-                            : o.overhead_us + sc.nodes * oh.dispatch;
-      const double launch_end = cursor + (n > 0 ? oh.t2 + n * oh.t4 + (n - 1) * oh.t5 : 0);
-      o.overhead_us = cpu_us;
-      o.predicted_us = o.compute_us;
-      if (n > 0 && o.compute_us > 0) {
-        double start = std::max(launch_end, stream_free[stream]);
-        if (collective)
-          start = std::max(start, stream_free[kDefaultStream]);  // waits for the compute stream
-        const double end = start + o.compute_us;
-        stream_free[stream] = end;
-        if (collective) comm_end[op.id()] = end;
-        (collective ? comm_iv : compute_iv).emplace_back(start, end);
-        if (!collective)
-          (o.unmodelled.empty() ? pred_split.modelled : pred_split.unmodelled)
-              .emplace_back(start, end);
-        class_iv[o.op_class].emplace_back(start, end);
-      }
-      cursor += cpu_us;
-      cpu_overhead_us += cpu_us;
-      if (IsSyncOp(w, op)) {
-        any_sync = true;
-        for (const auto& [s, free] : stream_free) cursor = std::max(cursor, free);
-      }
-    }
-    ClassTime& ct = pred.by_class[o.op_class];
-    ct.ops += 1;
-    ct.predicted_ms += o.predicted_us / 1000;
-    if (!o.unmodelled.empty()) {
-      pred.unmodelled.ops += 1;
-      pred.unmodelled.predicted_ms += o.compute_us / 1000;
-      pred.unmodelled.reasons[o.unmodelled] += 1;
-    }
-    if (o.original_us >= 0) ct.original_ms = std::max(ct.original_ms, 0.0) + o.original_us / 1000;
-    if (op.has_cpu_span()) {
-      auto& ends = issued[op.thread()];
-      const double recorded_end = op.cpu_start_us() + op.cpu_duration_us();
-      if (ends.empty() || recorded_end >= ends.back().first)
-        ends.emplace_back(recorded_end, cursor);
-    }
-    pred.ops.push_back(std::move(o));
-  }
-  double end = 0;
-  for (const auto& [t, c] : cpu_free) end = std::max(end, c);
-  for (const auto& [s, f] : stream_free) end = std::max(end, f);
-  pred.iteration_ms = end / 1000;
-  AddPageFaults(w, p, seg, pred);
-  pred.gpu_active_ms = (gpu ? UnionLength([&] {
-                         auto all = compute_iv;
-                         all.insert(all.end(), comm_iv.begin(), comm_iv.end());
-                         return all;
-                       }())
-                            : UnionLength(compute_iv)) /
-                       1000;
-  pred.ranks = ranks;
-  pred.comm_ms = UnionLength(comm_iv) / 1000;
-  pred.exposed_comm_ms = UncoveredLength(comm_iv, compute_iv) / 1000;
-  if (trace_gpu) {
-    if (const double us = AddUnheld(w, seg, held, orig_iv, orig_split); us > 0) {
-      char ms[32];
-      std::snprintf(ms, sizeof(ms), "%.3f", us / 1000);
-      pred.notes.push_back(std::string(ms) + " ms of device work the host launched in " +
-                           pred.selection +
-                           " under no replayable op (a wrapper's own kernels, the autograd "
-                           "engine's copies) counts in the original's GPU active time, unmodelled");
-    }
-    pred.original_gpu_active_ms = UnionLength(orig_iv) / 1000;
-    if (const proto::KinetoSummary& k = w.kineto(); k.observer_probe_events() > 0) {
-      char ms[32];
-      std::snprintf(ms, sizeof(ms), "%.3f", k.observer_probe_us() / 1000);
-      pred.notes.push_back(std::to_string(k.observer_probe_events()) + " device events (" + ms +
-                           " ms in the trace) of the execution-trace observer's integer-range "
-                           "probes are the capture's, not the workload's: left out of the "
-                           "original's device time");
-    }
-  }
-  for (auto& [name, ct] : pred.by_class) {
-    if (gpu) ct.predicted_gpu_active_ms = UnionLength(class_iv[name]) / 1000;
-    if (trace_gpu) ct.original_gpu_active_ms = UnionLength(class_orig_iv[name]) / 1000;
-  }
-  pred.cpu_overhead_ms = cpu_overhead_us / 1000;
-  SplitGpuActive(gpu, trace_gpu, compute_iv, pred_split, orig_split, pred);
-  if (eg::IsKinetoOnly(w))
-    pred.notes.push_back(
-        "a Kineto trace alone: ops priced by name and recorded input shapes (no outputs and no "
-        "tensor identity recorded: every input hot; on a GPU trace, an op that launched no "
-        "kernel runs on the host)");
-  if (gpu && !trace_gpu)
-    pred.notes.push_back(
-        "the workload has no recorded kernels: every non-view leaf op is assumed to launch one "
-        "kernel on the default stream");
-  if (host_ops > 0)
-    pred.notes.push_back(
-        std::to_string(host_ops) +
-        " ops ran on the host (every tensor on the CPU): no kernel, their recorded host time");
-  if (gpu && any_sync)
-    pred.notes.push_back(
-        "host-device synchronizing ops (item, copies to the host) wait for every stream");
-  if (ranks > 1)
-    pred.notes.push_back(
-        "collectives over " + std::to_string(ranks) +
-        " ranks, ranks assumed symmetric (each rank waits at each collective for the same work)");
+  Simulation sim(w, tree, p, opts, seg, top, pred);
+  for (int i : top) sim.Add(i);
+  sim.Finish();
   return pred;
 }
 
