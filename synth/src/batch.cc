@@ -215,54 +215,41 @@ int64_t BatchOf(const proto::Workload& w, const std::vector<int>& inputs) {
       ->first;
 }
 
-}  // namespace
+using Shape = std::vector<int64_t>;
 
-Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& spec, BatchReport* report) {
-  int iterations = 0;
-  for (const proto::Segment& s : w.segments()) iterations += s.kind() == proto::Segment::ITERATION;
-  if (iterations > 1) return Status::InvalidInput("batch scaling needs a workload of one iteration (select one first)");
-  const eg::OpTree tree(w);
-  const std::vector<int> order = eg::ReplayableOps(w, tree);
+Shape ShapeOf(const proto::Tensor& t) { return Shape(t.shape().begin(), t.shape().end()); }
 
-  // Leaves (inputs no earlier op produced) whose memory no op ever writes, at any level, are
-  // the model's inputs: parameters, optimizer state and views of them all get written.
-  // "Written" means passed to an argument the schema marks as mutated (Tensor(a!): in-place
-  // updates, out= buffers, batch norm's running statistics).
-  std::unordered_set<int> produced;
-  std::unordered_set<int64_t> written;  // storage ids
-  using Shape = std::vector<int64_t>;
-  auto shape_of = [&](int t) {
-    return Shape(w.tensors(t).shape().begin(), w.tensors(t).shape().end());
-  };
+// The model's inputs: leaves (inputs no earlier op produced, in `order`) whose memory no op ever
+// writes, at any level; parameters, optimizer state and views of them all get written.
+// "Written" means passed to an argument the schema marks as mutated (Tensor(a!): in-place
+// updates, out= buffers, batch norm's running statistics), or passed by name as module state
+// (weights, biases, batch norm statistics) even where the schema does not mark it mutated.
+// Parameters that no op writes (no optimizer step in the trace) are leaves too; each gets a
+// gradient of its shape, which AccumulateGrad takes. Data (ids, images, labels) gets none: where
+// a shape's gradients outnumber the storages written at it (the parameters an optimizer
+// stepped) by at least its leaves, those leaves are parameters, not data.
+std::vector<int> ModelInputs(const proto::Workload& w, const std::vector<int>& order) {
+  std::unordered_set<int64_t> written;                  // storage ids
   std::map<Shape, std::set<int64_t>> written_of_shape;  // shape -> storages written at it
-  for (const proto::Op& op : w.ops()) {
-    if (op.schema() < 0) continue;
-    const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(w.schemas(op.schema()));
-    for (int a = 0; a < op.inputs_size() && a < static_cast<int>(args.size()); ++a)
-      if (args[a].mutated)
-        ForEachTensor(op.inputs(a), [&](int t) {
-          written.insert(w.tensors(t).storage_id());
-          written_of_shape[shape_of(t)].insert(w.tensors(t).storage_id());
-        });
-  }
-  // Module state passed by name (weights, biases, batch norm statistics) is not an input
-  // either, even where the schema does not mark it mutated.
-  for (const proto::Op& op : w.ops()) {
-    if (op.schema() < 0) continue;
-    const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(w.schemas(op.schema()));
-    for (int a = 0; a < op.inputs_size() && a < static_cast<int>(args.size()); ++a)
-      if (IsStateArg(args[a].name)) ForEachTensor(op.inputs(a), [&](int t) { written.insert(w.tensors(t).storage_id()); });
-  }
-  // Parameters that no op writes (no optimizer step in the trace) are leaves too; each gets a
-  // gradient of its shape, which AccumulateGrad takes. Data (ids, images, labels) gets none.
-  // Where a shape's gradients outnumber the storages written at it (the parameters an
-  // optimizer stepped) by at least its leaves, those leaves are parameters, not data.
   std::map<Shape, std::set<int64_t>> grads_of_shape;
-  for (const proto::Op& op : w.ops())
+  for (const proto::Op& op : w.ops()) {
     if (op.name() == "torch::autograd::AccumulateGrad")
       for (const proto::Value& v : op.inputs())
-        ForEachTensor(
-            v, [&](int t) { grads_of_shape[shape_of(t)].insert(w.tensors(t).storage_id()); });
+        ForEachTensor(v, [&](int t) {
+          grads_of_shape[ShapeOf(w.tensors(t))].insert(w.tensors(t).storage_id());
+        });
+    if (op.schema() < 0) continue;
+    const std::vector<eg::SchemaArg> args = eg::ParseSchemaArgs(w.schemas(op.schema()));
+    for (int a = 0; a < op.inputs_size() && a < static_cast<int>(args.size()); ++a) {
+      if (args[a].mutated)
+        ForEachTensor(op.inputs(a), [&](int t) {
+          written_of_shape[ShapeOf(w.tensors(t))].insert(w.tensors(t).storage_id());
+        });
+      if (args[a].mutated || IsStateArg(args[a].name))
+        ForEachTensor(op.inputs(a), [&](int t) { written.insert(w.tensors(t).storage_id()); });
+    }
+  }
+  std::unordered_set<int> produced;
   std::vector<int> inputs;
   for (int i : order) {
     for (const proto::Value& v : w.ops(i).inputs())
@@ -273,12 +260,13 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
             std::find(inputs.begin(), inputs.end(), t) == inputs.end())
           inputs.push_back(t);
       });
-    for (const proto::Value& v : w.ops(i).outputs()) ForEachTensor(v, [&](int t) { produced.insert(t); });
+    for (const proto::Value& v : w.ops(i).outputs())
+      ForEachTensor(v, [&](int t) { produced.insert(t); });
   }
   std::map<Shape, int64_t> leaves_of_shape;
-  for (int t : inputs) ++leaves_of_shape[shape_of(t)];
+  for (int t : inputs) ++leaves_of_shape[ShapeOf(w.tensors(t))];
   std::erase_if(inputs, [&](int t) {
-    const Shape s = shape_of(t);
+    const Shape s = ShapeOf(w.tensors(t));
     auto g = grads_of_shape.find(s);
     if (g == grads_of_shape.end()) return false;
     auto wr = written_of_shape.find(s);
@@ -287,209 +275,301 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
         (wr == written_of_shape.end() ? 0 : static_cast<int64_t>(wr->second.size()));
     return unstepped >= leaves_of_shape[s];
   });
-  if (inputs.empty())
-    return Status::InvalidInput(
-        "no batch dimension: the workload has no model inputs with a leading dimension");
-  const int64_t b = BatchOf(w, inputs);
-  const int64_t nb = spec.batch > 0 ? spec.batch : static_cast<int64_t>(std::llround(b * spec.factor));
-  if (nb < 1) return Status::InvalidInput("the new batch size must be at least 1");
+  return inputs;
+}
 
-  BatchReport rep;
-  rep.old_batch = b;
-  rep.new_batch = nb;
-  proto::Workload out = w;
-  MetaTensors meta(out);
-  std::unordered_map<int, std::vector<int64_t>> new_shapes;
-  for (int t : inputs) {
-    const proto::Tensor& rec = w.tensors(t);
-    if (rec.shape(0) % b != 0) continue;
-    std::vector<int64_t> shape(rec.shape().begin(), rec.shape().end());
-    shape[0] = shape[0] / b * nb;
-    meta.SetLeafShape(t, shape);
-    new_shapes[t] = shape;
-    ++rep.leaves_scaled;
+// Recorded shape -> new shape, for the shapes that changed one way only (a recorded shape that
+// became two different ones, like attention's [B*H, S, D] and [B*H, D, S] at S = D, says
+// nothing about a size list equal to it).
+class Reshapes {
+ public:
+  void Note(const Shape& from, const Shape& to) {
+    if (ambiguous_.count(from)) return;
+    auto [it, fresh] = reshaped_.emplace(from, to);
+    if (!fresh && it->second != to) {
+      reshaped_.erase(it);
+      ambiguous_.insert(from);
+    }
+  }
+  const Shape* Find(const Shape& from) const {
+    auto it = reshaped_.find(from);
+    return it == reshaped_.end() ? nullptr : &it->second;
   }
 
-  // Every op with a schema runs, nested ones too: backward ops consume tensors that nested
-  // forward ops produced (saved activations), and those must follow the batch as well.
-  // Communication has no meta kernel and changes no shape: it moves what the ops made.
-  std::vector<int> all;
-  for (int i = 0; i < w.ops_size(); ++i)
-    if (w.ops(i).schema() >= 0 && !eg::IsWrapperOp(w.ops(i)) && !eg::IsCollectiveOp(w.ops(i))) all.push_back(i);
-  const std::unordered_set<int> top_level(order.begin(), order.end());
-  std::unordered_map<int, int> producer;  // entry -> the op (index) whose value it holds
-  std::unordered_map<int, std::vector<int64_t>> new_strides;  // as the meta kernels laid them out
-  std::unordered_map<int, int64_t> new_offsets;  // views into batch-sized storage move too
-  // Recorded shape -> new shape, for the shapes that changed one way only (a recorded shape
-  // that became two different ones, like attention's [B*H, S, D] and [B*H, D, S] at S = D,
-  // says nothing about a size list equal to it).
-  std::map<std::vector<int64_t>, std::vector<int64_t>> reshaped;
-  std::set<std::vector<int64_t>> ambiguous;
-  auto note_reshape = [&](const std::vector<int64_t>& from, const std::vector<int64_t>& to) {
-    if (ambiguous.count(from)) return;
-    auto [it, fresh] = reshaped.emplace(from, to);
-    if (!fresh && it->second != to) {
-      reshaped.erase(it);
-      ambiguous.insert(from);
-    }
-  };
-  for (const auto& [t, shape] : new_shapes)
-    note_reshape(std::vector<int64_t>(w.tensors(t).shape().begin(), w.tensors(t).shape().end()), shape);
+ private:
+  std::map<Shape, Shape> reshaped_;
+  std::set<Shape> ambiguous_;
+};
 
-  at::NoGradGuard no_grad;
-  torch::jit::Stack stack;
-  for (int index : all) {
-    proto::Op& op = *out.mutable_ops(index);
+// A batch change carried through the workload: every op with a schema run on meta tensors of
+// the new shapes (on the CPU where it has no meta kernel), nested ops too (backward ops consume
+// tensors that nested forward ops produced, saved activations, and those must follow the batch
+// as well); communication has no meta kernel and changes no shape: it moves what the ops made.
+class BatchPropagation {
+ public:
+  BatchPropagation(const proto::Workload& w, const std::vector<int>& order, int64_t b, int64_t nb,
+                   BatchReport& rep)
+      : w_(w),
+        tree_(w),
+        b_(b),
+        nb_(nb),
+        rep_(rep),
+        out_(w),
+        meta_(out_),
+        top_level_(order.begin(), order.end()) {}
+
+  // The model's inputs at the new batch: their leading dimension scaled where it holds the
+  // batch a whole number of times.
+  void ScaleInputs(const std::vector<int>& inputs) {
+    for (int t : inputs) {
+      const proto::Tensor& rec = w_.tensors(t);
+      if (rec.shape(0) % b_ != 0) continue;
+      Shape shape = ShapeOf(rec);
+      shape[0] = shape[0] / b_ * nb_;
+      meta_.SetLeafShape(t, shape);
+      new_shapes_[t] = shape;
+      ++rep_.leaves_scaled;
+    }
+    for (const auto& [t, shape] : new_shapes_) reshapes_.Note(ShapeOf(w_.tensors(t)), shape);
+  }
+
+  Status PropagateAll() {
+    at::NoGradGuard no_grad;
+    for (int i = 0; i < w_.ops_size(); ++i)
+      if (w_.ops(i).schema() >= 0 && !eg::IsWrapperOp(w_.ops(i)) && !eg::IsCollectiveOp(w_.ops(i)))
+        MIMIC_RETURN_IF_ERROR(Propagate(i));
+    return Status::Ok();
+  }
+
+  // The workload at the new batch: every tensor whose shape changed rewritten, the original's
+  // measurements dropped (it ran at its own batch size), the transformation recorded.
+  proto::Workload Finish() && {
+    for (const auto& [t, shape] : meta_.aliased())
+      if (!new_shapes_.count(t) && shape != ShapeOf(w_.tensors(t))) new_shapes_[t] = shape;
+    for (const auto& [t, shape] : new_shapes_) {
+      proto::Tensor& rec = *out_.mutable_tensors(t);
+      rec.clear_shape();
+      for (int64_t d : shape) rec.add_shape(d);
+      if (rec.strides_size() > 0) {
+        rec.clear_strides();
+        auto it = new_strides_.find(t);
+        for (int64_t s : it != new_strides_.end() ? it->second : Contiguous(shape))
+          rec.add_strides(s);
+      }
+      rec.set_numel(Numel(shape));
+      if (auto it = new_offsets_.find(t); it != new_offsets_.end()) rec.set_offset(it->second);
+      ++rep_.tensors_reshaped;
+    }
+    out_.clear_original();
+    proto::Transformation& tr = *out_.add_transformations();
+    tr.set_name("batch");
+    (*tr.mutable_params())["batch"] = std::to_string(nb_);
+    tr.set_summary("batch " + std::to_string(b_) + " -> " + std::to_string(nb_) + ": " +
+                   std::to_string(rep_.leaves_scaled) + " inputs scaled, " +
+                   std::to_string(rep_.tensors_reshaped) +
+                   " tensors reshaped by meta-device propagation, " +
+                   std::to_string(rep_.size_args_rewritten) + " size arguments rewritten, " +
+                   std::to_string(rep_.cpu_fallbacks) + " ops propagated on the CPU");
+    eg::AnnotateCollectives(out_);  // collective sizes follow the tensors
+    return std::move(out_);
+  }
+
+ private:
+  // Runs op `index` at the new batch, its size lists rewritten where it depends on the batch
+  // (else, or where that fails, as recorded), and takes what it produced.
+  Status Propagate(int index) {
+    proto::Op& op = *out_.mutable_ops(index);
     // Only ops that consume a tensor whose shape changed get their size lists rewritten (a
-    // gradient computed from the batch is not batch-shaped itself).
-    bool depends = false, factory = top_level.count(index) > 0;
+    // gradient computed from the batch is not batch-shaped itself). A factory the model calls
+    // (zeros, ones, empty, full: no tensor in; not one inside another op's kernel, like batch
+    // norm's statistics) sized from the batch makes state of the batch's size, an RNN's initial
+    // hidden state [layers, B, H] say: its size list's entry equal to the batch scales with it.
+    bool depends = false, factory = top_level_.count(index) > 0;
     for (const proto::Value& v : op.inputs())
       ForEachTensor(v, [&](int t) {
-        depends |= new_shapes.count(t) > 0;
+        depends |= new_shapes_.count(t) > 0;
         factory = false;
       });
-    // A factory the model calls (zeros, ones, empty, full: no tensor in; not one inside
-    // another op's kernel, like batch norm's statistics) sized from the batch makes state of
-    // the batch's size, an RNN's initial hidden state [layers, B, H] say: its size list's entry
-    // equal to the batch scales with it.
-    MIMIC_ASSIGN_OR_RETURN(c10::OperatorHandle handle, ops::ResolveOperator(out.schemas(op.schema())));
-    const auto& args = handle.schema().arguments();
-    // Explicit size lists of ops on batch-dependent tensors hold the batch too (view, reshape,
-    // expand, new_zeros, ...). A list equal to the recorded shape of a tensor whose shape
-    // changed takes its new shape (backward ops restore forward shapes this way); otherwise the
-    // first entry that is a multiple of the batch scales with it. If the op then fails, it is
-    // retried with the recorded sizes.
+    MIMIC_ASSIGN_OR_RETURN(c10::OperatorHandle handle,
+                           ops::ResolveOperator(out_.schemas(op.schema())));
     proto::Op patched = op;
-    int64_t rewritten = 0;
-    for (int a = 0;
-         (depends || factory) && a < patched.inputs_size() && a < static_cast<int>(args.size());
-         ++a) {
-      proto::Value& v = *patched.mutable_inputs(a);
-      if (!IsSizeArg(args[a].name()) || v.kind_case() != proto::Value::kList) continue;
-      std::vector<int64_t> sizes;
-      for (const proto::Value& item : v.list().items())
-        sizes.push_back(item.kind_case() == proto::Value::kIntValue ? item.int_value() : -1);
-      if (IsViewLike(op.name()) && op.inputs(0).kind_case() == proto::Value::kTensor && op.inputs(0).tensor() >= 0) {
-        const proto::Tensor& in = w.tensors(op.inputs(0).tensor());
-        const at::Tensor now = meta.Get(op.inputs(0).tensor());
-        // A -1 (view(-1, hidden), view(b, s, -1)) is regrouped as the size it was inferred to,
-        // and stays -1: regrouping scales the batch's dimension, never the hidden size (which
-        // may well be a multiple of the batch).
-        std::vector<int64_t> resized = sizes;
-        const auto inferred = std::find(resized.begin(), resized.end(), -1);
-        if (inferred != resized.end()) {
-          const int64_t known = -std::accumulate(resized.begin(), resized.end(), int64_t{1},
-                                                 std::multiplies<int64_t>());
-          *inferred = known > 0 ? Numel({in.shape().begin(), in.shape().end()}) / known : -1;
-        }
-        if (RescaleViewSizes({in.shape().begin(), in.shape().end()}, {now.sizes().begin(), now.sizes().end()}, b, resized)) {
-          if (inferred != resized.end()) *inferred = -1;
-          for (int k = 0; k < v.list().items_size(); ++k) v.mutable_list()->mutable_items(k)->set_int_value(resized[k]);
-          rewritten += resized != sizes;
-          continue;
-        }
-      }
-      if (auto known = reshaped.find(sizes); known != reshaped.end()) {
-        for (int k = 0; k < v.list().items_size(); ++k)
-          v.mutable_list()->mutable_items(k)->set_int_value(known->second[k]);
-        ++rewritten;
-        continue;
-      }
-      for (proto::Value& item : *v.mutable_list()->mutable_items()) {
-        if (item.kind_case() == proto::Value::kIntValue && item.int_value() > 0 &&
-            (factory ? item.int_value() == b : item.int_value() % b == 0)) {
-          item.set_int_value(item.int_value() / b * nb);
-          ++rewritten;
-          break;
-        }
-      }
-    }
-    auto attempt = [&](const proto::Op& candidate, bool on_cpu) -> bool {
-      if (!ops::BuildStack(candidate, handle.schema(), meta, c10::Device(c10::kMeta), &stack, true).ok()) return false;
-      try {
-        if (on_cpu) RunOnCpu(handle, stack);
-        else handle.callBoxed(&stack);
-        return true;
-      } catch (const std::exception&) {
-        return false;
-      }
-    };
+    const int64_t rewritten =
+        depends || factory ? RewriteSizeArgs(op, handle.schema(), factory, patched) : 0;
     const proto::Op* used = nullptr;
     for (bool on_cpu : {false, true}) {
-      if (rewritten > 0 && attempt(patched, on_cpu)) used = &patched;
-      else if (attempt(op, on_cpu)) used = &op;
+      if (rewritten > 0 && Run(handle, patched, on_cpu))
+        used = &patched;
+      else if (Run(handle, op, on_cpu))
+        used = &op;
       if (used) {
-        rep.cpu_fallbacks += on_cpu;
+        rep_.cpu_fallbacks += on_cpu;
         break;
       }
     }
     if (!used) {
       // Nested ops are best-effort (implementation details of their parent, like addmm's
       // internal expand + copy_, need not follow); the ops a replay runs must.
-      if (!top_level.count(index)) continue;
+      if (!top_level_.count(index)) return Status::Ok();
       return Status::InvalidInput("op " + std::to_string(op.id()) + " (" + op.name() +
-                                  "): shapes cannot be propagated at batch " + std::to_string(nb));
+                                  "): shapes cannot be propagated at batch " + std::to_string(nb_));
     }
     if (used == &patched) {
-      rep.size_args_rewritten += rewritten;
+      rep_.size_args_rewritten += rewritten;
       op = patched;
     }
-    // Record what the op produced at the new batch. A nested op never overrides what one of
-    // its ancestors produced (empty_like's inner empty_strided returns the same tensor, made
-    // from the recorded sizes): the ancestor computed it from the new shapes.
-    std::function<void(const c10::IValue&, const proto::Value&)> take = [&](const c10::IValue& iv, const proto::Value& rec) {
-      if (iv.isTensor() && rec.kind_case() == proto::Value::kTensor && rec.tensor() >= 0 && iv.toTensor().defined()) {
-        if (auto p = producer.find(rec.tensor()); p != producer.end() && p->second != index && tree.IsWithin(index, p->second))
-          return;
-        producer[rec.tensor()] = index;
-        const at::Tensor& t = iv.toTensor();
-        meta.Put(rec.tensor(), t);
-        const proto::Tensor& old = w.tensors(rec.tensor());
-        std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
-        if (!std::equal(shape.begin(), shape.end(), old.shape().begin(), old.shape().end())) {
-          new_shapes[rec.tensor()] = shape;
-          new_strides[rec.tensor()] = std::vector<int64_t>(t.strides().begin(), t.strides().end());
-          new_offsets[rec.tensor()] = t.storage_offset();
-          note_reshape(std::vector<int64_t>(old.shape().begin(), old.shape().end()), shape);
-        }
-      } else if (iv.isTensorList() && rec.kind_case() == proto::Value::kList) {
-        const auto list = iv.toTensorList();
-        for (size_t k = 0; k < list.size() && k < static_cast<size_t>(rec.list().items_size()); ++k)
-          take(c10::IValue(list.get(k)), rec.list().items(static_cast<int>(k)));
-      }
-    };
-    for (size_t k = 0; k < stack.size() && k < static_cast<size_t>(op.outputs_size()); ++k)
-      take(stack[k], op.outputs(static_cast<int>(k)));
+    for (size_t k = 0; k < stack_.size() && k < static_cast<size_t>(op.outputs_size()); ++k)
+      Take(stack_[k], op.outputs(static_cast<int>(k)), index);
+    return Status::Ok();
   }
 
-  for (const auto& [t, shape] : meta.aliased()) {
-    const proto::Tensor& old = w.tensors(t);
-    if (!new_shapes.count(t) && !std::equal(shape.begin(), shape.end(), old.shape().begin(), old.shape().end()))
-      new_shapes[t] = shape;
-  }
-  for (const auto& [t, shape] : new_shapes) {
-    proto::Tensor& rec = *out.mutable_tensors(t);
-    rec.clear_shape();
-    for (int64_t d : shape) rec.add_shape(d);
-    if (rec.strides_size() > 0) {
-      rec.clear_strides();
-      auto it = new_strides.find(t);
-      for (int64_t s : it != new_strides.end() ? it->second : Contiguous(shape)) rec.add_strides(s);
+  // Explicit size lists of an op on batch-dependent tensors hold the batch too (view, reshape,
+  // expand, new_zeros, ...), rewritten into `patched`: a view-like op's list regrouped against
+  // its input's new shape; a list equal to the recorded shape of a tensor whose shape changed
+  // one way only takes its new shape (backward ops restore forward shapes this way); otherwise
+  // the first entry that is a multiple of the batch (a factory's: equal to it) scales with it.
+  // Returns how many entries it rewrote.
+  int64_t RewriteSizeArgs(const proto::Op& op, const c10::FunctionSchema& schema, bool factory,
+                          proto::Op& patched) {
+    const auto& args = schema.arguments();
+    int64_t rewritten = 0;
+    for (int a = 0; a < patched.inputs_size() && a < static_cast<int>(args.size()); ++a) {
+      proto::Value& v = *patched.mutable_inputs(a);
+      if (!IsSizeArg(args[a].name()) || v.kind_case() != proto::Value::kList) continue;
+      Shape sizes;
+      for (const proto::Value& item : v.list().items())
+        sizes.push_back(item.kind_case() == proto::Value::kIntValue ? item.int_value() : -1);
+      auto set = [&](const Shape& to) {
+        for (int k = 0; k < v.list().items_size(); ++k)
+          v.mutable_list()->mutable_items(k)->set_int_value(to[k]);
+      };
+      if (Shape resized = sizes; RegroupedView(op, resized)) {
+        set(resized);
+        rewritten += resized != sizes;
+      } else if (const Shape* known = reshapes_.Find(sizes)) {
+        set(*known);
+        ++rewritten;
+      } else {
+        for (proto::Value& item : *v.mutable_list()->mutable_items()) {
+          if (item.kind_case() == proto::Value::kIntValue && item.int_value() > 0 &&
+              (factory ? item.int_value() == b_ : item.int_value() % b_ == 0)) {
+            item.set_int_value(item.int_value() / b_ * nb_);
+            ++rewritten;
+            break;
+          }
+        }
+      }
     }
-    rec.set_numel(Numel(shape));
-    if (auto it = new_offsets.find(t); it != new_offsets.end()) rec.set_offset(it->second);
-    ++rep.tensors_reshaped;
+    return rewritten;
   }
-  out.clear_original();  // the original ran at its own batch size
-  proto::Transformation& tr = *out.add_transformations();
-  tr.set_name("batch");
-  (*tr.mutable_params())["batch"] = std::to_string(nb);
-  tr.set_summary("batch " + std::to_string(b) + " -> " + std::to_string(nb) + ": " +
-                 std::to_string(rep.leaves_scaled) + " inputs scaled, " + std::to_string(rep.tensors_reshaped) +
-                 " tensors reshaped by meta-device propagation, " + std::to_string(rep.size_args_rewritten) +
-                 " size arguments rewritten, " + std::to_string(rep.cpu_fallbacks) + " ops propagated on the CPU");
+
+  // A view-like op's size list regrouped against its input's new shape (RescaleViewSizes). A -1
+  // (view(-1, hidden), view(b, s, -1)) is regrouped as the size it was inferred to, and stays
+  // -1: regrouping scales the batch's dimension, never the hidden size (which may well be a
+  // multiple of the batch). False where the op is not a view of a tensor, or it cannot be.
+  bool RegroupedView(const proto::Op& op, Shape& sizes) {
+    if (!IsViewLike(op.name()) || op.inputs(0).kind_case() != proto::Value::kTensor ||
+        op.inputs(0).tensor() < 0)
+      return false;
+    const Shape in = ShapeOf(w_.tensors(op.inputs(0).tensor()));
+    const at::Tensor now = meta_.Get(op.inputs(0).tensor());
+    const auto inferred = std::find(sizes.begin(), sizes.end(), -1);
+    if (inferred != sizes.end()) {
+      const int64_t known =
+          -std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<int64_t>());
+      *inferred = known > 0 ? Numel(in) / known : -1;
+    }
+    if (!RescaleViewSizes(in, {now.sizes().begin(), now.sizes().end()}, b_, sizes)) return false;
+    if (inferred != sizes.end()) *inferred = -1;
+    return true;
+  }
+
+  // Runs `candidate` on meta tensors (or, `on_cpu`, on the CPU), leaving its outputs on the
+  // stack; false where its arguments cannot be built or it throws.
+  bool Run(const c10::OperatorHandle& handle, const proto::Op& candidate, bool on_cpu) {
+    if (!ops::BuildStack(candidate, handle.schema(), meta_, c10::Device(c10::kMeta), &stack_, true)
+             .ok())
+      return false;
+    try {
+      if (on_cpu)
+        RunOnCpu(handle, stack_);
+      else
+        handle.callBoxed(&stack_);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
+  // Records what op `index` produced at the new batch. A nested op never overrides what one of
+  // its ancestors produced (empty_like's inner empty_strided returns the same tensor, made from
+  // the recorded sizes): the ancestor computed it from the new shapes.
+  void Take(const c10::IValue& iv, const proto::Value& rec, int index) {
+    if (iv.isTensorList() && rec.kind_case() == proto::Value::kList) {
+      const auto list = iv.toTensorList();
+      for (size_t k = 0; k < list.size() && k < static_cast<size_t>(rec.list().items_size()); ++k)
+        Take(c10::IValue(list.get(k)), rec.list().items(static_cast<int>(k)), index);
+      return;
+    }
+    if (!iv.isTensor() || rec.kind_case() != proto::Value::kTensor || rec.tensor() < 0 ||
+        !iv.toTensor().defined())
+      return;
+    if (auto p = producer_.find(rec.tensor());
+        p != producer_.end() && p->second != index && tree_.IsWithin(index, p->second))
+      return;
+    producer_[rec.tensor()] = index;
+    const at::Tensor& t = iv.toTensor();
+    meta_.Put(rec.tensor(), t);
+    const Shape old = ShapeOf(w_.tensors(rec.tensor()));
+    const Shape shape(t.sizes().begin(), t.sizes().end());
+    if (shape == old) return;
+    new_shapes_[rec.tensor()] = shape;
+    new_strides_[rec.tensor()] = Shape(t.strides().begin(), t.strides().end());
+    new_offsets_[rec.tensor()] = t.storage_offset();
+    reshapes_.Note(old, shape);
+  }
+
+  const proto::Workload& w_;
+  const eg::OpTree tree_;
+  const int64_t b_, nb_;
+  BatchReport& rep_;
+  proto::Workload out_;
+  MetaTensors meta_;  // over out_
+  const std::unordered_set<int> top_level_;
+  std::unordered_map<int, Shape> new_shapes_;
+  std::unordered_map<int, Shape> new_strides_;    // as the meta kernels laid them out
+  std::unordered_map<int, int64_t> new_offsets_;  // views into batch-sized storage move too
+  std::unordered_map<int, int> producer_;         // entry -> the op (index) whose value it holds
+  Reshapes reshapes_;
+  torch::jit::Stack stack_;
+};
+
+}  // namespace
+
+Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& spec,
+                                   BatchReport* report) {
+  int iterations = 0;
+  for (const proto::Segment& s : w.segments()) iterations += s.kind() == proto::Segment::ITERATION;
+  if (iterations > 1)
+    return Status::InvalidInput(
+        "batch scaling needs a workload of one iteration (select one first)");
+  const std::vector<int> order = eg::ReplayableOps(w, eg::OpTree(w));
+  const std::vector<int> inputs = ModelInputs(w, order);
+  if (inputs.empty())
+    return Status::InvalidInput(
+        "no batch dimension: the workload has no model inputs with a leading dimension");
+  const int64_t b = BatchOf(w, inputs);
+  const int64_t nb =
+      spec.batch > 0 ? spec.batch : static_cast<int64_t>(std::llround(b * spec.factor));
+  if (nb < 1) return Status::InvalidInput("the new batch size must be at least 1");
+
+  BatchReport rep;
+  rep.old_batch = b;
+  rep.new_batch = nb;
+  BatchPropagation propagation(w, order, b, nb, rep);
+  propagation.ScaleInputs(inputs);
+  MIMIC_RETURN_IF_ERROR(propagation.PropagateAll());
+  proto::Workload out = std::move(propagation).Finish();
   if (report) *report = rep;
-  eg::AnnotateCollectives(out);  // collective sizes follow the tensors
   return out;
 }
 
