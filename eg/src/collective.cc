@@ -331,161 +331,203 @@ CollectiveTotals CountCollectives(const proto::Workload& w) {
   return CountCollectives(w, all);
 }
 
-void AnnotateCollectives(proto::Workload& w) {
-  const OpTree tree(w);
-  const int n = w.ops_size();
-  auto issuer_above = [&](int i) {
-    for (int p = tree.Parent(i), guard = 0; p >= 0 && guard < n; p = tree.Parent(p), ++guard)
-      if (IsIssuer(w.ops(p))) return true;
-    return false;
-  };
+namespace {
 
-  // The ops below `i`, in op order, without entering another c10d or functional op (which is
-  // a communication of its own, misfiled under `i`).
-  auto own_descendants = [&](int i) {
-    std::vector<int> out, stack(tree.Children(i).rbegin(), tree.Children(i).rend());
+// Annotates a workload's communication ops with what they communicate (AnnotateCollectives):
+// each issuer (a c10d or functional op, a record_param_comms not inside one), then each backend
+// span no issuer holds, then each wait paired with what it waits for.
+class CollectiveAnnotator {
+ public:
+  explicit CollectiveAnnotator(proto::Workload& w) : w_(w), tree_(w), n_(w.ops_size()) {
+    // Backend spans by type, in op order, for collectives whose span is not nested in them
+    // (Gloo records its span from its worker thread, under whatever op was current).
+    for (int i = 0; i < n_; ++i)
+      if (IsBackendSpan(w.ops(i)) && !IssuerAbove(i))
+        loose_spans_[CollectiveTypeOfName(w.ops(i).name())].push_back(i);
+  }
+
+  void Run() {
+    for (int i = 0; i < n_; ++i) AnnotateIssuer(i);
+    AnnotateLooseSpans();
+    std::sort(issued_.begin(), issued_.end());
+    PairWaits();
+  }
+
+ private:
+  bool IssuerAbove(int i) const {
+    for (int p = tree_.Parent(i), guard = 0; p >= 0 && guard < n_; p = tree_.Parent(p), ++guard)
+      if (IsIssuer(w_.ops(p))) return true;
+    return false;
+  }
+
+  // The ops below `i`, in op order, without entering another c10d or functional op (which is a
+  // communication of its own, misfiled under `i`).
+  std::vector<int> OwnDescendants(int i) const {
+    std::vector<int> out, stack(tree_.Children(i).rbegin(), tree_.Children(i).rend());
     while (!stack.empty()) {
       const int k = stack.back();
       stack.pop_back();
-      if (IsIssuer(w.ops(k)) && !IsRecordParamComms(w.ops(k))) continue;
+      if (IsIssuer(w_.ops(k)) && !IsRecordParamComms(w_.ops(k))) continue;
       out.push_back(k);
-      stack.insert(stack.end(), tree.Children(k).rbegin(), tree.Children(k).rend());
+      stack.insert(stack.end(), tree_.Children(k).rbegin(), tree_.Children(k).rend());
     }
     return out;
-  };
+  }
 
-  // Backend spans by type, in op order, for collectives whose span is not nested in them
-  // (Gloo records its span from its worker thread, under whatever op was current).
-  std::map<Type, std::deque<int>> loose_spans;
-  for (int i = 0; i < n; ++i)
-    if (IsBackendSpan(w.ops(i)) && !issuer_above(i)) loose_spans[CollectiveTypeOfName(w.ops(i).name())].push_back(i);
-
-  std::vector<int> issued;  // indices of annotated collectives, in op order
-  for (int i = 0; i < n; ++i) {
-    proto::Op& op = *w.mutable_ops(i);
+  // Op `i`'s collective, where it issues one. record_param_comms inside a c10d op is that op's
+  // own record. c10d and functional ops are each a communication even when nested in another:
+  // with Gloo, whose worker threads record spans too, the observer sometimes files one c10d op
+  // under the previous one.
+  void AnnotateIssuer(int i) {
+    proto::Op& op = *w_.mutable_ops(i);
     op.clear_collective();
-    // record_param_comms inside a c10d op is that op's own record. c10d and functional ops are
-    // each a communication even when nested in another: with Gloo, whose worker threads record
-    // spans too, the observer sometimes files one c10d op under the previous one.
-    if (!IsIssuer(op) || (IsRecordParamComms(op) && issuer_above(i))) continue;
+    if (!IsIssuer(op) || (IsRecordParamComms(op) && IssuerAbove(i))) return;
     // A Kineto trace records no arguments of record_param_comms and none of a c10d op's tensor
     // list: the backend span inside (nccl:all_to_all, with its tensor's shape) names it then.
-    const std::vector<int> below = own_descendants(i);
+    const std::vector<int> below = OwnDescendants(i);
     const auto span =
-        std::find_if(below.begin(), below.end(), [&](int k) { return IsBackendSpan(w.ops(k)); });
+        std::find_if(below.begin(), below.end(), [&](int k) { return IsBackendSpan(w_.ops(k)); });
     Type type = TypeOf(op);
     if (type == proto::Collective::TYPE_UNKNOWN && span != below.end())
-      type = CollectiveTypeOfName(w.ops(*span).name());
-    if (type == proto::Collective::TYPE_UNKNOWN) continue;
+      type = CollectiveTypeOfName(w_.ops(*span).name());
+    if (type == proto::Collective::TYPE_UNKNOWN) return;
     proto::Collective c;
     c.set_type(type);
     c.set_seq(-1);
     c.set_original_us(-1);
     int64_t backend_id = 0;
     if (IsRecordParamComms(op)) {
-      ReadRecordParamComms(w, op, c, &backend_id);
+      ReadRecordParamComms(w_, op, c, &backend_id);
     } else {
-      ReadDispatcherOp(w, op, c);
-      // A record_param_comms inside names the group and the sequence number.
-      for (int k : own_descendants(i)) {
-        if (IsRecordParamComms(w.ops(k)) && TypeOf(w.ops(k)) == type) {
-          proto::Collective inner;
-          ReadRecordParamComms(w, w.ops(k), inner, &backend_id);
-          if (c.process_group().empty()) c.set_process_group(inner.process_group());
-          if (c.group_size() <= 0) c.set_group_size(inner.group_size());
-          if (c.in_split_sizes().empty()) *c.mutable_in_split_sizes() = inner.in_split_sizes();
-          if (c.out_split_sizes().empty()) *c.mutable_out_split_sizes() = inner.out_split_sizes();
-          c.set_seq(inner.seq());
-          break;
-        }
-      }
+      ReadDispatcherOp(w_, op, c);
+      TakeInnerRecord(below, type, c, &backend_id);
     }
     if (c.in_elems() == 0 && c.out_elems() == 0 && span != below.end() &&
-        w.ops(*span).inputs_size() > 0) {
-      c.set_in_elems(Elements(w, w.ops(*span).inputs(0), c));
+        w_.ops(*span).inputs_size() > 0) {
+      c.set_in_elems(Elements(w_, w_.ops(*span).inputs(0), c));
       c.set_out_elems(c.in_elems());
     }
     // c10d ops return a Work, NCCL's record_param_comms enqueue on a stream and functional
     // collectives return before their wait_tensor: asynchronous unless the call said otherwise.
     bool has_async_arg = false;
-    if (op.schema() >= 0 && op.schema() < w.schemas_size())
-      for (const SchemaArg& a : ParseSchemaArgs(w.schemas(op.schema()))) has_async_arg |= a.name == "async_op";
+    if (op.schema() >= 0 && op.schema() < w_.schemas_size())
+      for (const SchemaArg& a : ParseSchemaArgs(w_.schemas(op.schema())))
+        has_async_arg |= a.name == "async_op";
     if (!has_async_arg) c.set_async(type != proto::Collective::WAIT);
-    ResolveGroup(w, backend_id, c);
+    ResolveGroup(w_, backend_id, c);
+    c.set_original_us(OriginalUs(i, below, type));
+    *op.mutable_collective() = std::move(c);
+    issued_.push_back(i);
+  }
 
-    // The original time: the backend's span or device kernels inside, a loose backend span of
-    // the same type that starts after it, or the op's own CPU span.
-    double kernels_us = 0;
+  // A record_param_comms among `below` of the same type names the group and the sequence
+  // number; what the dispatcher op's own arguments did not give, it does.
+  void TakeInnerRecord(const std::vector<int>& below, Type type, proto::Collective& c,
+                       int64_t* backend_id) const {
+    for (int k : below) {
+      if (!IsRecordParamComms(w_.ops(k)) || TypeOf(w_.ops(k)) != type) continue;
+      proto::Collective inner;
+      ReadRecordParamComms(w_, w_.ops(k), inner, backend_id);
+      if (c.process_group().empty()) c.set_process_group(inner.process_group());
+      if (c.group_size() <= 0) c.set_group_size(inner.group_size());
+      if (c.in_split_sizes().empty()) *c.mutable_in_split_sizes() = inner.in_split_sizes();
+      if (c.out_split_sizes().empty()) *c.mutable_out_split_sizes() = inner.out_split_sizes();
+      c.set_seq(inner.seq());
+      return;
+    }
+  }
+
+  // The original time of op `i`'s collective: the device kernels under it (else its backend
+  // span's), a loose backend span of the same type that starts after it (taken from the loose
+  // ones), or the op's own CPU span; -1 where none is known.
+  double OriginalUs(int i, const std::vector<int>& below, Type type) {
+    const proto::Op& op = w_.ops(i);
+    double span_us = -1, kernels_us = 0;
     for (const proto::Kernel& k : op.kernels()) kernels_us += k.duration_us();
-    for (int k : own_descendants(i)) {
-      const proto::Op& d = w.ops(k);
-      if (IsBackendSpan(d) && d.has_cpu_span() && c.original_us() < 0) c.set_original_us(d.cpu_duration_us());
+    for (int k : below) {
+      const proto::Op& d = w_.ops(k);
+      if (IsBackendSpan(d) && d.has_cpu_span() && span_us < 0) span_us = d.cpu_duration_us();
       for (const proto::Kernel& kk : d.kernels()) kernels_us += kk.duration_us();
     }
-    if (kernels_us > 0) c.set_original_us(kernels_us);
-    if (c.original_us() < 0) {
-      std::deque<int>& q = loose_spans[type];
-      auto span = std::find_if(q.begin(), q.end(), [i](int k) { return k > i; });
-      if (span != q.end()) {
-        if (w.ops(*span).has_cpu_span()) c.set_original_us(w.ops(*span).cpu_duration_us());
-        q.erase(span);
-      }
+    if (kernels_us > 0) return kernels_us;
+    if (span_us >= 0) return span_us;
+    std::deque<int>& q = loose_spans_[type];
+    if (auto loose = std::find_if(q.begin(), q.end(), [i](int k) { return k > i; });
+        loose != q.end()) {
+      const double us = w_.ops(*loose).has_cpu_span() ? w_.ops(*loose).cpu_duration_us() : -1;
+      q.erase(loose);
+      if (us >= 0) return us;
     }
-    if (c.original_us() < 0 && op.has_cpu_span()) c.set_original_us(op.cpu_duration_us());
-    *op.mutable_collective() = std::move(c);
-    issued.push_back(i);
+    return op.has_cpu_span() ? op.cpu_duration_us() : -1;
   }
+
   // A backend span that no c10d op or record_param_comms issued (traces that recorded only
   // nccl:all_reduce) is the communication itself.
-  for (auto& [type, spans] : loose_spans) {
-    if (type == proto::Collective::TYPE_UNKNOWN || type == proto::Collective::WAIT) continue;
-    for (int i : spans) {
-      proto::Op& op = *w.mutable_ops(i);
-      proto::Collective c;
-      c.set_type(type);
-      c.set_seq(-1);
-      c.set_source("backend span");
-      c.set_async(true);
-      if (op.inputs_size() > 0) c.set_in_elems(Elements(w, op.inputs(0), c));
-      c.set_out_elems(c.in_elems());
-      ResolveGroup(w, 0, c);
-      double kernels_us = 0;
-      for (const proto::Kernel& k : op.kernels()) kernels_us += k.duration_us();
-      c.set_original_us(kernels_us > 0 ? kernels_us : op.has_cpu_span() ? op.cpu_duration_us() : -1);
-      *op.mutable_collective() = std::move(c);
-      issued.push_back(i);
+  void AnnotateLooseSpans() {
+    for (auto& [type, spans] : loose_spans_) {
+      if (type == proto::Collective::TYPE_UNKNOWN || type == proto::Collective::WAIT) continue;
+      for (int i : spans) {
+        proto::Op& op = *w_.mutable_ops(i);
+        proto::Collective c;
+        c.set_type(type);
+        c.set_seq(-1);
+        c.set_source("backend span");
+        c.set_async(true);
+        if (op.inputs_size() > 0) c.set_in_elems(Elements(w_, op.inputs(0), c));
+        c.set_out_elems(c.in_elems());
+        ResolveGroup(w_, 0, c);
+        double kernels_us = 0;
+        for (const proto::Kernel& k : op.kernels()) kernels_us += k.duration_us();
+        c.set_original_us(kernels_us > 0      ? kernels_us
+                          : op.has_cpu_span() ? op.cpu_duration_us()
+                                              : -1);
+        *op.mutable_collective() = std::move(c);
+        issued_.push_back(i);
+      }
     }
   }
-  std::sort(issued.begin(), issued.end());
 
   // Waits: by sequence number, by the tensor a functional collective returned, else the latest
   // unpaired asynchronous collective of the same thread.
-  std::unordered_map<int64_t, int> by_seq, by_tensor;
-  std::map<int64_t, std::vector<int>> pending_by_thread;
-  for (int i : issued) {
-    proto::Op& op = *w.mutable_ops(i);
-    proto::Collective& c = *op.mutable_collective();
-    if (c.type() != proto::Collective::WAIT) {
-      if (!c.async()) continue;
-      if (c.seq() >= 0) by_seq[c.seq()] = i;
-      if (IsFunctional(op) && op.outputs_size() > 0)
-        if (int64_t t = FirstTensorId(w, op.outputs(0)); t >= 0) by_tensor[t] = i;
-      pending_by_thread[op.thread()].push_back(i);
-      continue;
+  void PairWaits() {
+    std::unordered_map<int64_t, int> by_seq, by_tensor;
+    std::map<int64_t, std::vector<int>> pending_by_thread;
+    for (int i : issued_) {
+      proto::Op& op = *w_.mutable_ops(i);
+      proto::Collective& c = *op.mutable_collective();
+      if (c.type() != proto::Collective::WAIT) {
+        if (!c.async()) continue;
+        if (c.seq() >= 0) by_seq[c.seq()] = i;
+        if (IsFunctional(op) && op.outputs_size() > 0)
+          if (int64_t t = FirstTensorId(w_, op.outputs(0)); t >= 0) by_tensor[t] = i;
+        pending_by_thread[op.thread()].push_back(i);
+        continue;
+      }
+      std::optional<int> target;
+      if (c.seq() >= 0 && by_seq.count(c.seq())) target = by_seq[c.seq()];
+      if (!target && op.inputs_size() > 0)
+        if (int64_t t = FirstTensorId(w_, op.inputs(0)); t >= 0 && by_tensor.count(t))
+          target = by_tensor[t];
+      std::vector<int>& pending = pending_by_thread[op.thread()];
+      if (!target && !pending.empty()) target = pending.back();
+      if (!target) continue;
+      pending.erase(std::remove(pending.begin(), pending.end(), *target), pending.end());
+      proto::Collective& issued_c = *w_.mutable_ops(*target)->mutable_collective();
+      if (issued_c.wait_op() != 0) continue;
+      issued_c.set_wait_op(op.id());
+      c.set_waits_for(w_.ops(*target).id());
     }
-    std::optional<int> target;
-    if (c.seq() >= 0 && by_seq.count(c.seq())) target = by_seq[c.seq()];
-    if (!target && op.inputs_size() > 0)
-      if (int64_t t = FirstTensorId(w, op.inputs(0)); t >= 0 && by_tensor.count(t)) target = by_tensor[t];
-    std::vector<int>& pending = pending_by_thread[op.thread()];
-    if (!target && !pending.empty()) target = pending.back();
-    if (!target) continue;
-    pending.erase(std::remove(pending.begin(), pending.end(), *target), pending.end());
-    proto::Collective& issued_c = *w.mutable_ops(*target)->mutable_collective();
-    if (issued_c.wait_op() != 0) continue;
-    issued_c.set_wait_op(op.id());
-    c.set_waits_for(w.ops(*target).id());
   }
-}
+
+  proto::Workload& w_;
+  const OpTree tree_;
+  const int n_;
+  std::map<Type, std::deque<int>> loose_spans_;
+  std::vector<int> issued_;  // indices of annotated collectives
+};
+
+}  // namespace
+
+void AnnotateCollectives(proto::Workload& w) { CollectiveAnnotator(w).Run(); }
 
 }  // namespace mimic::eg
