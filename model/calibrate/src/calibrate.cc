@@ -938,14 +938,21 @@ void MeasureHostT1(const CalibrateOptions& o, proto::Platform& p,
   log(how.ok() ? "host gaps: " + *how : "host gaps not measured: " + how.status().message());
 }
 
-}  // namespace
+// A GEMM-shaped probe: the point it measures and the FLOPs its time divides.
+struct Point {
+  proto::EfficiencyPoint point;
+  double flops = 0;
+  int probe = -1;
+};
 
-Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn) {
-  auto log = [&](const std::string& s) {
-    if (log_fn) log_fn(s);
-  };
-  if (o.statistic != "median" && o.statistic != "min")
-    return Status::InvalidInput("--statistic " + o.statistic + ": must be median or min");
+at::TensorOptions OfDtype(const at::TensorOptions& f32, const std::string& dtype) {
+  return f32.dtype(dtype == "bf16" ? at::kBFloat16 : dtype == "fp16" ? at::kHalf : at::kFloat);
+}
+
+// `--only` parts: one part of a calibration into a copy of --base; nullopt for a whole one.
+std::optional<Result<proto::Platform>> CalibratePart(
+    const CalibrateOptions& o, const std::function<void(const std::string&)>& log) {
+  if (o.only.empty()) return std::nullopt;
   if (o.only == "index" || o.only == "conv_transpose" || o.only == "conv_strided" ||
       o.only == "values" || o.only == "layouts" || o.only == "sort")
     return CalibrateOnly(o, log);
@@ -957,7 +964,8 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
                                   });
   if (o.only == "cold_dispatch") {
     if (o.device != "cpu")
-      return Status::InvalidInput("--only cold_dispatch: measures the CPU only");
+      return Result<proto::Platform>(
+          Status::InvalidInput("--only cold_dispatch: measures the CPU only"));
     return CalibrateOverheadsOnly(o, "cpu_overheads.cold_dispatch",
                                   " Cold dispatch (cpu_overheads.in_turn, after_traffic): ",
                                   [&](c10::Device, proto::CpuOverheads& c) {
@@ -965,24 +973,24 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
                                   });
   }
   if (o.only == "page_faults") {
-    if (o.device != "cpu") return Status::InvalidInput("--only page_faults: measures the CPU only");
+    if (o.device != "cpu")
+      return Result<proto::Platform>(
+          Status::InvalidInput("--only page_faults: measures the CPU only"));
     return CalibrateOverheadsOnly(
         o, "cpu_overheads.page_fault_us",
         " Page faults (cpu_overheads.page_fault_us): ", [&](c10::Device, proto::CpuOverheads& c) {
           return MeasurePageFaults(std::max(o.trials, 5), c, log);
         });
   }
-  if (!o.only.empty())
-    return Status::InvalidInput(
-        "--only " + o.only +
-        ": must be index, conv_transpose, conv_strided, values, layouts, sort, capture, "
-        "cold_dispatch or page_faults");
-  // The replay's executor: the same device selection, allocator and synchronization.
-  Result<std::unique_ptr<replay::Executor>> executor = replay::CreateExecutor(o.device);
-  if (!executor.ok()) return executor.status();
-  const c10::Device device = (*executor)->device();
-  const bool gpu = device.is_cuda();
+  return Result<proto::Platform>(Status::InvalidInput(
+      "--only " + o.only +
+      ": must be index, conv_transpose, conv_strided, values, layouts, sort, capture, "
+      "cold_dispatch or page_faults"));
+}
 
+// The platform a whole calibration fills in: --base's figures without its measured tables,
+// else a new one; named, and stamped with when and where (`where`).
+Result<proto::Platform> NewPlatform(const CalibrateOptions& o, bool gpu, std::string* where) {
   proto::Platform p;
   if (!o.base.empty()) {
     MIMIC_ASSIGN_OR_RETURN(p, model::FindPlatform(o.base));
@@ -997,14 +1005,426 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   p.set_device_type(gpu ? "cuda" : "cpu");
   if (o.threads > 0) at::set_num_threads(o.threads);
   p.set_threads(at::get_num_threads());
-  const std::string when = UtcNowIso8601();
-  const std::string where = HostName() + " (" + CpuModel() + ", " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) +
-                            " cpus" + (gpu ? ", " + o.device : std::string(", ") + std::to_string(p.threads()) + " threads") + ")";
-  p.set_calibrated_at(when);
-  p.set_calibrated_on(where);
-  const std::string measured = "measured by mimic calibrate on " + where + " at " + when;
+  *where = HostName() + " (" + CpuModel() + ", " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) +
+           " cpus" +
+           (gpu ? ", " + o.device : std::string(", ") + std::to_string(p.threads()) + " threads") +
+           ")";
+  p.set_calibrated_at(UtcNowIso8601());
+  p.set_calibrated_on(*where);
   if (p.description().empty())
-    p.set_description(gpu ? "Local CUDA device, measured by mimic calibrate" : "This CPU host, measured by mimic calibrate: " + where);
+    p.set_description(gpu ? "Local CUDA device, measured by mimic calibrate"
+                          : "This CPU host, measured by mimic calibrate: " + *where);
+  return p;
+}
+
+// GEMM sweep: m (rows, usually the batch) x n x k, fp32 and bf16 (autocast's CPU dtype, which
+// CPUs with AVX-512 BF16 or AMX run faster than fp32, and slower without); then the workloads'
+// own GEMMs (their dtype where this device has it).
+std::vector<Point> AddGemmProbes(const CalibrateOptions& o, Probes& probes,
+                                 const at::TensorOptions& f32, bool gpu) {
+  const std::vector<int64_t> ms =
+      o.quick ? std::vector<int64_t>{16, 256} : std::vector<int64_t>{8, 32, 128, 512, 2048};
+  const std::vector<int64_t> nks =
+      o.quick ? std::vector<int64_t>{64, 512} : std::vector<int64_t>{16, 64, 256, 1024};
+  std::vector<Point> gemm;
+  for (const std::string dt : {"fp32", "bf16"}) {
+    const at::TensorOptions opt = OfDtype(f32, dt);
+    for (int64_t m : ms)
+      for (int64_t n : nks)
+        for (int64_t k : nks) {
+          at::Tensor a = at::randn({m, k}, opt), b = at::randn({k, n}, opt);
+          Point pt;
+          pt.point.set_m(m), pt.point.set_n(n), pt.point.set_k(k), pt.point.set_batch(1),
+              pt.point.set_dtype(dt);
+          pt.flops = 2.0 * m * n * k;
+          pt.probe = probes.Add([a, b] { (void)at::mm(a, b); });
+          gemm.push_back(pt);
+        }
+  }
+  for (const model::WorkloadShapes& ws : o.workloads)
+    for (const model::GemmShape& g : ws.gemms) {
+      if (g.dtype != "fp32" && g.dtype != "bf16" && !(gpu && g.dtype == "fp16")) continue;
+      if (2.0 * g.batch * g.m * g.n * g.k > 5e10) continue;  // minutes on a CPU
+      const at::TensorOptions opt = OfDtype(f32, g.dtype);
+      Point pt;
+      pt.point.set_m(g.m), pt.point.set_n(g.n), pt.point.set_k(g.k), pt.point.set_batch(g.batch),
+          pt.point.set_dtype(g.dtype);
+      pt.flops = 2.0 * g.batch * g.m * g.n * g.k;
+      if (g.batch > 1) {
+        at::Tensor a = at::randn({g.batch, g.m, g.k}, opt), b = at::randn({g.batch, g.k, g.n}, opt);
+        pt.probe = probes.Add([a, b] { (void)at::bmm(a, b); });
+      } else {
+        at::Tensor a = at::randn({g.m, g.k}, opt), b = at::randn({g.k, g.n}, opt);
+        pt.probe = probes.Add([a, b] { (void)at::mm(a, b); });
+      }
+      gemm.push_back(pt);
+    }
+  return gemm;
+}
+
+// The workloads' own convolutions, forward or backward as recorded.
+std::vector<Point> AddWorkloadConvProbes(const CalibrateOptions& o, Probes& probes,
+                                         const at::TensorOptions& f32, bool gpu) {
+  std::vector<Point> conv;
+  for (const model::WorkloadShapes& ws : o.workloads)
+    for (const model::ConvShape& cs : ws.convs) {
+      if (cs.dtype != "fp32" && cs.dtype != "bf16" && !gpu) continue;
+      const at::TensorOptions opt = f32.dtype(cs.dtype == "bf16"   ? at::kBFloat16
+                                              : cs.dtype == "fp16" ? at::kHalf
+                                                                   : at::kFloat);
+      at::Tensor x = at::randn(cs.input, opt), w = at::randn(cs.weight, opt);
+      if (cs.channels_last) {  // in the memory format the workload ran it in (NHWC, NDHWC)
+        const at::MemoryFormat nhwc = cs.input.size() == 5 ? at::MemoryFormat::ChannelsLast3d
+                                                           : at::MemoryFormat::ChannelsLast;
+        x = x.contiguous(nhwc), w = w.contiguous(nhwc);
+      }
+      const std::vector<int64_t> out_pad(cs.stride.size(), 0);
+      at::Tensor y = at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed,
+                                     out_pad, cs.groups);
+      const model::ImplicitGemm g = model::ImplicitGemmOf(cs);
+      Point pt;
+      pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)),
+          pt.point.set_k(static_cast<int64_t>(g.k));
+      pt.point.set_batch(1), pt.point.set_dtype(cs.dtype), pt.point.set_pass(model::ConvPassOf(cs));
+      if (cs.channels_last) pt.point.set_layout("channels_last");
+      pt.flops = 2.0 * g.m * g.n * g.k * (cs.backward ? cs.passes : 1);
+      if (cs.backward) {
+        // The gradients the workload computes: the first layer's backward skips grad-input.
+        const bool grad_weight = !cs.input_grad || cs.passes == 2;
+        pt.probe = probes.Add([x, w, y, cs, out_pad, grad_weight] {
+          (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding, cs.dilation,
+                                         cs.transposed, out_pad, cs.groups,
+                                         {cs.input_grad, grad_weight, false});
+        });
+      } else
+        pt.probe = probes.Add([x, w, cs, out_pad] {
+          (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed,
+                                out_pad, cs.groups);
+        });
+      conv.push_back(pt);
+    }
+
+  return conv;
+}
+
+// The convolution sweep (3x3, padding 1), forward and backward, as implicit GEMMs, onto `conv`.
+// One and three channels in and out too (a grayscale or RGB stem, an output head): below a
+// vector's width of channels the time stops falling with them, and so the efficiency falls
+// with the channels (bench/op_costs.py, 8 maps of 32x32: 1 -> 1 channel 70-76 us, 1 -> 16
+// 78-80).
+void AddConvSweepProbes(const CalibrateOptions& o, Probes& probes, const at::TensorOptions& f32,
+                        std::vector<Point>& conv) {
+  const std::vector<int64_t> batches =
+      o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32};
+  const std::vector<int64_t> cins =
+      o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{1, 3, 16, 64};
+  const std::vector<int64_t> couts =
+      o.quick ? std::vector<int64_t>{32} : std::vector<int64_t>{1, 3, 16, 64, 128};
+  const std::vector<int64_t> sizes =
+      o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{8, 32};
+  for (const std::string dt : {"fp32", "bf16"})
+    for (int64_t nb : batches)
+      for (int64_t ci : cins)
+        for (int64_t co : couts)
+          for (int64_t hw : sizes) {
+            const at::TensorOptions opt = f32.dtype(dt == "bf16" ? at::kBFloat16 : at::kFloat);
+            at::Tensor x = at::randn({nb, ci, hw, hw}, opt), w = at::randn({co, ci, 3, 3}, opt);
+            at::Tensor y = at::convolution(x, w, {}, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1);
+            const double m = static_cast<double>(nb * hw * hw);
+            // Backward: both gradients, and the weight's alone (a first layer's).
+            for (const char* pass : {"forward", "backward", "backward_weight"}) {
+              const bool bwd = std::string_view(pass) != "forward";
+              const bool grad_input = std::string_view(pass) == "backward";
+              Point pt;
+              pt.point.set_m(nb * hw * hw), pt.point.set_n(co), pt.point.set_k(ci * 9),
+                  pt.point.set_batch(1);
+              pt.point.set_dtype(dt), pt.point.set_pass(pass);
+              pt.flops = 2.0 * m * static_cast<double>(co) * static_cast<double>(ci * 9) *
+                         (grad_input ? 2 : 1);
+              if (bwd)
+                pt.probe = probes.Add([x, w, y, grad_input] {
+                  (void)at::convolution_backward(y, x, w, std::nullopt, {1, 1}, {1, 1}, {1, 1},
+                                                 false, {0, 0}, 1, {grad_input, true, false});
+                });
+              else
+                pt.probe = probes.Add([x, w] {
+                  (void)at::convolution(x, w, {}, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1);
+                });
+              conv.push_back(pt);
+            }
+          }
+}
+
+// Fused attention, forward: a grid of batch x heads, sequence length and head size (the fused
+// kernels run far from GEMM efficiency at small head sizes), and the workloads' own.
+std::vector<Point> AddAttentionProbes(const CalibrateOptions& o, Probes& probes,
+                                      const at::TensorOptions& f32, bool gpu) {
+  std::vector<Point> attention;
+  auto add_attention = [&](const model::AttentionShape& as) {
+    const at::TensorOptions opt = f32.dtype(as.dtype == "bf16"   ? at::kBFloat16
+                                            : as.dtype == "fp16" ? at::kHalf
+                                                                 : at::kFloat);
+    at::Tensor q = at::randn(as.query, opt), k = at::randn(as.key, opt),
+               v = at::randn(as.value, opt);
+    const int64_t bh = as.query[0] * as.query[1];
+    Point pt;
+    pt.point.set_m(bh * as.query[2]), pt.point.set_n(as.key[2]), pt.point.set_k(as.query[3]),
+        pt.point.set_batch(1);
+    pt.point.set_dtype(as.dtype);
+    pt.flops = 4.0 * bh * as.query[2] * as.key[2] * as.query[3];
+    pt.probe = probes.Add([q, k, v] { (void)at::scaled_dot_product_attention(q, k, v); });
+    attention.push_back(pt);
+  };
+  for (int64_t bh : o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32})
+    for (int64_t l : o.quick ? std::vector<int64_t>{64} : std::vector<int64_t>{64, 256})
+      for (int64_t e : o.quick ? std::vector<int64_t>{32} : std::vector<int64_t>{32, 64})
+        for (const std::string dt : {"fp32", "bf16"})
+          add_attention({{1, bh, l, e}, {1, bh, l, e}, {1, bh, l, e}, dt});
+  for (const model::WorkloadShapes& ws : o.workloads)
+    for (const model::AttentionShape& as : ws.attentions)
+      if (as.dtype == "fp32" || gpu) add_attention(as);
+
+  return attention;
+}
+
+// oneDNN's LSTM layer (CPU only: CUDA runs cuDNN's), forward and backward, on a grid of steps,
+// batch and hidden size (input = hidden), and the workloads' own layers.
+std::vector<Point> AddRnnProbes(const CalibrateOptions& o, Probes& probes,
+                                const at::TensorOptions& f32, bool gpu) {
+  std::vector<Point> rnn;
+  auto add_rnn = [&](const model::RnnShape& r) {
+    if (gpu || r.dtype != "fp32" || r.gates_hidden != 4 * r.hidden) return;
+    at::Tensor x = at::randn({r.steps, r.batch, r.input}, f32),
+               w_ih = at::randn({r.gates_hidden, r.input}, f32),
+               w_hh = at::randn({r.gates_hidden, r.hidden}, f32),
+               b_ih = at::randn({r.gates_hidden}, f32), b_hh = at::randn({r.gates_hidden}, f32),
+               h0 = at::zeros({r.batch, r.hidden}, f32), c0 = h0.clone();
+    const int64_t lstm = 2, h = r.hidden;  // mode: cuDNN's numbering, as nn.LSTM passes it
+    // In training mode, as the workloads run it: the forward keeps its workspace only with
+    // gradients enabled (the sweep runs without them otherwise).
+    auto forward = [=] {
+      at::AutoGradMode grad(true);
+      return at::mkldnn_rnn_layer(x, w_ih, w_hh, b_ih, b_hh, h0, c0, false, {}, lstm, h, 1, true,
+                                  false, false, true);
+    };
+    const auto [y, hy, cy, workspace] = forward();
+    at::Tensor gy = at::randn_like(y);
+    Point pt;
+    pt.point.set_m(r.steps * r.batch), pt.point.set_n(r.gates_hidden),
+        pt.point.set_k(r.input + r.hidden);
+    pt.point.set_batch(1), pt.point.set_dtype("fp32"),
+        pt.point.set_pass(r.backward ? "backward" : "forward");
+    pt.flops = model::RnnFlops(r);
+    if (r.backward)
+      pt.probe = probes.Add([=, y = y, hy = hy, cy = cy, workspace = workspace] {
+        (void)at::mkldnn_rnn_layer_backward(x, w_ih, w_hh, b_ih, b_hh, h0, c0, y, hy, cy, gy,
+                                            std::nullopt, std::nullopt, false, lstm, h, 1, true,
+                                            true, false, {}, false, workspace);
+      });
+    else
+      pt.probe = probes.Add([forward] { (void)forward(); });
+    rnn.push_back(pt);
+  };
+  for (int64_t t : o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{16, 64})
+    for (int64_t b : o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32})
+      for (int64_t hs : o.quick ? std::vector<int64_t>{64} : std::vector<int64_t>{64, 256})
+        for (bool backward : {false, true}) add_rnn({t, b, hs, hs, 4 * hs, backward, "fp32"});
+  for (const model::WorkloadShapes& ws : o.workloads)
+    for (const model::RnnShape& r : ws.rnns) add_rnn(r);
+
+  return rnn;
+}
+
+// Memory-bound kinds by size, bytes as the model counts them (inputs + outputs), hot and (on
+// inputs cycled through copies of twice the last-level cache `llc`) cold; layouts, sorts, the
+// workloads' embedding bags and embedding-bag gathers by working set.
+std::vector<Traffic> AddTrafficProbes(const CalibrateOptions& o, Probes& probes,
+                                      const at::TensorOptions& f32, double llc, bool gpu,
+                                      c10::Device device) {
+  std::vector<Traffic> traffic;
+  const std::vector<int64_t> elems = TrafficElems(o);
+  using BinaryOp = std::function<void(const at::Tensor&, const at::Tensor&)>;
+  auto add = [&](const char* kind, double moved, std::function<void()> fn, bool cold,
+                 const char* dtype = "") {
+    traffic.push_back({kind, moved, moved, probes.Add(std::move(fn)), cold, dtype});
+  };
+  // A kind measured in cache only, on tensors of `dtype` ("": fp32).
+  auto in_cache = [&](const char* kind, const char* dtype, double moved, std::function<void()> fn) {
+    add(kind, moved, std::move(fn), /*cold=*/false, dtype);
+  };
+  for (int64_t n : elems) {
+    const int64_t cols = std::min<int64_t>(n, 256);
+    at::Tensor a = at::randn({n / cols, cols}, f32), b = at::randn({n / cols, cols}, f32);
+    at::Tensor dst = at::empty_like(a);
+    at::Tensor lw = at::randn({cols}, f32), lb = at::randn({cols}, f32);
+    const double bytes = 4.0 * n;
+    // Each kind on the same inputs every call (cache-hot), and where cold points are due on
+    // the next copy of a pool of inputs (one pool per size, shared by the kinds).
+    auto pool =
+        llc > 0 && n >= kMinColdElems ? std::make_shared<ColdInputs>(a.sizes(), f32, llc) : nullptr;
+    at::Tensor positive = at::rand({n / cols, cols}, f32).add_(0.5);  // math kinds: sqrt, log
+    auto kind = [&](const char* name, double moved, BinaryOp op, const at::Tensor& hot_a) {
+      add(
+          name, moved, [op, hot_a, b] { op(hot_a, b); }, /*cold=*/false);
+      if (pool)
+        add(
+            name, moved,
+            [op, pool] {
+              const size_t i = pool->Next();
+              op(pool->a[i], pool->b[i]);
+            },
+            /*cold=*/true);
+    };
+    kind(
+        "copy", 2 * bytes, [dst](const at::Tensor& x, const at::Tensor&) mutable { dst.copy_(x); },
+        a);
+    kind(
+        "unary", 2 * bytes, [](const at::Tensor& x, const at::Tensor&) { (void)at::relu(x); }, a);
+    kind(
+        "binary", 3 * bytes, [](const at::Tensor& x, const at::Tensor& y) { (void)at::add(x, y); },
+        a);
+    kind(
+        "reduction", bytes + bytes / cols,
+        [](const at::Tensor& x, const at::Tensor&) { (void)at::sum(x, {-1}); }, a);
+    kind(
+        "softmax", 2 * bytes,
+        [](const at::Tensor& x, const at::Tensor&) { (void)at::softmax(x, -1); }, a);
+    kind(
+        "norm", 2 * bytes,
+        [lw, lb, cols](const at::Tensor& x, const at::Tensor&) {
+          (void)at::layer_norm(x, {cols}, lw, lb);
+        },
+        a);
+    kind(
+        "dropout", 2 * bytes,
+        [](const at::Tensor& x, const at::Tensor&) { (void)at::dropout(x, 0.1, true); }, a);
+    for (const auto& [name, fn] : kMathKinds)
+      kind(
+          name, 2 * bytes, [fn = fn](const at::Tensor& x, const at::Tensor&) { (void)fn(x); },
+          positive);
+    if (n <= (1 << 22)) {
+      // The plain kinds and the math again on bf16 tensors (autocast's CPU dtype), in cache:
+      // a CPU converts to fp32 to compute, so a bf16 element costs about an fp32 one.
+      const at::Tensor x = a.to(at::kBFloat16), y = b.to(at::kBFloat16), out = at::empty_like(x);
+      const at::Tensor pos = positive.to(at::kBFloat16);
+      in_cache("copy", "bf16", bytes, [out, x]() mutable { out.copy_(x); });
+      in_cache("unary", "bf16", bytes, [x] { (void)at::relu(x); });
+      in_cache("binary", "bf16", 1.5 * bytes, [x, y] { (void)at::add(x, y); });
+      for (const auto& [name, fn] : kMathKinds)
+        in_cache(name, "bf16", bytes, [fn = fn, pos] { (void)fn(pos); });
+      // Binary cross-entropy (mean), whose CPU kernels are scalar loops: forward, two logs an
+      // element, takes 15-25x log's time (bench/op_costs.py). Its input must hold
+      // probabilities; in cache only.
+      const at::Tensor prob = at::rand({n / cols, cols}, f32).clamp_(0.01, 0.99);
+      const at::Tensor target = at::rand({n / cols, cols}, f32), one = at::ones({}, f32);
+      in_cache("binary_cross_entropy", "", 2 * bytes,
+               [prob, target] { (void)at::binary_cross_entropy(prob, target); });
+      in_cache("binary_cross_entropy_backward", "", 3 * bytes,
+               [one, prob, target] { (void)at::binary_cross_entropy_backward(one, prob, target); });
+    }
+    // 2x2 max pooling and training-mode batch norm over N x 16 x H x H feature maps, as
+    // CNNs run them; bytes as the model counts them (the tensors in and out).
+    if (n >= 1024) {
+      at::Tensor x = at::randn(MapShape(n), f32);
+      const double xb = 4.0 * static_cast<double>(x.numel());
+      traffic.push_back(PoolBackwardTraffic("pool_backward", x, probes));
+      at::Tensor w = at::ones({16}, f32), bias = at::zeros({16}, f32), rm = at::zeros({16}, f32),
+                 rv = at::ones({16}, f32);
+      auto bn = at::native_batch_norm(x, w, bias, rm, rv, true, 0.1, 1e-5);
+      at::Tensor gy = at::randn_like(x);
+      // Hot on (x, gy); cold on a pool of feature maps (a: the input, b: the gradient).
+      auto maps = llc > 0 && n >= kMinColdElems ? std::make_shared<ColdInputs>(x.sizes(), f32, llc)
+                                                : nullptr;
+      auto map_kind = [&](const char* name, double moved, BinaryOp op) {
+        add(
+            name, moved, [op, x, gy] { op(x, gy); }, /*cold=*/false);
+        if (maps)
+          add(
+              name, moved,
+              [op, maps] {
+                const size_t i = maps->Next();
+                op(maps->a[i], maps->b[i]);
+              },
+              /*cold=*/true);
+      };
+      map_kind("pool", xb + xb / 4, [](const at::Tensor& in, const at::Tensor&) {
+        (void)at::max_pool2d_with_indices(in, {2, 2}, {2, 2});
+      });
+      map_kind("batch_norm", 2 * xb, [w, bias, rm, rv](const at::Tensor& in, const at::Tensor&) {
+        (void)at::native_batch_norm(in, w, bias, rm, rv, true, 0.1, 1e-5);
+      });
+      map_kind("batch_norm_backward", 3 * xb,
+               [w, rm, rv, bn](const at::Tensor& in, const at::Tensor& grad) {
+                 (void)at::native_batch_norm_backward(grad, in, w, rm, rv, std::get<1>(bn),
+                                                      std::get<2>(bn), true, 1e-5,
+                                                      {true, true, true});
+               });
+    }
+  }
+  AddLayoutProbes(elems, f32, llc, probes, traffic);
+  AddSortProbes(elems, f32, probes, traffic);
+  // The workloads' embedding bags: forward by working set ("gather"), backward by the
+  // bytes the model counts for it (the dense gradient written, the gradient rows read twice).
+  for (const model::WorkloadShapes& ws : o.workloads)
+    for (const model::EmbeddingShape& e : ws.embeddings) {
+      if (e.dtype != "fp32" && !gpu) continue;
+      at::Tensor table = at::randn({e.num_weights, e.dim}, f32);
+      at::Tensor idx = at::randint(e.num_weights, {e.lookups}, f32.dtype(at::kLong));
+      at::Tensor offsets = at::empty({e.bags}, at::TensorOptions().dtype(at::kLong));
+      for (int64_t b = 0; b < e.bags; ++b) offsets.data_ptr<int64_t>()[b] = b * e.lookups / e.bags;
+      offsets = offsets.to(device);
+      const double row = 4.0 * e.dim, gathered = row * e.lookups;
+      traffic.push_back({"gather", gathered + 8.0 * (e.lookups + e.bags) + row * e.bags,
+                         std::min(row * e.num_weights, gathered), probes.Add([table, idx, offsets] {
+                           (void)at::embedding_bag(table, idx, offsets, false, 0);
+                         })});
+      auto fwd = at::_embedding_bag(table, idx, offsets, false, 0);
+      at::Tensor grad = at::randn({e.bags, e.dim}, f32);
+      const double bwd_bytes = row * e.num_weights + 2 * row * e.bags;
+      traffic.push_back({"embedding_backward", bwd_bytes, bwd_bytes, probes.Add([=] {
+                           (void)at::_embedding_bag_backward(
+                               grad, idx, offsets, std::get<1>(fwd), std::get<2>(fwd),
+                               std::get<3>(fwd), e.num_weights, false, 0, false, {}, -1);
+                         })});
+    }
+  // Embedding-bag gathers: bandwidth by the working set (the touched rows), so that tables
+  // that fit in cache come out faster than DRAM-resident ones.
+  const std::vector<int64_t> rows = o.quick
+                                        ? std::vector<int64_t>{1 << 12}
+                                        : std::vector<int64_t>{1 << 10, 1 << 13, 1 << 16, 1 << 19};
+  for (int64_t v : rows) {
+    const int64_t d = 64, lookups = 1 << 14, bags = lookups / 16;
+    at::Tensor table = at::randn({v, d}, f32);
+    at::Tensor idx = at::randint(v, {lookups}, f32.dtype(at::kLong));
+    at::Tensor offsets = at::arange(0, lookups, lookups / bags, f32.dtype(at::kLong));
+    const double gathered = 4.0 * lookups * d;
+    traffic.push_back({"gather", gathered + 8.0 * (lookups + bags) + 4.0 * bags * d,
+                       std::min(4.0 * v * d, gathered), probes.Add([table, idx, offsets] {
+                         (void)at::embedding_bag(table, idx, offsets, false, 0);
+                       })});
+  }
+
+  return traffic;
+}
+
+}  // namespace
+
+Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn) {
+  auto log = [&](const std::string& s) {
+    if (log_fn) log_fn(s);
+  };
+  if (o.statistic != "median" && o.statistic != "min")
+    return Status::InvalidInput("--statistic " + o.statistic + ": must be median or min");
+  if (std::optional<Result<proto::Platform>> part = CalibratePart(o, log)) return *std::move(part);
+  // The replay's executor: the same device selection, allocator and synchronization.
+  Result<std::unique_ptr<replay::Executor>> executor = replay::CreateExecutor(o.device);
+  if (!executor.ok()) return executor.status();
+  const c10::Device device = (*executor)->device();
+  const bool gpu = device.is_cuda();
+  std::string where;
+  MIMIC_ASSIGN_OR_RETURN(proto::Platform p, NewPlatform(o, gpu, &where));
+  const std::string measured =
+      "measured by mimic calibrate on " + where + " at " + p.calibrated_at();
 
   // The cache whose misses make inputs cold (CPU: the last-level cache; GPU: the base
   // platform's L2).
@@ -1028,319 +1448,12 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       embedding_bag_probe = AddEmbeddingBagStepProbe(probes, f32);
       batch_norm_probes = AddBatchNormProbes(probes, f32);
     }
-
-    // GEMM sweep: m (rows, usually the batch) x n x k, fp32 and bf16 (autocast's CPU dtype,
-    // which CPUs with AVX-512 BF16 or AMX run faster than fp32, and slower without).
-    const std::vector<int64_t> ms = o.quick ? std::vector<int64_t>{16, 256} : std::vector<int64_t>{8, 32, 128, 512, 2048};
-    const std::vector<int64_t> nks = o.quick ? std::vector<int64_t>{64, 512} : std::vector<int64_t>{16, 64, 256, 1024};
-    const std::vector<std::string> dtypes = {"fp32", "bf16"};
-    struct Point {
-      proto::EfficiencyPoint point;
-      double flops;
-      int probe;
-    };
-    std::vector<Point> gemm, conv;
-    for (const std::string& dt : dtypes) {
-      const at::TensorOptions opt = f32.dtype(dt == "bf16" ? at::kBFloat16 : at::kFloat);
-      for (int64_t m : ms)
-        for (int64_t n : nks)
-          for (int64_t k : nks) {
-            at::Tensor a = at::randn({m, k}, opt), b = at::randn({k, n}, opt);
-            Point pt;
-            pt.point.set_m(m), pt.point.set_n(n), pt.point.set_k(k), pt.point.set_batch(1), pt.point.set_dtype(dt);
-            pt.flops = 2.0 * m * n * k;
-            pt.probe = probes.Add([a, b] { (void)at::mm(a, b); });
-            gemm.push_back(pt);
-          }
-    }
-
-    // The workloads' own GEMMs (their dtype where this device has it).
-    for (const model::WorkloadShapes& ws : o.workloads)
-      for (const model::GemmShape& g : ws.gemms) {
-        if (g.dtype != "fp32" && g.dtype != "bf16" && !(gpu && g.dtype == "fp16")) continue;
-        if (2.0 * g.batch * g.m * g.n * g.k > 5e10) continue;  // minutes on a CPU
-        const at::TensorOptions opt = f32.dtype(g.dtype == "bf16" ? at::kBFloat16 : g.dtype == "fp16" ? at::kHalf : at::kFloat);
-        Point pt;
-        pt.point.set_m(g.m), pt.point.set_n(g.n), pt.point.set_k(g.k), pt.point.set_batch(g.batch), pt.point.set_dtype(g.dtype);
-        pt.flops = 2.0 * g.batch * g.m * g.n * g.k;
-        if (g.batch > 1) {
-          at::Tensor a = at::randn({g.batch, g.m, g.k}, opt), b = at::randn({g.batch, g.k, g.n}, opt);
-          pt.probe = probes.Add([a, b] { (void)at::bmm(a, b); });
-        } else {
-          at::Tensor a = at::randn({g.m, g.k}, opt), b = at::randn({g.k, g.n}, opt);
-          pt.probe = probes.Add([a, b] { (void)at::mm(a, b); });
-        }
-        gemm.push_back(pt);
-      }
-
-    // The workloads' own convolutions, forward or backward as recorded.
-    for (const model::WorkloadShapes& ws : o.workloads)
-      for (const model::ConvShape& cs : ws.convs) {
-        if (cs.dtype != "fp32" && cs.dtype != "bf16" && !gpu) continue;
-        const at::TensorOptions opt = f32.dtype(cs.dtype == "bf16" ? at::kBFloat16 : cs.dtype == "fp16" ? at::kHalf : at::kFloat);
-        at::Tensor x = at::randn(cs.input, opt), w = at::randn(cs.weight, opt);
-        if (cs.channels_last) {  // in the memory format the workload ran it in (NHWC, NDHWC)
-          const at::MemoryFormat nhwc = cs.input.size() == 5 ? at::MemoryFormat::ChannelsLast3d
-                                                             : at::MemoryFormat::ChannelsLast;
-          x = x.contiguous(nhwc), w = w.contiguous(nhwc);
-        }
-        const std::vector<int64_t> out_pad(cs.stride.size(), 0);
-        at::Tensor y = at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed,
-                                       out_pad, cs.groups);
-        const model::ImplicitGemm g = model::ImplicitGemmOf(cs);
-        Point pt;
-        pt.point.set_m(static_cast<int64_t>(g.m)), pt.point.set_n(static_cast<int64_t>(g.n)), pt.point.set_k(static_cast<int64_t>(g.k));
-        pt.point.set_batch(1), pt.point.set_dtype(cs.dtype),
-            pt.point.set_pass(model::ConvPassOf(cs));
-        if (cs.channels_last) pt.point.set_layout("channels_last");
-        pt.flops = 2.0 * g.m * g.n * g.k * (cs.backward ? cs.passes : 1);
-        if (cs.backward) {
-          // The gradients the workload computes: the first layer's backward skips grad-input.
-          const bool grad_weight = !cs.input_grad || cs.passes == 2;
-          pt.probe = probes.Add([x, w, y, cs, out_pad, grad_weight] {
-            (void)at::convolution_backward(y, x, w, std::nullopt, cs.stride, cs.padding,
-                                           cs.dilation, cs.transposed, out_pad, cs.groups,
-                                           {cs.input_grad, grad_weight, false});
-          });
-        }
-        else
-          pt.probe = probes.Add([x, w, cs, out_pad] {
-            (void)at::convolution(x, w, {}, cs.stride, cs.padding, cs.dilation, cs.transposed,
-                                  out_pad, cs.groups);
-          });
-        conv.push_back(pt);
-      }
-
-    // Fused attention, forward: a grid of batch x heads, sequence length and head size (the
-    // fused kernels run far from GEMM efficiency at small head sizes), and the workloads' own.
-    std::vector<Point> attention;
-    auto add_attention = [&](const model::AttentionShape& as) {
-      const at::TensorOptions opt = f32.dtype(as.dtype == "bf16"   ? at::kBFloat16
-                                              : as.dtype == "fp16" ? at::kHalf
-                                                                   : at::kFloat);
-      at::Tensor q = at::randn(as.query, opt), k = at::randn(as.key, opt),
-                 v = at::randn(as.value, opt);
-      const int64_t bh = as.query[0] * as.query[1];
-      Point pt;
-      pt.point.set_m(bh * as.query[2]), pt.point.set_n(as.key[2]), pt.point.set_k(as.query[3]),
-          pt.point.set_batch(1);
-      pt.point.set_dtype(as.dtype);
-      pt.flops = 4.0 * bh * as.query[2] * as.key[2] * as.query[3];
-      pt.probe = probes.Add([q, k, v] { (void)at::scaled_dot_product_attention(q, k, v); });
-      attention.push_back(pt);
-    };
-    for (int64_t bh : o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32})
-      for (int64_t l : o.quick ? std::vector<int64_t>{64} : std::vector<int64_t>{64, 256})
-        for (int64_t e : o.quick ? std::vector<int64_t>{32} : std::vector<int64_t>{32, 64})
-          for (const std::string& dt : dtypes)
-            add_attention({{1, bh, l, e}, {1, bh, l, e}, {1, bh, l, e}, dt});
-    for (const model::WorkloadShapes& ws : o.workloads)
-      for (const model::AttentionShape& as : ws.attentions)
-        if (as.dtype == "fp32" || gpu) add_attention(as);
-
-    // oneDNN's LSTM layer (CPU only: CUDA runs cuDNN's), forward and backward, on a grid of
-    // steps, batch and hidden size (input = hidden), and the workloads' own layers.
-    std::vector<Point> rnn;
-    auto add_rnn = [&](const model::RnnShape& r) {
-      if (gpu || r.dtype != "fp32" || r.gates_hidden != 4 * r.hidden) return;
-      at::Tensor x = at::randn({r.steps, r.batch, r.input}, f32),
-                 w_ih = at::randn({r.gates_hidden, r.input}, f32),
-                 w_hh = at::randn({r.gates_hidden, r.hidden}, f32),
-                 b_ih = at::randn({r.gates_hidden}, f32), b_hh = at::randn({r.gates_hidden}, f32),
-                 h0 = at::zeros({r.batch, r.hidden}, f32), c0 = h0.clone();
-      const int64_t lstm = 2, h = r.hidden;  // mode: cuDNN's numbering, as nn.LSTM passes it
-      // In training mode, as the workloads run it: the forward keeps its workspace only with
-      // gradients enabled (the sweep runs without them otherwise).
-      auto forward = [=] {
-        at::AutoGradMode grad(true);
-        return at::mkldnn_rnn_layer(x, w_ih, w_hh, b_ih, b_hh, h0, c0, false, {}, lstm, h, 1, true,
-                                    false, false, true);
-      };
-      const auto [y, hy, cy, workspace] = forward();
-      at::Tensor gy = at::randn_like(y);
-      Point pt;
-      pt.point.set_m(r.steps * r.batch), pt.point.set_n(r.gates_hidden),
-          pt.point.set_k(r.input + r.hidden);
-      pt.point.set_batch(1), pt.point.set_dtype("fp32"),
-          pt.point.set_pass(r.backward ? "backward" : "forward");
-      pt.flops = model::RnnFlops(r);
-      if (r.backward)
-        pt.probe = probes.Add([=, y = y, hy = hy, cy = cy, workspace = workspace] {
-          (void)at::mkldnn_rnn_layer_backward(x, w_ih, w_hh, b_ih, b_hh, h0, c0, y, hy, cy, gy,
-                                              std::nullopt, std::nullopt, false, lstm, h, 1, true,
-                                              true, false, {}, false, workspace);
-        });
-      else
-        pt.probe = probes.Add([forward] { (void)forward(); });
-      rnn.push_back(pt);
-    };
-    for (int64_t t : o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{16, 64})
-      for (int64_t b : o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32})
-        for (int64_t hs : o.quick ? std::vector<int64_t>{64} : std::vector<int64_t>{64, 256})
-          for (bool backward : {false, true}) add_rnn({t, b, hs, hs, 4 * hs, backward, "fp32"});
-    for (const model::WorkloadShapes& ws : o.workloads)
-      for (const model::RnnShape& r : ws.rnns) add_rnn(r);
-
-    // Convolution sweep (3x3, padding 1), forward and backward, as implicit GEMMs. One and
-    // three channels in and out too (a grayscale or RGB stem, an output head): below a vector's
-    // width of channels the time stops falling with them, and so the efficiency falls with
-    // the channels (bench/op_costs.py, 8 maps of 32x32: 1 -> 1 channel 70-76 us, 1 -> 16 78-80).
-    const std::vector<int64_t> batches = o.quick ? std::vector<int64_t>{8} : std::vector<int64_t>{8, 32};
-    const std::vector<int64_t> cins =
-        o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{1, 3, 16, 64};
-    const std::vector<int64_t> couts =
-        o.quick ? std::vector<int64_t>{32} : std::vector<int64_t>{1, 3, 16, 64, 128};
-    const std::vector<int64_t> sizes = o.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{8, 32};
-    for (const std::string& dt : dtypes)
-      for (int64_t nb : batches)
-        for (int64_t ci : cins)
-          for (int64_t co : couts)
-            for (int64_t hw : sizes) {
-              const at::TensorOptions opt = f32.dtype(dt == "bf16" ? at::kBFloat16 : at::kFloat);
-              at::Tensor x = at::randn({nb, ci, hw, hw}, opt), w = at::randn({co, ci, 3, 3}, opt);
-              at::Tensor y = at::convolution(x, w, {}, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1);
-              const double m = static_cast<double>(nb * hw * hw);
-              // Backward: both gradients, and the weight's alone (a first layer's).
-              for (const char* pass : {"forward", "backward", "backward_weight"}) {
-                const bool bwd = std::string_view(pass) != "forward";
-                const bool grad_input = std::string_view(pass) == "backward";
-                Point pt;
-                pt.point.set_m(nb * hw * hw), pt.point.set_n(co), pt.point.set_k(ci * 9),
-                    pt.point.set_batch(1);
-                pt.point.set_dtype(dt), pt.point.set_pass(pass);
-                pt.flops = 2.0 * m * static_cast<double>(co) * static_cast<double>(ci * 9) *
-                           (grad_input ? 2 : 1);
-                if (bwd)
-                  pt.probe = probes.Add([x, w, y, grad_input] {
-                    (void)at::convolution_backward(y, x, w, std::nullopt, {1, 1}, {1, 1}, {1, 1},
-                                                   false, {0, 0}, 1, {grad_input, true, false});
-                  });
-                else
-                  pt.probe = probes.Add([x, w] {
-                    (void)at::convolution(x, w, {}, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1);
-                  });
-                conv.push_back(pt);
-              }
-            }
-
-    // Memory-bound kinds by size: bytes as the model counts them (inputs + outputs).
-    std::vector<Traffic> traffic;
-    const std::vector<int64_t> elems = TrafficElems(o);
-    using BinaryOp = std::function<void(const at::Tensor&, const at::Tensor&)>;
-    auto add = [&](const char* kind, double moved, std::function<void()> fn, bool cold,
-                   const char* dtype = "") {
-      traffic.push_back({kind, moved, moved, probes.Add(std::move(fn)), cold, dtype});
-    };
-    // A kind measured in cache only, on tensors of `dtype` ("": fp32).
-    auto in_cache = [&](const char* kind, const char* dtype, double moved,
-                        std::function<void()> fn) {
-      add(kind, moved, std::move(fn), /*cold=*/false, dtype);
-    };
-    for (int64_t n : elems) {
-      const int64_t cols = std::min<int64_t>(n, 256);
-      at::Tensor a = at::randn({n / cols, cols}, f32), b = at::randn({n / cols, cols}, f32);
-      at::Tensor dst = at::empty_like(a);
-      at::Tensor lw = at::randn({cols}, f32), lb = at::randn({cols}, f32);
-      const double bytes = 4.0 * n;
-      // Each kind on the same inputs every call (cache-hot), and where cold points are due on
-      // the next copy of a pool of inputs (one pool per size, shared by the kinds).
-      auto pool = llc > 0 && n >= kMinColdElems ? std::make_shared<ColdInputs>(a.sizes(), f32, llc) : nullptr;
-      at::Tensor positive = at::rand({n / cols, cols}, f32).add_(0.5);  // math kinds: sqrt, log
-      auto kind = [&](const char* name, double moved, BinaryOp op, const at::Tensor& hot_a) {
-        add(name, moved, [op, hot_a, b] { op(hot_a, b); }, /*cold=*/false);
-        if (pool) add(name, moved, [op, pool] { const size_t i = pool->Next(); op(pool->a[i], pool->b[i]); }, /*cold=*/true);
-      };
-      kind("copy", 2 * bytes, [dst](const at::Tensor& x, const at::Tensor&) mutable { dst.copy_(x); }, a);
-      kind("unary", 2 * bytes, [](const at::Tensor& x, const at::Tensor&) { (void)at::relu(x); }, a);
-      kind("binary", 3 * bytes, [](const at::Tensor& x, const at::Tensor& y) { (void)at::add(x, y); }, a);
-      kind("reduction", bytes + bytes / cols, [](const at::Tensor& x, const at::Tensor&) { (void)at::sum(x, {-1}); }, a);
-      kind("softmax", 2 * bytes, [](const at::Tensor& x, const at::Tensor&) { (void)at::softmax(x, -1); }, a);
-      kind("norm", 2 * bytes, [lw, lb, cols](const at::Tensor& x, const at::Tensor&) { (void)at::layer_norm(x, {cols}, lw, lb); }, a);
-      kind("dropout", 2 * bytes, [](const at::Tensor& x, const at::Tensor&) { (void)at::dropout(x, 0.1, true); }, a);
-      for (const auto& [name, fn] : kMathKinds)
-        kind(name, 2 * bytes, [fn = fn](const at::Tensor& x, const at::Tensor&) { (void)fn(x); }, positive);
-      if (n <= (1 << 22)) {
-        // The plain kinds and the math again on bf16 tensors (autocast's CPU dtype), in cache:
-        // a CPU converts to fp32 to compute, so a bf16 element costs about an fp32 one.
-        const at::Tensor x = a.to(at::kBFloat16), y = b.to(at::kBFloat16), out = at::empty_like(x);
-        const at::Tensor pos = positive.to(at::kBFloat16);
-        in_cache("copy", "bf16", bytes, [out, x]() mutable { out.copy_(x); });
-        in_cache("unary", "bf16", bytes, [x] { (void)at::relu(x); });
-        in_cache("binary", "bf16", 1.5 * bytes, [x, y] { (void)at::add(x, y); });
-        for (const auto& [name, fn] : kMathKinds)
-          in_cache(name, "bf16", bytes, [fn = fn, pos] { (void)fn(pos); });
-        // Binary cross-entropy (mean), whose CPU kernels are scalar loops: forward, two logs an
-        // element, takes 15-25x log's time (bench/op_costs.py). Its input must hold
-        // probabilities; in cache only.
-        const at::Tensor prob = at::rand({n / cols, cols}, f32).clamp_(0.01, 0.99);
-        const at::Tensor target = at::rand({n / cols, cols}, f32), one = at::ones({}, f32);
-        in_cache("binary_cross_entropy", "", 2 * bytes,
-                 [prob, target] { (void)at::binary_cross_entropy(prob, target); });
-        in_cache("binary_cross_entropy_backward", "", 3 * bytes, [one, prob, target] {
-          (void)at::binary_cross_entropy_backward(one, prob, target);
-        });
-      }
-      // 2x2 max pooling and training-mode batch norm over N x 16 x H x H feature maps, as
-      // CNNs run them; bytes as the model counts them (the tensors in and out).
-      if (n >= 1024) {
-        at::Tensor x = at::randn(MapShape(n), f32);
-        const double xb = 4.0 * static_cast<double>(x.numel());
-        traffic.push_back(PoolBackwardTraffic("pool_backward", x, probes));
-        at::Tensor w = at::ones({16}, f32), bias = at::zeros({16}, f32), rm = at::zeros({16}, f32), rv = at::ones({16}, f32);
-        auto bn = at::native_batch_norm(x, w, bias, rm, rv, true, 0.1, 1e-5);
-        at::Tensor gy = at::randn_like(x);
-        // Hot on (x, gy); cold on a pool of feature maps (a: the input, b: the gradient).
-        auto maps = llc > 0 && n >= kMinColdElems ? std::make_shared<ColdInputs>(x.sizes(), f32, llc) : nullptr;
-        auto map_kind = [&](const char* name, double moved, BinaryOp op) {
-          add(name, moved, [op, x, gy] { op(x, gy); }, /*cold=*/false);
-          if (maps) add(name, moved, [op, maps] { const size_t i = maps->Next(); op(maps->a[i], maps->b[i]); }, /*cold=*/true);
-        };
-        map_kind("pool", xb + xb / 4, [](const at::Tensor& in, const at::Tensor&) { (void)at::max_pool2d_with_indices(in, {2, 2}, {2, 2}); });
-        map_kind("batch_norm", 2 * xb, [w, bias, rm, rv](const at::Tensor& in, const at::Tensor&) {
-          (void)at::native_batch_norm(in, w, bias, rm, rv, true, 0.1, 1e-5);
-        });
-        map_kind("batch_norm_backward", 3 * xb, [w, rm, rv, bn](const at::Tensor& in, const at::Tensor& grad) {
-          (void)at::native_batch_norm_backward(grad, in, w, rm, rv, std::get<1>(bn), std::get<2>(bn), true, 1e-5, {true, true, true});
-        });
-      }
-    }
-    AddLayoutProbes(elems, f32, llc, probes, traffic);
-    AddSortProbes(elems, f32, probes, traffic);
-    // The workloads' embedding bags: forward by working set ("gather"), backward by the
-    // bytes the model counts for it (the dense gradient written, the gradient rows read twice).
-    for (const model::WorkloadShapes& ws : o.workloads)
-      for (const model::EmbeddingShape& e : ws.embeddings) {
-        if (e.dtype != "fp32" && !gpu) continue;
-        at::Tensor table = at::randn({e.num_weights, e.dim}, f32);
-        at::Tensor idx = at::randint(e.num_weights, {e.lookups}, f32.dtype(at::kLong));
-        at::Tensor offsets = at::empty({e.bags}, at::TensorOptions().dtype(at::kLong));
-        for (int64_t b = 0; b < e.bags; ++b) offsets.data_ptr<int64_t>()[b] = b * e.lookups / e.bags;
-        offsets = offsets.to(device);
-        const double row = 4.0 * e.dim, gathered = row * e.lookups;
-        traffic.push_back({"gather", gathered + 8.0 * (e.lookups + e.bags) + row * e.bags,
-                           std::min(row * e.num_weights, gathered),
-                           probes.Add([table, idx, offsets] { (void)at::embedding_bag(table, idx, offsets, false, 0); })});
-        auto fwd = at::_embedding_bag(table, idx, offsets, false, 0);
-        at::Tensor grad = at::randn({e.bags, e.dim}, f32);
-        const double bwd_bytes = row * e.num_weights + 2 * row * e.bags;
-        traffic.push_back({"embedding_backward", bwd_bytes, bwd_bytes, probes.Add([=] {
-                             (void)at::_embedding_bag_backward(grad, idx, offsets, std::get<1>(fwd), std::get<2>(fwd),
-                                                               std::get<3>(fwd), e.num_weights, false, 0, false, {}, -1);
-                           })});
-      }
-    // Embedding-bag gathers: bandwidth by the working set (the touched rows), so that tables
-    // that fit in cache come out faster than DRAM-resident ones.
-    const std::vector<int64_t> rows = o.quick ? std::vector<int64_t>{1 << 12} : std::vector<int64_t>{1 << 10, 1 << 13, 1 << 16, 1 << 19};
-    for (int64_t v : rows) {
-      const int64_t d = 64, lookups = 1 << 14, bags = lookups / 16;
-      at::Tensor table = at::randn({v, d}, f32);
-      at::Tensor idx = at::randint(v, {lookups}, f32.dtype(at::kLong));
-      at::Tensor offsets = at::arange(0, lookups, lookups / bags, f32.dtype(at::kLong));
-      const double gathered = 4.0 * lookups * d;
-      traffic.push_back({"gather", gathered + 8.0 * (lookups + bags) + 4.0 * bags * d, std::min(4.0 * v * d, gathered),
-                         probes.Add([table, idx, offsets] { (void)at::embedding_bag(table, idx, offsets, false, 0); })});
-    }
-
+    std::vector<Point> gemm = AddGemmProbes(o, probes, f32, gpu);
+    std::vector<Point> conv = AddWorkloadConvProbes(o, probes, f32, gpu);
+    std::vector<Point> attention = AddAttentionProbes(o, probes, f32, gpu);
+    std::vector<Point> rnn = AddRnnProbes(o, probes, f32, gpu);
+    AddConvSweepProbes(o, probes, f32, conv);
+    const std::vector<Traffic> traffic = AddTrafficProbes(o, probes, f32, llc, gpu, device);
     // Index- and scatter-style ops, measured as such (CPU: their kernels sort, loop serially
     // or accumulate, far from a copy's rate).
     const std::vector<IndexProbe> index =
