@@ -1252,6 +1252,21 @@ std::vector<Traffic> AddTrafficProbes(const CalibrateOptions& o, Probes& probes,
   auto in_cache = [&](const char* kind, const char* dtype, double moved, std::function<void()> fn) {
     add(kind, moved, std::move(fn), /*cold=*/false, dtype);
   };
+  // A kind on the same inputs every call (cache-hot), and where `pool` is given, cold: on the
+  // next copy of its inputs each call.
+  auto hot_and_cold = [&](const char* name, double moved, BinaryOp op, const at::Tensor& x,
+                          const at::Tensor& y, const std::shared_ptr<ColdInputs>& pool) {
+    add(
+        name, moved, [op, x, y] { op(x, y); }, /*cold=*/false);
+    if (pool)
+      add(
+          name, moved,
+          [op, pool] {
+            const size_t i = pool->Next();
+            op(pool->a[i], pool->b[i]);
+          },
+          /*cold=*/true);
+  };
   for (int64_t n : elems) {
     const int64_t cols = std::min<int64_t>(n, 256);
     at::Tensor a = at::randn({n / cols, cols}, f32), b = at::randn({n / cols, cols}, f32);
@@ -1264,16 +1279,7 @@ std::vector<Traffic> AddTrafficProbes(const CalibrateOptions& o, Probes& probes,
         llc > 0 && n >= kMinColdElems ? std::make_shared<ColdInputs>(a.sizes(), f32, llc) : nullptr;
     at::Tensor positive = at::rand({n / cols, cols}, f32).add_(0.5);  // math kinds: sqrt, log
     auto kind = [&](const char* name, double moved, BinaryOp op, const at::Tensor& hot_a) {
-      add(
-          name, moved, [op, hot_a, b] { op(hot_a, b); }, /*cold=*/false);
-      if (pool)
-        add(
-            name, moved,
-            [op, pool] {
-              const size_t i = pool->Next();
-              op(pool->a[i], pool->b[i]);
-            },
-            /*cold=*/true);
+      hot_and_cold(name, moved, std::move(op), hot_a, b, pool);
     };
     kind(
         "copy", 2 * bytes, [dst](const at::Tensor& x, const at::Tensor&) mutable { dst.copy_(x); },
@@ -1336,16 +1342,7 @@ std::vector<Traffic> AddTrafficProbes(const CalibrateOptions& o, Probes& probes,
       auto maps = llc > 0 && n >= kMinColdElems ? std::make_shared<ColdInputs>(x.sizes(), f32, llc)
                                                 : nullptr;
       auto map_kind = [&](const char* name, double moved, BinaryOp op) {
-        add(
-            name, moved, [op, x, gy] { op(x, gy); }, /*cold=*/false);
-        if (maps)
-          add(
-              name, moved,
-              [op, maps] {
-                const size_t i = maps->Next();
-                op(maps->a[i], maps->b[i]);
-              },
-              /*cold=*/true);
+        hot_and_cold(name, moved, std::move(op), x, gy, maps);
       };
       map_kind("pool", xb + xb / 4, [](const at::Tensor& in, const at::Tensor&) {
         (void)at::max_pool2d_with_indices(in, {2, 2}, {2, 2});
