@@ -329,8 +329,13 @@ OpCost GemmModel(const Ctx& c) {
   Ctx operands = c;
   operands.in.erase(operands.in.begin(),
                     operands.in.begin() + static_cast<std::ptrdiff_t>(g.foreign_inputs));
-  OpCost cost = ComputeBound(operands, "gemm", 2 * batch * m * n * k, c.p.gemm_efficiency(),
-                             batch * m, n, k, dtype, "");
+  // The bytes it moves: its operands and output as recorded; a Kineto trace alone records no
+  // outputs, and a GEMM's is batch x m x n elements of its operands' dtype.
+  double bytes = TouchedBytes(operands.in, operands.out);
+  if (operands.out.empty() && !operands.in.empty())
+    bytes += batch * m * n * static_cast<double>(operands.in.back()->itemsize());
+  OpCost cost = ComputeBoundInPasses(operands, "gemm", 2 * batch * m * n * k, {bytes},
+                                     c.p.gemm_efficiency(), batch * m, n, k, dtype, "");
   if (MisalignedForTensorCores(operands, dtype))
     AtLeast(cost, MisalignedGemmLoadsUs(c.p, g, dtype), bound::kMisalignedLoads);
   return cost;

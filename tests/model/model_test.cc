@@ -1638,6 +1638,30 @@ int AddTensor(proto::Workload& w, std::vector<int64_t> shape, proto::DType dtype
   return w.tensors_size() - 1;
 }
 
+// A GEMM writes batch x m x n elements whether or not the trace recorded its output: a Kineto
+// trace alone records none, and the bytes (the memory side of its roofline) still count it.
+// A rank-10 update of [327,680 x 10] by [10 x 267] (the public A100 trace's DLRM interaction)
+// writes 350 MB and reads 13.
+TEST(Predict, AGemmWithoutARecordedOutputStillWritesOne) {
+  proto::Workload w;
+  w.add_types("");
+  const int a = AddTensor(w, {327680, 10}, proto::FLOAT32, 4);
+  const int b = AddTensor(w, {10, 267}, proto::FLOAT32, 4);
+  const int out = AddTensor(w, {327680, 267}, proto::FLOAT32, 4);
+  w.add_schemas("aten::mm(Tensor self, Tensor mat2) -> Tensor");
+  proto::Op* op = w.add_ops();
+  op->set_id(1), op->set_name("aten::mm"), op->set_schema(0), op->set_thread(1);
+  op->add_inputs()->set_tensor(a), op->add_inputs()->set_tensor(b);
+  const proto::Platform p = Builtin("a100_80gb");
+  const double operands = (327680.0 * 10 + 10 * 267) * 4, written = 327680.0 * 267 * 4;
+  const OpCost unrecorded = LeafCost(w, *op, p);
+  EXPECT_DOUBLE_EQ(unrecorded.bytes, operands + written);
+  op->add_outputs()->set_tensor(out);
+  const OpCost recorded = LeafCost(w, *op, p);
+  EXPECT_DOUBLE_EQ(recorded.bytes, operands + written);
+  EXPECT_DOUBLE_EQ(recorded.compute_us, unrecorded.compute_us);
+}
+
 // A causal attention computes the scores its mask leaves, no more: PyTorch's is_causal keeps
 // query i's keys 0..i (the mask aligned top-left), the efficient kernels' custom_mask_type 2 the
 // bottom-right triangle. The FLOPs count the scores computed: on a GPU those the mask leaves, on
