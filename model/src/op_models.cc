@@ -750,7 +750,7 @@ constexpr double kBlockStartCycles = 147;
 
 // The least time a GPU kernel of `blocks` blocks takes: its SMs start them a wave at a time.
 double BlockStartsUs(const proto::Platform& p, double blocks) {
-  if (!IsGpu(p) || p.sm_count() <= 0 || !(p.boost_clock_mhz() > 0) || !(blocks > 0)) return 0;
+  if (!(SmCyclesPerUs(p) > 0) || !(blocks > 0)) return 0;
   return std::ceil(blocks / static_cast<double>(p.sm_count())) * kBlockStartCycles /
          p.boost_clock_mhz();
 }
