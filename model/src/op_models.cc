@@ -830,6 +830,22 @@ OpCost CoalesceModel(const Ctx& c) {
   return cost;
 }
 
+// A scatter into `self` in place (scatter_add, index_add, index_put; self first, the source last,
+// the indices between): the source and its indices read once, and the elements of self they
+// land on read and written, never more than self holds. Whatever self's size, only those move.
+OpCost ScatterModel(const Ctx& c) {
+  const proto::Tensor* self = c.in.front();
+  const proto::Tensor* source = c.in.back();
+  double index_bytes = 0;
+  for (size_t i = 1; i + 1 < c.in.size(); ++i) index_bytes += Bytes(c.in[i]);
+  const double landed =
+      std::min(Bytes(self), static_cast<double>(std::max<int64_t>(source->numel(), 0)) *
+                                static_cast<double>(std::max<int64_t>(self->itemsize(), 1)));
+  OpCost cost = BandwidthModel(c, "binary", Bytes(source) + index_bytes + 2 * landed);
+  cost.model = "embedding";
+  return cost;
+}
+
 // Embedding lookups: the rows gathered (from cache when the table's touched rows fit), the
 // output, the indices; backward: the dense gradient written plus the scattered rows.
 OpCost EmbeddingModel(const Ctx& c) {
@@ -871,8 +887,9 @@ OpCost EmbeddingModel(const Ctx& c) {
   }
   if (const eg::IndexOp* r = eg::IndexOpOf(c.op.name()); r && BoolArg(c.op, r->sparse_arg))
     return SparseGradientModel(c);
-  if (backward || scatter) {
-    // grad (or src) rows scattered into the output; the output is written once whole.
+  if (scatter && c.in.size() >= 2) return ScatterModel(c);
+  if (backward) {
+    // grad rows scattered into the output; the output is written once whole.
     const proto::Tensor* grad = c.in[0];
     bool calibrated = false;
     for (const proto::BandwidthPoint& b : c.p.bandwidth()) calibrated |= b.kind() == "embedding_backward";

@@ -1662,6 +1662,31 @@ TEST(Predict, AGemmWithoutARecordedOutputStillWritesOne) {
   EXPECT_DOUBLE_EQ(recorded.compute_us, unrecorded.compute_us);
 }
 
+// A scatter moves its source, its indices and the elements of self they land on, whatever
+// self's size: gather's backward into 50 floats (the public A100 trace's scatter_add_ of 8.9M
+// elements) reads 8.9M values and indices; an index_add of 64 rows into a 100,000-row table
+// touches 64 of its rows, not the table.
+TEST(Predict, AScatterMovesItsSourceAndTheElementsItLandsOn) {
+  auto scatter_bytes = [](const char* name, std::vector<int64_t> self, std::vector<int64_t> index,
+                          std::vector<int64_t> source) {
+    proto::Workload w;
+    w.add_types("");
+    const int s = AddTensor(w, self, proto::FLOAT32, 4);
+    const int i = AddTensor(w, index, proto::INT64, 8);
+    const int v = AddTensor(w, source, proto::FLOAT32, 4);
+    proto::Op* op = w.add_ops();
+    op->set_id(1), op->set_name(name), op->set_schema(-1), op->set_thread(1);
+    op->add_inputs()->set_tensor(s), op->add_inputs()->set_int_value(0);
+    op->add_inputs()->set_tensor(i), op->add_inputs()->set_tensor(v);
+    return LeafCost(w, *op, Builtin("a100_80gb")).bytes;
+  };
+  const double n = 8856548;
+  EXPECT_DOUBLE_EQ(scatter_bytes("aten::scatter_add_", {50}, {8856548}, {8856548}),
+                   n * 4 + n * 8 + 2 * 50 * 4);
+  EXPECT_DOUBLE_EQ(scatter_bytes("aten::index_add_", {100000, 128}, {64}, {64, 128}),
+                   64.0 * 128 * 4 + 64 * 8 + 2 * 64.0 * 128 * 4);
+}
+
 // A causal attention computes the scores its mask leaves, no more: PyTorch's is_causal keeps
 // query i's keys 0..i (the mask aligned top-left), the efficient kernels' custom_mask_type 2 the
 // bottom-right triangle. The FLOPs count the scores computed: on a GPU those the mask leaves, on
