@@ -3,7 +3,8 @@
 #   1. records the machine (nvidia-smi, torch, nvcc, CMake),
 #   2. builds Mimic (the C++ dependencies from the system, else from .gpu_carry: scripts/gpu_carry.sh),
 #   3. runs the CUDA tests (which must run, not skip),
-#   4. replays every GPU trace of the public traces on the GPU (--per-op, --profile),
+#   4. replays every GPU trace of the public traces on the GPU (--per-op, --profile), and the
+#      committed H200 samples at twice their batch (mimic synth --batch-scale 2),
 #   5. captures the GPU fleet samples (scripts/capture_gpu_samples.py),
 #   6. runs the GPU fidelity benchmark on them (bench/gpu_fidelity.py),
 #   7. calibrates the GPU's platform figures (mimic calibrate --device cuda: platform.json),
@@ -14,7 +15,7 @@
 # (the captured samples with their manifest).
 #
 #   scripts/gpu_check.sh [OUT_DIR]   (default: $OUT where the device tool sets it, else ./gpu_check)
-#   GPU_CHECK_STEPS="build tests traces capture fidelity calibrate"   the steps (default: all;
+#   GPU_CHECK_STEPS="build tests traces batch capture fidelity calibrate"   the steps (default: all;
 #                                                           "tests" is "cuda ctest")
 #   GPU_CHECK_SAMPLES=gpt2,dlrm                               the samples to capture (default: all)
 #
@@ -27,7 +28,7 @@ mkdir -p "$out"
 work=$(mktemp -d)
 mkdir -p "$work/logs" "$work/reports" "$work/samples"
 summary=$out/summary.md
-steps=${GPU_CHECK_STEPS:-build tests traces capture fidelity calibrate}
+steps=${GPU_CHECK_STEPS:-build tests traces batch capture fidelity calibrate}
 steps=${steps//tests/cuda ctest}
 failed=0
 export PYTHONUNBUFFERED=1
@@ -150,6 +151,25 @@ replay_traces() {
   return $rc
 }
 wants traces && run traces replay_traces
+
+# The committed H200 samples at twice their batch (mimic synth --batch-scale 2, a GPU capture's
+# shapes propagated on the meta device), each replayed on the GPU with every op and no output of
+# another shape; resnet50_b64 scaled to 128 runs the step that resnet50_b128 captured.
+scale_batches() {
+  local rc=0 s
+  for s in gpt2 dlrm resnet50_b64 resnet50_b128; do
+    echo "== $s x2"
+    "$mimic" synth "fleet_samples/h200/$s.et.json.gz" --batch-scale 2 -o "$work/reports/$s.x2.mimic" &&
+      "$mimic" replay "$work/reports/$s.x2.mimic" --device cuda --warmup 3 --iters 10 \
+        --report "$work/reports/$s.x2.json" &&
+      python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
+c, o = r["coverage"], r["outputs"]
+print("replayed %d of %d ops, %d outputs of another shape, median step %.2f ms" % (c["replayed"], c["total"], o["mismatched"], r["iteration_ms"]["median"]))
+sys.exit(c["skipped"] > 0 or o["mismatched"] > 0)' "$work/reports/$s.x2.json" || rc=1
+  done
+  return $rc
+}
+wants batch && run batch scale_batches
 
 wants capture && run capture python3 scripts/capture_gpu_samples.py --out "$work/samples" \
   ${GPU_CHECK_SAMPLES:+--only "$GPU_CHECK_SAMPLES"}

@@ -10,11 +10,14 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "mimic/eg/collective.h"
+#include "mimic/eg/op_class.h"
 #include "mimic/eg/schema_args.h"
 #include "mimic/eg/workload.h"
 #include "mimic/ops/dispatch.h"
@@ -36,6 +39,53 @@ int64_t Numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+// The strides of a dense tensor of `sizes` whose dimensions are laid out in the order of the
+// recorded tensor's strides (outermost first; equal strides, as size-1 dimensions have, in
+// dimension order): a channels-last activation stays channels-last at another batch. Empty
+// where the trace recorded no strides, or ones of a view that is not dense.
+std::vector<int64_t> DenseStridesLike(const proto::Tensor& rec, c10::IntArrayRef sizes) {
+  const int rank = rec.shape_size();
+  if (rec.strides_size() != rank || static_cast<int>(sizes.size()) != rank) return {};
+  std::vector<int> order(rank);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return rec.strides(a) > rec.strides(b); });
+  std::vector<int64_t> recorded(rank), strides(rank);
+  int64_t step = 1, new_step = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    const int d = order[i];
+    recorded[d] = step, strides[d] = new_step;
+    step *= std::max<int64_t>(rec.shape(d), 1), new_step *= std::max<int64_t>(sizes[d], 1);
+  }
+  for (int d = 0; d < rank; ++d)
+    if (rec.shape(d) > 1 && rec.strides(d) != recorded[d]) return {};
+  return strides;
+}
+
+// Strides for a tensor recorded as `rec` at a new `shape`: its recorded layout where it was
+// dense, else contiguous.
+std::vector<int64_t> StridesFor(const proto::Tensor& rec, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides = DenseStridesLike(rec, shape);
+  return strides.empty() ? Contiguous(shape) : strides;
+}
+
+// What an op produced at the new batch, in the dtype and layout the trace recorded: a batch
+// changes sizes only. Under autocast an op's recorded inputs are fp32 and its output bf16 (the
+// cast is the autocast layer's, which the propagation does not go through); a channels-last
+// output stays channels-last.
+at::Tensor AsRecorded(const at::Tensor& t, const proto::Tensor& rec) {
+  if (t.layout() != c10::kStrided) return t;
+  c10::ScalarType st = t.scalar_type();
+  ops::ToScalarType(rec.dtype(), &st);
+  std::vector<int64_t> strides = DenseStridesLike(rec, t.sizes());
+  if (strides.empty() || !t.is_non_overlapping_and_dense())
+    strides.assign(t.strides().begin(), t.strides().end());
+  if (st == t.scalar_type() &&
+      std::equal(strides.begin(), strides.end(), t.strides().begin(), t.strides().end()))
+    return t;
+  return at::empty_strided(t.sizes(), strides, t.options().dtype(st));
 }
 
 void ForEachTensor(const proto::Value& v, const std::function<void(int)>& fn) {
@@ -76,7 +126,7 @@ class MetaTensors final : public ops::TensorSource {
     std::vector<int64_t> strides;
     if (auto it = new_shape_.find(t); it != new_shape_.end()) {
       shape = it->second;
-      strides = Contiguous(shape);
+      strides = StridesFor(rec, shape);
     } else if (rec.strides_size() == rec.shape_size()) {
       strides.assign(rec.strides().begin(), rec.strides().end());
     } else {
@@ -105,8 +155,28 @@ class MetaTensors final : public ops::TensorSource {
   std::unordered_map<int, std::vector<int64_t>> new_shape_;
 };
 
+bool IsFloating(proto::DType d) {
+  return d == proto::FLOAT32 || d == proto::FLOAT16 || d == proto::BFLOAT16 || d == proto::FLOAT64;
+}
+
+// The stack's floating tensors (alone or in lists) in `dtype`.
+void CastFloating(torch::jit::Stack& stack, c10::ScalarType dtype) {
+  auto cast = [&](const at::Tensor& t) {
+    return t.defined() && at::isFloatingType(t.scalar_type()) ? t.to(dtype) : t;
+  };
+  for (c10::IValue& iv : stack) {
+    if (iv.isTensor()) {
+      iv = cast(iv.toTensor());
+    } else if (iv.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& t : iv.toTensorList().vec()) list.push_back(cast(t));
+      iv = list;
+    }
+  }
+}
+
 // Runs one op with the stack's meta tensors replaced by small real CPU tensors (zeros: valid
-// indices too), for ops that have no meta kernel; outputs come back as meta tensors.
+// indices too), for ops that have no meta kernel; dense outputs come back as meta tensors.
 void RunOnCpu(const c10::OperatorHandle& handle, torch::jit::Stack& stack) {
   auto to_cpu = [](const at::Tensor& t) {
     if (!t.defined() || !t.is_meta()) return t;
@@ -129,9 +199,13 @@ void RunOnCpu(const c10::OperatorHandle& handle, torch::jit::Stack& stack) {
     c10::AutoGradMode grad(true);
     handle.callBoxed(&stack);
   }
+  // A sparse output stays the CPU tensor it is: a meta one would keep its sizes but lose its
+  // number of nonzeros, which the ops that take its values and indices apart need (an
+  // embedding bag's sparse gradient holds one row a lookup).
   for (c10::IValue& iv : stack)
-    if (iv.isTensor() && iv.toTensor().defined())
-      iv = at::empty_strided(iv.toTensor().sizes(), iv.toTensor().strides(), iv.toTensor().options().device(c10::kMeta));
+    if (iv.isTensor() && iv.toTensor().defined() && iv.toTensor().layout() == c10::kStrided)
+      iv = at::empty_strided(iv.toTensor().sizes(), iv.toTensor().strides(),
+                             iv.toTensor().options().device(c10::kMeta));
 }
 
 bool IsStateArg(const std::string& name) {
@@ -219,7 +293,8 @@ using Shape = std::vector<int64_t>;
 
 Shape ShapeOf(const proto::Tensor& t) { return Shape(t.shape().begin(), t.shape().end()); }
 
-// The model's inputs: leaves (inputs no earlier op produced, in `order`) whose memory no op ever
+// The model's inputs: leaves (inputs no earlier op produced, at any level, in `order`, the
+// top-level ops) whose memory no op ever
 // writes, at any level; parameters, optimizer state and views of them all get written.
 // "Written" means passed to an argument the schema marks as mutated (Tensor(a!): in-place
 // updates, out= buffers, batch norm's running statistics), or passed by name as module state
@@ -228,7 +303,8 @@ Shape ShapeOf(const proto::Tensor& t) { return Shape(t.shape().begin(), t.shape(
 // gradient of its shape, which AccumulateGrad takes. Data (ids, images, labels) gets none: where
 // a shape's gradients outnumber the storages written at it (the parameters an optimizer
 // stepped) by at least its leaves, those leaves are parameters, not data.
-std::vector<int> ModelInputs(const proto::Workload& w, const std::vector<int>& order) {
+std::vector<int> ModelInputs(const proto::Workload& w, const eg::OpTree& tree,
+                             const std::vector<int>& order) {
   std::unordered_set<int64_t> written;                  // storage ids
   std::map<Shape, std::set<int64_t>> written_of_shape;  // shape -> storages written at it
   std::map<Shape, std::set<int64_t>> grads_of_shape;
@@ -249,19 +325,35 @@ std::vector<int> ModelInputs(const proto::Workload& w, const std::vector<int>& o
         ForEachTensor(op.inputs(a), [&](int t) { written.insert(w.tensors(t).storage_id()); });
     }
   }
+  // What the ops produced, their nested ops' outputs included (batch norm's saved statistics
+  // come out of cudnn_batch_norm inside batch_norm), and by storage, shape and offset too (a
+  // saved activation comes back under a new tensor id: MetaTensors resolves it the same way).
   std::unordered_set<int> produced;
+  std::set<std::tuple<int64_t, int64_t, Shape>> produced_at;  // storage, offset, shape
+  auto is_produced = [&](int t) {
+    const proto::Tensor& rec = w.tensors(t);
+    return produced.count(t) || produced_at.count({rec.storage_id(), rec.offset(), ShapeOf(rec)});
+  };
+  std::function<void(int)> produce = [&](int i) {
+    for (const proto::Value& v : w.ops(i).outputs())
+      ForEachTensor(v, [&](int t) {
+        const proto::Tensor& rec = w.tensors(t);
+        produced.insert(t);
+        produced_at.insert({rec.storage_id(), rec.offset(), ShapeOf(rec)});
+      });
+    for (int child : tree.Children(i)) produce(child);
+  };
   std::vector<int> inputs;
   for (int i : order) {
     for (const proto::Value& v : w.ops(i).inputs())
       ForEachTensor(v, [&](int t) {
-        if (produced.count(t) || written.count(w.tensors(t).storage_id())) return;
+        if (is_produced(t) || written.count(w.tensors(t).storage_id())) return;
         const proto::Tensor& rec = w.tensors(t);
         if (rec.shape_size() >= 1 && rec.shape(0) > 1 &&
             std::find(inputs.begin(), inputs.end(), t) == inputs.end())
           inputs.push_back(t);
       });
-    for (const proto::Value& v : w.ops(i).outputs())
-      ForEachTensor(v, [&](int t) { produced.insert(t); });
+    produce(i);
   }
   std::map<Shape, int64_t> leaves_of_shape;
   for (int t : inputs) ++leaves_of_shape[ShapeOf(w.tensors(t))];
@@ -353,7 +445,7 @@ class BatchPropagation {
       if (rec.strides_size() > 0) {
         rec.clear_strides();
         auto it = new_strides_.find(t);
-        for (int64_t s : it != new_strides_.end() ? it->second : Contiguous(shape))
+        for (int64_t s : it != new_strides_.end() ? it->second : StridesFor(w_.tensors(t), shape))
           rec.add_strides(s);
       }
       rec.set_numel(Numel(shape));
@@ -369,7 +461,9 @@ class BatchPropagation {
                    std::to_string(rep_.tensors_reshaped) +
                    " tensors reshaped by meta-device propagation, " +
                    std::to_string(rep_.size_args_rewritten) + " size arguments rewritten, " +
-                   std::to_string(rep_.cpu_fallbacks) + " ops propagated on the CPU");
+                   std::to_string(rep_.cpu_fallbacks) + " ops propagated on the CPU, " +
+                   std::to_string(rep_.portable_equivalents) +
+                   " vendor ops propagated as their portable equivalents");
     eg::AnnotateCollectives(out_);  // collective sizes follow the tensors
     return std::move(out_);
   }
@@ -380,7 +474,10 @@ class BatchPropagation {
   Status Propagate(int index) {
     proto::Op& op = *out_.mutable_ops(index);
     // Only ops that consume a tensor whose shape changed get their size lists rewritten (a
-    // gradient computed from the batch is not batch-shaped itself). A factory the model calls
+    // gradient computed from the batch is not batch-shaped itself), except for a list equal to
+    // the recorded shape of a tensor whose shape changed in an op the replay runs: a reduction's
+    // backward expands its scalar gradient back to its input's shape (SumBackward0's expand). A
+    // factory the model calls
     // (zeros, ones, empty, full: no tensor in; not one inside another op's kernel, like batch
     // norm's statistics) sized from the batch makes state of the batch's size, an RNN's initial
     // hidden state [layers, B, H] say: its size list's entry equal to the batch scales with it.
@@ -393,19 +490,13 @@ class BatchPropagation {
     MIMIC_ASSIGN_OR_RETURN(c10::OperatorHandle handle,
                            ops::ResolveOperator(out_.schemas(op.schema())));
     proto::Op patched = op;
+    const bool top_level = top_level_.count(index) > 0;
     const int64_t rewritten =
-        depends || factory ? RewriteSizeArgs(op, handle.schema(), factory, patched) : 0;
-    const proto::Op* used = nullptr;
-    for (bool on_cpu : {false, true}) {
-      if (rewritten > 0 && Run(handle, patched, on_cpu))
-        used = &patched;
-      else if (Run(handle, op, on_cpu))
-        used = &op;
-      if (used) {
-        rep_.cpu_fallbacks += on_cpu;
-        break;
-      }
-    }
+        depends || factory || top_level
+            ? RewriteSizeArgs(op, handle.schema(), factory, !depends && !factory, patched)
+            : 0;
+    const proto::Op* used = RunAtNewBatch(handle, op, patched, rewritten > 0);
+    if (!used && RunPortable(op, index)) return Status::Ok();
     if (!used) {
       // Nested ops are best-effort (implementation details of their parent, like addmm's
       // internal expand + copy_, need not follow); the ops a replay runs must.
@@ -417,8 +508,7 @@ class BatchPropagation {
       rep_.size_args_rewritten += rewritten;
       op = patched;
     }
-    for (size_t k = 0; k < stack_.size() && k < static_cast<size_t>(op.outputs_size()); ++k)
-      Take(stack_[k], op.outputs(static_cast<int>(k)), index);
+    TakeOutputs(op, index);
     return Status::Ok();
   }
 
@@ -427,9 +517,11 @@ class BatchPropagation {
   // its input's new shape; a list equal to the recorded shape of a tensor whose shape changed
   // one way only takes its new shape (backward ops restore forward shapes this way); otherwise
   // the first entry that is a multiple of the batch (a factory's: equal to it) scales with it.
+  // With `known_only`, only lists equal to such a recorded shape that no op's output kept
+  // (cnn_bn's batch of 32 is also its first layer's channels: a momentum buffer is [32] too).
   // Returns how many entries it rewrote.
   int64_t RewriteSizeArgs(const proto::Op& op, const c10::FunctionSchema& schema, bool factory,
-                          proto::Op& patched) {
+                          bool known_only, proto::Op& patched) {
     const auto& args = schema.arguments();
     int64_t rewritten = 0;
     for (int a = 0; a < patched.inputs_size() && a < static_cast<int>(args.size()); ++a) {
@@ -442,13 +534,14 @@ class BatchPropagation {
         for (int k = 0; k < v.list().items_size(); ++k)
           v.mutable_list()->mutable_items(k)->set_int_value(to[k]);
       };
-      if (Shape resized = sizes; RegroupedView(op, resized)) {
+      if (Shape resized = sizes; !known_only && RegroupedView(op, resized)) {
         set(resized);
         rewritten += resized != sizes;
-      } else if (const Shape* known = reshapes_.Find(sizes)) {
+      } else if (const Shape* known = reshapes_.Find(sizes);
+                 known && (!known_only || !kept_.count(sizes))) {
         set(*known);
         ++rewritten;
-      } else {
+      } else if (!known_only) {
         for (proto::Value& item : *v.mutable_list()->mutable_items()) {
           if (item.kind_case() == proto::Value::kIntValue && item.int_value() > 0 &&
               (factory ? item.int_value() == b_ : item.int_value() % b_ == 0)) {
@@ -483,12 +576,59 @@ class BatchPropagation {
     return true;
   }
 
-  // Runs `candidate` on meta tensors (or, `on_cpu`, on the CPU), leaving its outputs on the
-  // stack; false where its arguments cannot be built or it throws.
-  bool Run(const c10::OperatorHandle& handle, const proto::Op& candidate, bool on_cpu) {
+  // Runs `op` at the new batch: with its rewritten size lists (`patched`, where `rewritten`)
+  // else as recorded; on meta tensors, else on the CPU; as called, else as autocast ran it.
+  // Returns the form that ran (its outputs on the stack), or nullptr.
+  const proto::Op* RunAtNewBatch(const c10::OperatorHandle& handle, const proto::Op& op,
+                                 const proto::Op& patched, bool rewritten) {
+    const std::optional<c10::ScalarType> autocast = AutocastDtypeOf(op);
+    for (std::optional<c10::ScalarType> cast : {std::optional<c10::ScalarType>(), autocast}) {
+      for (bool on_cpu : {false, true}) {
+        const proto::Op* used = rewritten && Run(handle, patched, on_cpu, cast) ? &patched
+                                : Run(handle, op, on_cpu, cast)                 ? &op
+                                                                                : nullptr;
+        if (used) {
+          rep_.cpu_fallbacks += on_cpu;
+          return used;
+        }
+      }
+      if (!autocast) break;
+    }
+    return nullptr;
+  }
+
+  // The dtype autocast ran `op` in, where its recorded inputs are floating tensors of more
+  // than one dtype and its first floating output has one of them (GPT-2's linear under bf16
+  // autocast: a bf16 activation, an fp32 weight, a bf16 output). The recorded inputs are what
+  // the model passed; autocast's casts happened inside the call, where the propagation, on meta
+  // tensors, does not go.
+  std::optional<c10::ScalarType> AutocastDtypeOf(const proto::Op& op) const {
+    std::set<int> in;
+    for (const proto::Value& v : op.inputs())
+      ForEachTensor(v, [&](int t) {
+        if (IsFloating(w_.tensors(t).dtype())) in.insert(w_.tensors(t).dtype());
+      });
+    std::optional<int> out;
+    for (const proto::Value& v : op.outputs())
+      ForEachTensor(v, [&](int t) {
+        if (!out && IsFloating(w_.tensors(t).dtype())) out = w_.tensors(t).dtype();
+      });
+    c10::ScalarType st;
+    if (in.size() < 2 || !out || !in.count(*out) ||
+        !ops::ToScalarType(static_cast<proto::DType>(*out), &st))
+      return std::nullopt;
+    return st;
+  }
+
+  // Runs `candidate` on meta tensors (or, `on_cpu`, on the CPU), its floating tensors cast to
+  // `cast` where given, leaving its outputs on the stack; false where its arguments cannot be
+  // built or it throws.
+  bool Run(const c10::OperatorHandle& handle, const proto::Op& candidate, bool on_cpu,
+           std::optional<c10::ScalarType> cast = std::nullopt) {
     if (!ops::BuildStack(candidate, handle.schema(), meta_, c10::Device(c10::kMeta), &stack_, true)
              .ok())
       return false;
+    if (cast) CastFloating(stack_, *cast);
     try {
       if (on_cpu)
         RunOnCpu(handle, stack_);
@@ -500,14 +640,52 @@ class BatchPropagation {
     }
   }
 
+  // A vendor op with neither a meta nor a CPU kernel (cuDNN's attention and batch norm
+  // backwards) run as its portable equivalent, which computes the same outputs
+  // (eg::PortableOf): on meta tensors, else on the CPU. The op itself stays as recorded.
+  bool RunPortable(const proto::Op& op, int index) {
+    const eg::PortableEquivalent* e = eg::PortableOf(op.name());
+    proto::Op portable = op;
+    if (!e || !eg::RewriteAsPortable(*e, &portable, &out_)) return false;
+    Result<c10::OperatorHandle> handle = ops::ResolveOperator(std::string(e->schema));
+    if (!handle.ok()) return false;
+    for (bool on_cpu : {false, true}) {
+      if (!Run(*handle, portable, on_cpu)) continue;
+      rep_.cpu_fallbacks += on_cpu;
+      ++rep_.portable_equivalents;
+      TakeOutputs(portable, index);
+      return true;
+    }
+    return false;
+  }
+
+  // Records what `op` (index `index`) left on the stack as its outputs.
+  void TakeOutputs(const proto::Op& op, int index) {
+    for (size_t k = 0; k < stack_.size() && k < static_cast<size_t>(op.outputs_size()); ++k)
+      Take(stack_[k], op.outputs(static_cast<int>(k)), index,
+           eg::OutputShapeIsTheDevices(op.name(), static_cast<int>(k)) && !RecordedOnCpu(op));
+  }
+
+  // Whether the trace recorded `op`'s tensors on the CPU, whose kernels the propagation runs.
+  bool RecordedOnCpu(const proto::Op& op) const {
+    bool cpu = true;
+    for (const proto::Value& v : op.inputs())
+      ForEachTensor(v, [&](int t) { cpu &= eg::TargetOf(w_.tensors(t).device()) == "cpu"; });
+    return cpu;
+  }
+
   // Records what op `index` produced at the new batch. A nested op never overrides what one of
   // its ancestors produced (empty_like's inner empty_strided returns the same tensor, made from
-  // the recorded sizes): the ancestor computed it from the new shapes.
-  void Take(const c10::IValue& iv, const proto::Value& rec, int index) {
+  // the recorded sizes): the ancestor computed it from the new shapes. An output whose shape
+  // each device's kernel chooses (embedding_bag's offset2bag: empty from one, full from
+  // another) recorded on a GPU passes on to the ops after it, but keeps its recorded shape:
+  // the propagation's kernels are the CPU's.
+  void Take(const c10::IValue& iv, const proto::Value& rec, int index, bool devices_choice) {
     if (iv.isTensorList() && rec.kind_case() == proto::Value::kList) {
       const auto list = iv.toTensorList();
       for (size_t k = 0; k < list.size() && k < static_cast<size_t>(rec.list().items_size()); ++k)
-        Take(c10::IValue(list.get(k)), rec.list().items(static_cast<int>(k)), index);
+        Take(c10::IValue(list.get(k)), rec.list().items(static_cast<int>(k)), index,
+             devices_choice);
       return;
     }
     if (!iv.isTensor() || rec.kind_case() != proto::Value::kTensor || rec.tensor() < 0 ||
@@ -517,11 +695,16 @@ class BatchPropagation {
         p != producer_.end() && p->second != index && tree_.IsWithin(index, p->second))
       return;
     producer_[rec.tensor()] = index;
-    const at::Tensor& t = iv.toTensor();
+    const at::Tensor t = AsRecorded(iv.toTensor(), w_.tensors(rec.tensor()));
     meta_.Put(rec.tensor(), t);
     const Shape old = ShapeOf(w_.tensors(rec.tensor()));
     const Shape shape(t.sizes().begin(), t.sizes().end());
-    if (shape == old) return;
+    // A batch of at least one never empties a tensor nor fills an empty one: where the
+    // propagation did, its kernel took another device's path (log_sigmoid's buffer is empty
+    // from CUDA's, full from the CPU's), or a nested op of the recording device's own kernel read
+    // such an output.
+    if (shape == old) kept_.insert(old);
+    if (shape == old || devices_choice || (Numel(shape) == 0) != (Numel(old) == 0)) return;
     new_shapes_[rec.tensor()] = shape;
     new_strides_[rec.tensor()] = Shape(t.strides().begin(), t.strides().end());
     new_offsets_[rec.tensor()] = t.storage_offset();
@@ -540,6 +723,7 @@ class BatchPropagation {
   std::unordered_map<int, int64_t> new_offsets_;  // views into batch-sized storage move too
   std::unordered_map<int, int> producer_;         // entry -> the op (index) whose value it holds
   Reshapes reshapes_;
+  std::set<Shape> kept_;  // recorded shapes an op's output kept at the new batch
   torch::jit::Stack stack_;
 };
 
@@ -552,8 +736,9 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
   if (iterations > 1)
     return Status::InvalidInput(
         "batch scaling needs a workload of one iteration (select one first)");
-  const std::vector<int> order = eg::ReplayableOps(w, eg::OpTree(w));
-  const std::vector<int> inputs = ModelInputs(w, order);
+  const eg::OpTree tree(w);
+  const std::vector<int> order = eg::ReplayableOps(w, tree);
+  const std::vector<int> inputs = ModelInputs(w, tree, order);
   if (inputs.empty())
     return Status::InvalidInput(
         "no batch dimension: the workload has no model inputs with a leading dimension");

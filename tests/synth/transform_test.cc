@@ -4,13 +4,14 @@
 
 #include <unistd.h>
 
+#include <functional>
 #include <map>
 
+#include "mimic/base/file.h"
 #include "mimic/eg/collective.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/workload.h"
 #include "mimic/replay/replayer.h"
-#include "mimic/base/file.h"
 #include "mimic/synth/batch.h"
 #include "mimic/synth/bundle.h"
 #include "mimic/synth/standalone.h"
@@ -269,6 +270,75 @@ TEST_P(Capture, BatchIsTheDataInputsAndScales) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Data, Capture, ::testing::Values("lstm", "gpt2_like"));
+
+// The H200 captures (fleet_samples/h200): bf16 autocast, channels-last activations, cuDNN's
+// batch norm and attention backwards (no meta or CPU kernel: propagated as their portable
+// equivalents), DLRM's sparse embedding gradients. ResNet-50 was captured at batch 64 and 128:
+// the first scaled to 128 has the second's ops, each with the shapes, dtypes and strides of
+// the other's inputs.
+proto::Workload H200Step(const std::string& name) {
+  auto w =
+      eg::LoadWorkload(mimic::testing::SourceDir() + "/fleet_samples/h200/" + name + ".et.json.gz");
+  EXPECT_THAT(w, IsOk());
+  auto s = Select(*w, {});
+  EXPECT_THAT(s, IsOk());
+  return s.ok() ? *s : proto::Workload();
+}
+
+TEST(H200Capture, ResNetScaledToTheOtherCapturedBatchHasThatCapturesShapes) {
+  BatchReport rep;
+  auto scaled = ScaleBatch(H200Step("resnet50_b64"), {.batch = 128}, &rep);
+  ASSERT_THAT(scaled, IsOk());
+  EXPECT_EQ(rep.old_batch, 64);
+  EXPECT_GT(rep.portable_equivalents, 0);  // cudnn_batch_norm_backward
+  const proto::Workload captured = H200Step("resnet50_b128");
+  const std::vector<int> a = eg::ReplayableOps(*scaled, eg::OpTree(*scaled));
+  const std::vector<int> b = eg::ReplayableOps(captured, eg::OpTree(captured));
+  ASSERT_EQ(a.size(), b.size());
+  // Each input tensor's dtype, shape and strides.
+  auto tensors = [](const proto::Workload& w, int op) {
+    std::vector<std::vector<int64_t>> out;
+    std::function<void(const proto::Value&)> add = [&](const proto::Value& v) {
+      if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0) {
+        const proto::Tensor& t = w.tensors(v.tensor());
+        out.push_back({t.dtype()});
+        out.push_back({t.shape().begin(), t.shape().end()});
+        out.push_back({t.strides().begin(), t.strides().end()});
+      }
+      if (v.kind_case() == proto::Value::kList)
+        for (const proto::Value& item : v.list().items()) add(item);
+    };
+    for (const proto::Value& v : w.ops(op).inputs()) add(v);
+    return out;
+  };
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(scaled->ops(a[i]).name(), captured.ops(b[i]).name()) << "op " << i;
+    EXPECT_EQ(tensors(*scaled, a[i]), tensors(captured, b[i])) << scaled->ops(a[i]).name();
+  }
+}
+
+// GPT-2 (cuDNN's attention backward) and the DLRM (sparse gradients) at twice their batch:
+// every tensor that changed holds twice the elements, one dimension doubled.
+class H200Doubling : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(H200Doubling, DoublesEveryBatchDependentTensor) {
+  const proto::Workload step = H200Step(GetParam());
+  BatchReport rep;
+  auto scaled = ScaleBatch(step, {.factor = 2}, &rep);
+  ASSERT_THAT(scaled, IsOk());
+  EXPECT_GT(rep.tensors_reshaped, 0);
+  for (int i = 0; i < scaled->tensors_size(); ++i) {
+    const proto::Tensor& before = step.tensors(i);
+    const proto::Tensor& after = scaled->tensors(i);
+    if (after.numel() == before.numel()) continue;
+    EXPECT_EQ(after.numel(), 2 * before.numel()) << "tensor " << before.tensor_id();
+    int doubled = 0;
+    for (int d = 0; d < after.shape_size(); ++d) doubled += after.shape(d) == 2 * before.shape(d);
+    EXPECT_EQ(doubled, 1) << "tensor " << before.tensor_id();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Captures, H200Doubling, ::testing::Values("gpt2", "dlrm"));
 
 // The capture's values go with their tensor to its place among the replacement's inputs.
 TEST(Substitute, AReplacementCarriesInputValuesToTheirNewPlaces) {

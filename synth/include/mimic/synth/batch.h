@@ -28,6 +28,7 @@ struct BatchReport {
   int64_t tensors_reshaped = 0;   // table entries whose shape changed
   int64_t size_args_rewritten = 0;  // explicit size lists (view, reshape, expand, zeros, ...)
   int64_t cpu_fallbacks = 0;      // ops without a meta kernel, propagated on the CPU
+  int64_t portable_equivalents = 0;  // vendor ops without either, run as their equivalent
 };
 
 // Scales the batch of a one-iteration workload (select one first). Explicit size lists (view,
