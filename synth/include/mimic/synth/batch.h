@@ -6,8 +6,10 @@
 // a size list holding the batch, an RNN's initial hidden state say), and every downstream tensor
 // shape is re-derived by running the
 // workload's ops on LibTorch's meta device (the operators' own shape semantics; an op without a
-// meta kernel runs once on small real CPU tensors instead). Not thread-safe (uses LibTorch's
-// dispatcher, which is, but also process-wide grad mode).
+// meta kernel runs once on zero-filled CPU tensors instead, a vendor op with neither as its
+// portable equivalent, an op recorded under autocast as autocast ran it). Each output keeps the
+// dtype and memory layout the trace recorded: a batch changes sizes only. Not thread-safe (uses
+// LibTorch's dispatcher, which is, but also process-wide grad mode).
 #pragma once
 
 #include <cstdint>
