@@ -142,6 +142,8 @@ class MetaTensors final : public ops::TensorSource {
     by_storage_[w_.tensors(t).storage_id()].push_back(t);
   }
   void SetLeafShape(int t, std::vector<int64_t> shape) { new_shape_[t] = std::move(shape); }
+  // Back to its recorded shape, for an entry no op has produced.
+  void ResetLeaf(int t) { new_shape_.erase(t), values_.erase(t); }
   // Entries that resolved to another entry's value through their shared storage, with the
   // shape they took.
   const std::unordered_map<int, std::vector<int64_t>>& aliased() const { return aliased_; }
@@ -420,6 +422,7 @@ class BatchPropagation {
       shape[0] = shape[0] / b_ * nb_;
       meta_.SetLeafShape(t, shape);
       new_shapes_[t] = shape;
+      unread_leaves_.insert(t);
       ++rep_.leaves_scaled;
     }
     for (const auto& [t, shape] : new_shapes_) reshapes_.Note(ShapeOf(w_.tensors(t)), shape);
@@ -497,6 +500,7 @@ class BatchPropagation {
             : 0;
     const proto::Op* used = RunAtNewBatch(handle, op, patched, rewritten > 0);
     if (!used && RunPortable(op, index)) return Status::Ok();
+    if (!used && top_level_.count(index)) used = RunWithAParameterBack(handle, op);
     if (!used) {
       // Nested ops are best-effort (implementation details of their parent, like addmm's
       // internal expand + copy_, need not follow); the ops a replay runs must.
@@ -508,8 +512,32 @@ class BatchPropagation {
       rep_.size_args_rewritten += rewritten;
       op = patched;
     }
+    for (const proto::Value& v : op.inputs())
+      ForEachTensor(v, [&](int t) { unread_leaves_.erase(t); });
     TakeOutputs(op, index);
     return Status::Ok();
+  }
+
+  // A model input that no op read yet may be a parameter of the batch's size (param-pt2's
+  // [4, 4] weight at batch 4): where the first op to read it fails at the new batch, it runs
+  // with one such input back at its recorded shape, the op's last first (mm, linear and conv
+  // take their weight after their input), which stays so.
+  const proto::Op* RunWithAParameterBack(const c10::OperatorHandle& handle, const proto::Op& op) {
+    std::vector<int> unread;
+    for (const proto::Value& v : op.inputs())
+      ForEachTensor(v, [&](int t) {
+        if (unread_leaves_.count(t)) unread.push_back(t);
+      });
+    for (auto t = unread.rbegin(); t != unread.rend(); ++t) {
+      meta_.ResetLeaf(*t);
+      if (const proto::Op* used = RunAtNewBatch(handle, op, op, false)) {
+        new_shapes_.erase(*t);
+        --rep_.leaves_scaled;
+        return used;
+      }
+      meta_.SetLeafShape(*t, new_shapes_.at(*t));
+    }
+    return nullptr;
   }
 
   // Explicit size lists of an op on batch-dependent tensors hold the batch too (view, reshape,
@@ -724,6 +752,7 @@ class BatchPropagation {
   std::unordered_map<int, int> producer_;         // entry -> the op (index) whose value it holds
   Reshapes reshapes_;
   std::set<Shape> kept_;  // recorded shapes an op's output kept at the new batch
+  std::unordered_set<int> unread_leaves_;  // scaled model inputs no op has read yet
   torch::jit::Stack stack_;
 };
 

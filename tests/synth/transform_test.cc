@@ -340,6 +340,44 @@ TEST_P(H200Doubling, DoublesEveryBatchDependentTensor) {
 
 INSTANTIATE_TEST_SUITE_P(Captures, H200Doubling, ::testing::Values("gpt2", "dlrm"));
 
+// PARAM's public traces: a ResNet on one GPU (cuDNN's batch norms; its [256]-long parameters
+// are not its batch, its 32 images are) and a 4 x 4 linear layer at batch 4, whose weight is
+// read as a model input until the mm that reads it refuses [8, 4] x [8, 4].
+proto::Workload PublicStep(const std::string& path) {
+  auto w = eg::LoadWorkload(mimic::testing::SharedTraces() + "/" + path);
+  EXPECT_THAT(w, IsOk());
+  auto s = Select(*w, {});
+  EXPECT_THAT(s, IsOk());
+  return s.ok() ? *s : proto::Workload();
+}
+
+TEST(PublicTrace, ResNetOnOneGpuScalesItsImages) {
+  BatchReport rep;
+  auto scaled =
+      ScaleBatch(PublicStep("param-resnet-1gpu/resnet_1gpu_et.json.gz"), {.factor = 2}, &rep);
+  ASSERT_THAT(scaled, IsOk());
+  EXPECT_EQ(rep.old_batch, 32);
+  EXPECT_EQ(rep.leaves_scaled, 2);  // the images and their labels
+  EXPECT_GT(rep.portable_equivalents, 0);
+}
+
+TEST(PublicTrace, AParameterOfTheBatchsSizeStaysAParameter) {
+  const proto::Workload step = PublicStep("param-pt2/pt2_et.json.gz");
+  BatchReport rep;
+  auto scaled = ScaleBatch(step, {.factor = 2}, &rep);
+  ASSERT_THAT(scaled, IsOk());
+  EXPECT_EQ(rep.old_batch, 4);
+  EXPECT_EQ(rep.leaves_scaled, 1);
+  int mms = 0;
+  for (const proto::Op& op : scaled->ops()) {
+    if (op.name() != "aten::mm") continue;
+    EXPECT_EQ(scaled->tensors(op.inputs(0).tensor()).shape(0), 8);
+    EXPECT_EQ(scaled->tensors(op.inputs(1).tensor()).shape(0), 4);
+    ++mms;
+  }
+  EXPECT_GT(mms, 0);
+}
+
 // The capture's values go with their tensor to its place among the replacement's inputs.
 TEST(Substitute, AReplacementCarriesInputValuesToTheirNewPlaces) {
   auto s = Select(Load("mlp"), {});
