@@ -161,40 +161,35 @@ bool IsFloating(proto::DType d) {
   return d == proto::FLOAT32 || d == proto::FLOAT16 || d == proto::BFLOAT16 || d == proto::FLOAT64;
 }
 
-// The stack's floating tensors (alone or in lists) in `dtype`.
-void CastFloating(torch::jit::Stack& stack, c10::ScalarType dtype) {
-  auto cast = [&](const at::Tensor& t) {
-    return t.defined() && at::isFloatingType(t.scalar_type()) ? t.to(dtype) : t;
-  };
+// Each tensor of the stack, alone or in a list, replaced by `fn` of it.
+void MapTensors(torch::jit::Stack& stack, const std::function<at::Tensor(const at::Tensor&)>& fn) {
   for (c10::IValue& iv : stack) {
     if (iv.isTensor()) {
-      iv = cast(iv.toTensor());
+      iv = fn(iv.toTensor());
     } else if (iv.isTensorList()) {
       c10::List<at::Tensor> list;
-      for (const at::Tensor& t : iv.toTensorList().vec()) list.push_back(cast(t));
+      for (const at::Tensor& t : iv.toTensorList().vec()) list.push_back(fn(t));
       iv = list;
     }
   }
 }
 
+// The stack's floating tensors in `dtype`.
+void CastFloating(torch::jit::Stack& stack, c10::ScalarType dtype) {
+  MapTensors(stack, [&](const at::Tensor& t) {
+    return t.defined() && at::isFloatingType(t.scalar_type()) ? t.to(dtype) : t;
+  });
+}
+
 // Runs one op with the stack's meta tensors replaced by small real CPU tensors (zeros: valid
 // indices too), for ops that have no meta kernel; dense outputs come back as meta tensors.
 void RunOnCpu(const c10::OperatorHandle& handle, torch::jit::Stack& stack) {
-  auto to_cpu = [](const at::Tensor& t) {
+  MapTensors(stack, [](const at::Tensor& t) {
     if (!t.defined() || !t.is_meta()) return t;
     return at::zeros(t.sizes(), t.options().device(c10::kCPU));
-  };
-  for (c10::IValue& iv : stack) {
-    if (iv.isTensor()) {
-      iv = to_cpu(iv.toTensor());
-    } else if (iv.isTensorList()) {
-      c10::List<at::Tensor> list;
-      for (const at::Tensor& t : iv.toTensorList().vec()) list.push_back(to_cpu(t));
-      iv = list;
-    } else if (iv.isDevice() && iv.toDevice().is_meta()) {
-      iv = c10::Device(c10::kCPU);
-    }
-  }
+  });
+  for (c10::IValue& iv : stack)
+    if (iv.isDevice() && iv.toDevice().is_meta()) iv = c10::Device(c10::kCPU);
   {
     // Kernels that keep state for their backward (oneDNN's RNN workspace) make it only with
     // grad mode on; the inputs require no grad, so nothing is recorded.

@@ -276,13 +276,17 @@ INSTANTIATE_TEST_SUITE_P(Data, Capture, ::testing::Values("lstm", "gpt2_like"));
 // equivalents), DLRM's sparse embedding gradients. ResNet-50 was captured at batch 64 and 128:
 // the first scaled to 128 has the second's ops, each with the shapes, dtypes and strides of
 // the other's inputs.
-proto::Workload H200Step(const std::string& name) {
-  auto w =
-      eg::LoadWorkload(mimic::testing::SourceDir() + "/fleet_samples/h200/" + name + ".et.json.gz");
+// One step of a trace (its execution trace alone).
+proto::Workload Step(const std::string& path) {
+  auto w = eg::LoadWorkload(path);
   EXPECT_THAT(w, IsOk());
   auto s = Select(*w, {});
   EXPECT_THAT(s, IsOk());
   return s.ok() ? *s : proto::Workload();
+}
+
+proto::Workload H200Step(const std::string& name) {
+  return Step(mimic::testing::SourceDir() + "/fleet_samples/h200/" + name + ".et.json.gz");
 }
 
 TEST(H200Capture, ResNetScaledToTheOtherCapturedBatchHasThatCapturesShapes) {
@@ -344,11 +348,7 @@ INSTANTIATE_TEST_SUITE_P(Captures, H200Doubling, ::testing::Values("gpt2", "dlrm
 // are not its batch, its 32 images are) and a 4 x 4 linear layer at batch 4, whose weight is
 // read as a model input until the mm that reads it refuses [8, 4] x [8, 4].
 proto::Workload PublicStep(const std::string& path) {
-  auto w = eg::LoadWorkload(mimic::testing::SharedTraces() + "/" + path);
-  EXPECT_THAT(w, IsOk());
-  auto s = Select(*w, {});
-  EXPECT_THAT(s, IsOk());
-  return s.ok() ? *s : proto::Workload();
+  return Step(mimic::testing::SharedTraces() + "/" + path);
 }
 
 TEST(PublicTrace, ResNetOnOneGpuScalesItsImages) {
