@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "meta_kernels.h"
 #include "mimic/eg/collective.h"
 #include "mimic/eg/op_class.h"
 #include "mimic/eg/schema_args.h"
@@ -771,6 +772,7 @@ Result<proto::Workload> ScaleBatch(const proto::Workload& w, const BatchSpec& sp
       spec.batch > 0 ? spec.batch : static_cast<int64_t>(std::llround(b * spec.factor));
   if (nb < 1) return Status::InvalidInput("the new batch size must be at least 1");
 
+  RegisterMissingMetaKernels();
   BatchReport rep;
   rep.old_batch = b;
   rep.new_batch = nb;
