@@ -664,23 +664,20 @@ class BatchPropagation {
     }
   }
 
-  // A vendor op with neither a meta nor a CPU kernel (cuDNN's attention and batch norm
-  // backwards) run as its portable equivalent, which computes the same outputs
-  // (eg::PortableOf): on meta tensors, else on the CPU. The op itself stays as recorded.
+  // A vendor op with neither a meta nor a CPU kernel (cuDNN's batch norm and its backward) run
+  // as its portable equivalent, which computes the same outputs (eg::PortableOf), on meta
+  // tensors only: a CPU kernel trusts its inputs' shapes, and a nested op that failed to
+  // propagate can leave one of them at the recorded batch. The op itself stays as recorded.
   bool RunPortable(const proto::Op& op, int index) {
     const eg::PortableEquivalent* e = eg::PortableOf(op.name());
     proto::Op portable = op;
     if (!e || !eg::RewriteAsPortable(*e, &portable, &out_)) return false;
     Result<c10::OperatorHandle> handle = ops::ResolveOperator(std::string(e->schema));
     if (!handle.ok()) return false;
-    for (bool on_cpu : {false, true}) {
-      if (!Run(*handle, portable, on_cpu)) continue;
-      rep_.cpu_fallbacks += on_cpu;
-      ++rep_.portable_equivalents;
-      TakeOutputs(portable, index);
-      return true;
-    }
-    return false;
+    if (!Run(*handle, portable, false)) return false;
+    ++rep_.portable_equivalents;
+    TakeOutputs(portable, index);
+    return true;
   }
 
   // Records what `op` (index `index`) left on the stack as its outputs.

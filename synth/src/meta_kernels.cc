@@ -148,6 +148,31 @@ void NativeLayerNormBackward(const c10::OperatorHandle&, c10::DispatchKeySet, St
   Return(stack, 8, std::move(out));
 }
 
+// _scaled_dot_product_cudnn_attention(query, key, value, attn_bias, compute_log_sumexp,
+// dropout_p, is_causal, return_debug_mask, scale): the output [B, H, L, Ev], the fp32
+// logsumexp [B, H, L, 1], no cumulative lengths, L and S, the dropout's seed and offset.
+void CudnnAttention(const c10::OperatorHandle& op, c10::DispatchKeySet, Stack* stack) {
+  const size_t n = op.schema().arguments().size();
+  const auto args = torch::jit::last(*stack, n);
+  const at::Tensor q = args[0].toTensor(), k = args[1].toTensor(), v = args[2].toTensor();
+  const int64_t b = q.size(0), h = q.size(1), l = q.size(2), s = k.size(2);
+  const at::Tensor scalar = at::empty({}, q.options().dtype(at::kLong));
+  Return(stack, n,
+         {EmptyLike(q, {b, h, l, v.size(-1)}),
+          at::empty({b, h, l, 1}, q.options().dtype(at::kFloat)), at::Tensor(), at::Tensor(),
+          c10::IValue(l), c10::IValue(s), scalar, scalar.clone(), at::Tensor()});
+}
+
+// The backwards of fused attention (cuDNN's): the gradients of query, key and value.
+void AttentionBackward(const c10::OperatorHandle& op, c10::DispatchKeySet, Stack* stack) {
+  const size_t n = op.schema().arguments().size();
+  const auto args = torch::jit::last(*stack, n);
+  Return(stack, n,
+         {EmptyLike(args[1].toTensor(), args[1].toTensor().sizes()),
+          EmptyLike(args[2].toTensor(), args[2].toTensor().sizes()),
+          EmptyLike(args[3].toTensor(), args[3].toTensor().sizes())});
+}
+
 bool HasMetaKernel(const char* name) {
   const std::optional<c10::OperatorHandle> op =
       c10::Dispatcher::singleton().findOp(c10::OperatorName(name, ""));
@@ -173,6 +198,12 @@ void RegisterMissingMetaKernels() {
                 torch::CppFunction::makeFromBoxedFunction<&NativeBatchNormBackward>());
     if (!HasMetaKernel("aten::native_layer_norm"))
       lib->impl("native_layer_norm", torch::CppFunction::makeFromBoxedFunction<&NativeLayerNorm>());
+    if (!HasMetaKernel("aten::_scaled_dot_product_cudnn_attention"))
+      lib->impl("_scaled_dot_product_cudnn_attention",
+                torch::CppFunction::makeFromBoxedFunction<&CudnnAttention>());
+    if (!HasMetaKernel("aten::_scaled_dot_product_cudnn_attention_backward"))
+      lib->impl("_scaled_dot_product_cudnn_attention_backward",
+                torch::CppFunction::makeFromBoxedFunction<&AttentionBackward>());
     if (!HasMetaKernel("aten::native_layer_norm_backward"))
       lib->impl("native_layer_norm_backward",
                 torch::CppFunction::makeFromBoxedFunction<&NativeLayerNormBackward>());
