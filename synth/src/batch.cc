@@ -473,14 +473,15 @@ class BatchPropagation {
   Status Propagate(int index) {
     proto::Op& op = *out_.mutable_ops(index);
     // Only ops that consume a tensor whose shape changed get their size lists rewritten (a
-    // gradient computed from the batch is not batch-shaped itself), except for a list equal to
-    // the recorded shape of a tensor whose shape changed in an op the replay runs: a reduction's
-    // backward expands its scalar gradient back to its input's shape (SumBackward0's expand). A
-    // factory the model calls
-    // (zeros, ones, empty, full: no tensor in; not one inside another op's kernel, like batch
-    // norm's statistics) sized from the batch makes state of the batch's size, an RNN's initial
-    // hidden state [layers, B, H] say: its size list's entry equal to the batch scales with it.
-    bool depends = false, factory = top_level_.count(index) > 0;
+    // gradient computed from the batch is not batch-shaped itself), and ops the replay runs
+    // where a list equals the recorded shape of a tensor whose shape changed (a reduction's
+    // backward expands its scalar gradient back to its input's shape: SumBackward0's expand).
+    // A factory the model calls (zeros, ones, empty, full: no tensor in; not one inside another
+    // op's kernel, like batch norm's statistics) sized from the batch makes state of the batch's
+    // size, an RNN's initial hidden state [layers, B, H] say: its size list's entry equal to the
+    // batch scales with it.
+    const bool top_level = top_level_.count(index) > 0;
+    bool depends = false, factory = top_level;
     for (const proto::Value& v : op.inputs())
       ForEachTensor(v, [&](int t) {
         depends |= new_shapes_.count(t) > 0;
@@ -489,18 +490,16 @@ class BatchPropagation {
     MIMIC_ASSIGN_OR_RETURN(c10::OperatorHandle handle,
                            ops::ResolveOperator(out_.schemas(op.schema())));
     proto::Op patched = op;
-    const bool top_level = top_level_.count(index) > 0;
-    const int64_t rewritten =
-        depends || factory || top_level
-            ? RewriteSizeArgs(op, handle.schema(), factory, !depends && !factory, patched)
-            : 0;
+    const int64_t rewritten = depends || top_level ? RewriteSizeArgs(op, handle.schema(), factory,
+                                                                     !depends && !factory, patched)
+                                                   : 0;
     const proto::Op* used = RunAtNewBatch(handle, op, patched, rewritten > 0);
     if (!used && RunPortable(op, index)) return Status::Ok();
-    if (!used && top_level_.count(index)) used = RunWithAParameterBack(handle, op);
+    if (!used && top_level) used = RunWithAParameterBack(handle, op);
     if (!used) {
       // Nested ops are best-effort (implementation details of their parent, like addmm's
       // internal expand + copy_, need not follow); the ops a replay runs must.
-      if (!top_level_.count(index)) return Status::Ok();
+      if (!top_level) return Status::Ok();
       return Status::InvalidInput("op " + std::to_string(op.id()) + " (" + op.name() +
                                   "): shapes cannot be propagated at batch " + std::to_string(nb_));
     }
