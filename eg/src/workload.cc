@@ -16,6 +16,7 @@
 #include "mimic/eg/execution_trace.h"
 #include "mimic/eg/host_timeline.h"
 #include "mimic/eg/kineto.h"
+#include "mimic/eg/schema_args.h"
 
 namespace mimic::eg {
 namespace {
@@ -143,6 +144,10 @@ bool IsWrapperOp(const proto::Op& op) {
   return StartsWith(n, "ProfilerStep#") || StartsWith(n, "## ") || StartsWith(n, "[pytorch|profiler|") ||
          StartsWith(n, "profiler::") || StartsWith(n, "record_function") || StartsWith(n, "Optimizer.") ||
          StartsWith(n, "autograd::engine::evaluate_function");
+}
+
+bool IsFloatingDType(proto::DType d) {
+  return d == proto::FLOAT32 || d == proto::FLOAT64 || d == proto::FLOAT16 || d == proto::BFLOAT16;
 }
 
 bool IsCollectiveOp(const proto::Op& op) {
@@ -689,6 +694,140 @@ Issuer IssuerOf(const proto::Workload& w, const OpTree& tree, int index) {
     if (name.starts_with("Optimizer.")) return Issuer::kOptimizer;
   }
   return Issuer::kForward;
+}
+
+namespace {
+
+bool IsTraining(const proto::Workload& w) {
+  for (const proto::Op& op : w.ops())
+    if (op.name().starts_with("autograd::engine::evaluate_function")) return true;
+  return false;
+}
+
+// Calls fn(entry) for each tensor of `v`, list items included.
+template <typename Fn>
+void ForEachTensorOf(const proto::Workload& w, const proto::Value& v, const Fn& fn) {
+  if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0 && v.tensor() < w.tensors_size())
+    fn(v.tensor());
+  if (v.kind_case() == proto::Value::kList)
+    for (const proto::Value& item : v.list().items()) ForEachTensorOf(w, item, fn);
+}
+
+// Calls fn(entry) for each tensor of the inputs `op`'s schema marks written in place.
+template <typename Fn>
+void ForEachWrittenInput(const proto::Workload& w, const proto::Op& op, const Fn& fn) {
+  if (op.schema() < 0 || op.schema() >= w.schemas_size()) return;
+  const std::vector<SchemaArg> args = ParseSchemaArgs(w.schemas(op.schema()));
+  for (int k = 0; k < op.inputs_size() && k < static_cast<int>(args.size()); ++k)
+    if (args[k].mutated) ForEachTensorOf(w, op.inputs(k), fn);
+}
+
+// The storages the optimizer's ops write in place.
+std::unordered_set<int64_t> StoragesTheOptimizerUpdates(const proto::Workload& w,
+                                                        const OpTree& tree) {
+  std::unordered_set<int64_t> updated;
+  for (int i = 0; i < w.ops_size(); ++i)
+    if (IssuerOf(w, tree, i) == Issuer::kOptimizer)
+      ForEachWrittenInput(w, w.ops(i), [&](int t) { updated.insert(w.tensors(t).storage_id()); });
+  return updated;
+}
+
+// Whether op `i` is where its node was recorded: the innermost op dispatched at the autograd
+// level, where the trace records sequence numbers (ops below it, a composite's kernel's own
+// calls, record -1); else an op without children.
+bool RecordsAtThisLevel(const proto::Workload& w, const OpTree& tree, int i, bool seq_recorded) {
+  if (!seq_recorded) return tree.Children(i).empty();
+  if (w.ops(i).seq_id() < 0) return false;
+  for (int c : tree.Children(i))
+    if (w.ops(c).seq_id() >= 0) return false;
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
+// Walks a training step's ops in start order, as its forward ran them, tracking which tensors
+// require grad (ForwardAutogradGraph).
+class ForwardGraphWalk {
+ public:
+  ForwardGraphWalk(const proto::Workload& w, const OpTree& tree, ForwardGraph& g)
+      : w_(w),
+        tree_(tree),
+        g_(g),
+        updated_(StoragesTheOptimizerUpdates(w, tree)),
+        produced_(w.tensors_size(), false),
+        requires_grad_(w.tensors_size(), false),
+        seq_recorded_(std::any_of(w.ops().begin(), w.ops().end(),
+                                  [](const proto::Op& op) { return op.seq_id() > 0; })) {}
+
+  void Op(int i) {
+    const proto::Op& op = w_.ops(i);
+    const bool forward = IssuerOf(w_, tree_, i) == Issuer::kForward;
+    const bool reads_grad = forward && ReadsGrad(op);
+    std::unordered_set<int> written;
+    ForEachWrittenInput(w_, op, [&](int t) { written.insert(t); });
+    const bool updates_parameter = std::any_of(written.begin(), written.end(),
+                                               [&](int t) { return g_.parameters.count(t) > 0; });
+    const bool detach = op.name() == "aten::detach" || op.name() == "detach";
+    bool fresh_output = false;  // a floating-point output that is not an input handed back
+    for (const proto::Value& v : op.outputs())
+      ForEachTensorOf(w_, v, [&](int t) {
+        const bool handed_back = !written.count(t) && IsInput(op, t);
+        produced_[t] = true;
+        if (!forward || !IsFloatingDType(w_.tensors(t).dtype()) || handed_back) return;
+        fresh_output = true;
+        if (reads_grad && !detach) requires_grad_[t] = true;
+      });
+    g_.records_node[i] = reads_grad && fresh_output && !updates_parameter && !detach &&
+                         op.schema() >= 0 && RecordsAtThisLevel(w_, tree_, i, seq_recorded_);
+  }
+
+ private:
+  // Whether a floating-point input requires grad; a parameter met here for the first time is
+  // added to the graph's.
+  bool ReadsGrad(const proto::Op& op) {
+    bool reads = false;
+    for (const proto::Value& v : op.inputs())
+      ForEachTensorOf(w_, v, [&](int t) {
+        if (!IsFloatingDType(w_.tensors(t).dtype())) return;
+        if (!produced_[t] && updated_.count(w_.tensors(t).storage_id())) {
+          g_.parameters.insert(t);
+          requires_grad_[t] = true;
+        }
+        reads = reads || requires_grad_[t];
+      });
+    return reads;
+  }
+
+  bool IsInput(const proto::Op& op, int t) const {
+    bool found = false;
+    for (const proto::Value& v : op.inputs())
+      ForEachTensorOf(w_, v, [&](int in) { found |= in == t; });
+    return found;
+  }
+
+  const proto::Workload& w_;
+  const OpTree& tree_;
+  ForwardGraph& g_;
+  const std::unordered_set<int64_t> updated_;  // storages the optimizer writes in place
+  std::vector<bool> produced_, requires_grad_;
+  const bool seq_recorded_;
+};
+
+}  // namespace
+
+ForwardGraph ForwardAutogradGraph(const proto::Workload& w, const OpTree& tree) {
+  ForwardGraph g;
+  g.records_node.assign(w.ops_size(), false);
+  if (!IsTraining(w)) return g;
+  std::vector<int> order(w.ops_size());  // ids are start order
+  for (int i = 0; i < w.ops_size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return w.ops(a).id() < w.ops(b).id(); });
+  ForwardGraphWalk walk(w, tree, g);
+  for (int i : order) walk.Op(i);
+  return g;
 }
 
 Result<GapsByIssuer> RecordedGapsByIssuer(const proto::Workload& w, const CaptureCost& cost) {

@@ -519,10 +519,6 @@ OpCost AttentionModel(const Ctx& c) {
   return cost;
 }
 
-bool IsFloating(proto::DType d) {
-  return d == proto::FLOAT32 || d == proto::FLOAT64 || d == proto::FLOAT16 || d == proto::BFLOAT16;
-}
-
 // The dtype of an op's floating-point tensors where they all share one ("fp32" where mixed,
 // or none is): the bandwidth points it is priced from.
 std::string_view TrafficDtype(const Ctx& c) {
@@ -530,7 +526,7 @@ std::string_view TrafficDtype(const Ctx& c) {
   for (const auto* list : {&c.in, &c.out})
     for (const proto::Tensor* t : *list) {
       const proto::DType d = t->dtype();
-      if (!IsFloating(d)) continue;
+      if (!eg::IsFloatingDType(d)) continue;
       if (!dtype.empty() && DtypeKey(d) != dtype) return "fp32";
       dtype = DtypeKey(d);
     }
@@ -543,7 +539,7 @@ double HalfPrecisionShare(const Ctx& c) {
   for (const auto* list : {&c.in, &c.out})
     for (const proto::Tensor* t : *list) {
       const proto::DType d = t->dtype();
-      if (!IsFloating(d)) continue;
+      if (!eg::IsFloatingDType(d)) continue;
       all += Bytes(t);
       if (d == proto::FLOAT16 || d == proto::BFLOAT16) half += Bytes(t);
     }
@@ -1239,7 +1235,7 @@ std::optional<OpCost> DeviceCastCost(const Ctx& c) {
   const proto::Tensor* src =
       copy_ ? (c.in.size() >= 2 ? c.in[1] : nullptr) : (c.in.empty() ? nullptr : c.in[0]);
   const proto::Tensor* dst = copy_ ? c.in[0] : (c.out.empty() ? nullptr : c.out[0]);
-  if (!src || !dst || !IsFloating(src->dtype()) || !IsFloating(dst->dtype()) ||
+  if (!src || !dst || !eg::IsFloatingDType(src->dtype()) || !eg::IsFloatingDType(dst->dtype()) ||
       src->dtype() == dst->dtype())
     return std::nullopt;
   OpEvidence e = c.e;

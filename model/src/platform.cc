@@ -114,6 +114,7 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
       {"cpu_overheads.t1_backward_us", p.cpu_overheads().t1_backward_us()},
       {"cpu_overheads.t1_optimizer_us", p.cpu_overheads().t1_optimizer_us()},
       {"cpu_overheads.page_fault_us", p.cpu_overheads().page_fault_us()},
+      {"cpu_overheads.autograd_node_us", p.cpu_overheads().autograd_node_us()},
       {"embedding_bag_step_ns", p.embedding_bag_step_ns()},
       {"batch_norm_channels_last.forward_cycles", p.batch_norm_channels_last().forward_cycles()},
       {"batch_norm_channels_last.backward_cycles", p.batch_norm_channels_last().backward_cycles()},

@@ -467,6 +467,39 @@ Overheads TraceOverheads(const proto::Workload& w, const std::vector<int>& top,
   return o;
 }
 
+// The autograd nodes each top-level op's subtree recorded in a training step's forward
+// (eg::ForwardAutogradGraph), by op index: each costs the host autograd_node_us on a CPU
+// platform. Empty on a GPU platform and where calibrate did not measure it.
+std::unordered_map<int, int64_t> AutogradNodes(const proto::Workload& w, const eg::OpTree& tree,
+                                               const std::vector<int>& top,
+                                               const proto::Platform& p,
+                                               std::vector<std::string>& notes) {
+  std::unordered_map<int, int64_t> nodes;
+  if (p.device_type() == "cuda" || p.cpu_overheads().autograd_node_us() <= 0) return nodes;
+  const eg::ForwardGraph graph = eg::ForwardAutogradGraph(w, tree);
+  int64_t all = 0;
+  for (int i : top) {
+    int64_t n = 0;
+    for (std::vector<int> stack{i}; !stack.empty();) {
+      const int k = stack.back();
+      stack.pop_back();
+      n += graph.records_node[k];
+      stack.insert(stack.end(), tree.Children(k).begin(), tree.Children(k).end());
+    }
+    if (n > 0) nodes[i] = n, all += n;
+  }
+  if (all > 0) {
+    char line[200];
+    std::snprintf(line, sizeof(line),
+                  "%lld autograd nodes recorded by the forward over its %zu parameters, %.3f us "
+                  "each (cpu_overheads.autograd_node_us)",
+                  static_cast<long long>(all), graph.parameters.size(),
+                  p.cpu_overheads().autograd_node_us());
+    notes.push_back(line);
+  }
+  return nodes;
+}
+
 // One op a step dispatches, in order: its name and, for a leaf, the bytes its model says it
 // reads and writes (an embedding's rows gathered, not its table; none for a view).
 struct Dispatch {
@@ -605,6 +638,7 @@ class Simulation {
         trace_gpu_(w.kineto().kernels_linked() > 0),
         oh_(TraceOverheads(w, top, p, tree, opts.overheads_from_trace, pred.notes)),
         cold_dispatch_(ColdDispatchCosts(w, tree, top, p, pred.notes)),
+        autograd_nodes_(AutogradNodes(w, tree, top, p, pred.notes)),
         tbe_(PairTbeOps(w, top)),
         issuer_t1_(!oh_.t1_from_trace && HasIssuerT1(p.cpu_overheads())),
         cache_(ColdPoints(w, p) ? p.l2_bytes() : 0) {  // capacity 0: every input hot
@@ -787,13 +821,18 @@ class Simulation {
   }
 
   // An op on a CPU platform runs on its thread: the replay's own cost of issuing it, each
-  // dispatch the platform's dispatcher overhead, the leaves their compute. The replay's own
-  // work around an op (preparing its arguments, storing its outputs) fills the host gap before
-  // it, as the original's Python filled it: only what outlasts the gap adds.
+  // dispatch the platform's dispatcher overhead (and each autograd node a training forward
+  // records its cost), the leaves their compute. The replay's own work around an op (preparing
+  // its arguments, storing its outputs) fills the host gap before it, as the original's Python
+  // filled it: only what outlasts the gap adds.
   void PlaceOnCpu(int i, const SubtreeCost& sc, double gap, double& cursor, OpPrediction& o) {
     const auto cold = cold_dispatch_.find(i);
+    const auto nodes = autograd_nodes_.find(i);
     o.overhead_us = std::max(0.0, oh_.framework - gap) + sc.nodes * oh_.dispatch +
-                    (cold == cold_dispatch_.end() ? 0 : cold->second);
+                    (cold == cold_dispatch_.end() ? 0 : cold->second) +
+                    (nodes == autograd_nodes_.end() ? 0
+                                                    : static_cast<double>(nodes->second) *
+                                                          p_.cpu_overheads().autograd_node_us());
     o.predicted_us = o.compute_us + o.overhead_us;
     cursor += o.predicted_us;
     cpu_overhead_us_ += o.overhead_us;
@@ -921,6 +960,7 @@ class Simulation {
   const bool gpu_, trace_gpu_;
   const Overheads oh_;
   const std::unordered_map<int, double> cold_dispatch_;
+  const std::unordered_map<int, int64_t> autograd_nodes_;  // AutogradNodes
   const std::map<int, int> tbe_;
   const bool issuer_t1_;
   CacheModel cache_;

@@ -89,6 +89,7 @@ class Planner {
   Result<Plan> Build() {
     for (int index : in_.selected) AddTop(index);
     MIMIC_RETURN_IF_ERROR(ResolveSources());
+    MarkParameters();
     AssignLanes();
     OrderLanes();
     CompleteCollectivesBeforeUse();
@@ -289,6 +290,41 @@ class Planner {
       }
     }
     return Status::Ok();
+  }
+
+  // The parameters of a training step (eg::ForwardAutogradGraph: the tensors its forward reads
+  // that its optimizer updates in place) require grad, so that the replay's forward records the
+  // autograd graph over them as the original's did (each op on them, or on what they compute,
+  // allocating its node and saving its inputs). A forward op that updates one in place ran
+  // under no_grad in the original (autograd refuses it otherwise), and runs so here.
+  void MarkParameters() {
+    if (!training_) return;
+    const std::unordered_set<int> graph = eg::ForwardAutogradGraph(w_, in_.tree).parameters;
+    std::unordered_set<int> params;
+    for (Step& s : plan_.steps) {
+      if (s.kind != Step::Kind::kOp || !s.grad_mode) continue;
+      ForEachInput(s, /*written=*/false, [&](const InputSource& src) {
+        if (src.kind == InputSource::Kind::kLeaf && graph.count(src.entry))
+          params.insert(src.entry);
+      });
+      ForEachInput(s, /*written=*/true, [&](const InputSource& src) {
+        if (params.count(src.entry)) s.grad_mode = false;
+      });
+    }
+    store_.RequireGrad(std::vector<int>(params.begin(), params.end()));
+    plan_.parameters = static_cast<int64_t>(params.size());
+  }
+
+  // Calls fn(source) for each input tensor of op step `s`; with `written`, only for those its
+  // schema says it writes.
+  template <typename Fn>
+  static void ForEachInput(const Step& s, bool written, const Fn& fn) {
+    const std::vector<c10::Argument>& args = s.handle->schema().arguments();
+    for (size_t k = 0; k < s.sources.size(); ++k) {
+      const size_t arg = static_cast<size_t>(s.args.tensors[k].arg);
+      const c10::AliasInfo* alias = arg < args.size() ? args[arg].alias_info() : nullptr;
+      if (!written || (alias && alias->isWrite())) fn(s.sources[k]);
+    }
   }
 
   // The original's stream of a top op: the stream of the first kernel it (or an op under it)

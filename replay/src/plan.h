@@ -94,6 +94,9 @@ struct Plan {
   int64_t peak_bytes = 0;
   int64_t peak_bytes_lazy = 0;
   int64_t host_gaps = 0;  // delays inserted for the original's host time
+  // Prepared leaves that require grad: a training step's parameters (its forward reads them,
+  // its optimizer updates them), over which the forward records the autograd graph.
+  int64_t parameters = 0;
   double host_gap_us = 0;
 };
 

@@ -247,6 +247,7 @@ class Runner {
     result_.outputs_stand_ins = stand_in_count_;
     result_.stand_ins = stand_ins_;
     result_.estimated_peak_bytes = options_.lazy_alloc ? plan_.peak_bytes_lazy : plan_.peak_bytes;
+    result_.parameters = plan_.parameters;
     std::unordered_map<std::string, OpNameStats> by_name;
     for (size_t t = 0; t < plan_.tops.size(); ++t) {
       const proto::Op& op = w_.ops(plan_.tops[t].op_index);
@@ -733,6 +734,7 @@ void Merge(const ReplayResult& p, bool several, bool comm, ReplayResult& result,
   result.preallocated_bytes += p.preallocated_bytes;
   result.storages_preallocated += p.storages_preallocated;
   result.estimated_peak_bytes += p.estimated_peak_bytes;
+  result.parameters += p.parameters;
   result.inputs_sha256 =
       several ? Sha256Hex(result.inputs_sha256 + p.inputs_sha256) : p.inputs_sha256;
   result.integer_inputs.leaves += p.integer_inputs.leaves;

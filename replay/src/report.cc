@@ -293,6 +293,9 @@ class JsonReporter final : public Reporter {
     }
     j.EndArray();
     j.EndObject();
+    j.Key("autograd").BeginObject();
+    j.Key("parameters").Int(r.parameters);
+    j.EndObject();
 
     j.Key("outputs").BeginObject();
     j.Key("checked").Int(r.outputs_checked);

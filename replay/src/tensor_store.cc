@@ -116,6 +116,10 @@ Status TensorStore::Plan(const std::vector<int>& ops) {
     auto resolve = [&](int t) -> InputSource {
       const proto::Tensor& tensor = w_.tensors(t);
       if (produced[t] || !HasStorage(tensor)) return {InputSource::Kind::kProduced, t, -1};
+      // A leaf read again after an op made a view of it (a weight's t() at each step of an
+      // RNN) is the leaf still: the same buffer, and for autograd the same tensor.
+      if (leaf_set.count(t))
+        return {fresh_views ? InputSource::Kind::kLeafFresh : InputSource::Kind::kLeaf, t, -1};
       if (auto it = produced_storages.find(tensor.storage_id()); it != produced_storages.end()) {
         if (MayAliasProducer(t, it->second.second))
           return {InputSource::Kind::kDerived, t, it->second.first};
@@ -389,6 +393,9 @@ Status TensorStore::AllocateBuffer(int64_t key, int64_t bytes) {
       } catch (const c10::Error&) {  // out of memory, say: the leaf keeps its uniform fill
       }
     }
+  for (int t : leaves_of_[key])
+    if (grad_leaves_.count(t) && leaf_[t].defined() && IsFloating(leaf_[t].scalar_type()))
+      leaf_[t].set_requires_grad(true);
   return Status::Ok();
 }
 

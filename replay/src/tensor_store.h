@@ -52,6 +52,11 @@ class TensorStore final : public ops::TensorSource {
   Status Plan(const std::vector<int>& ops);
   // Bytes the leaves' buffers take (after Plan).
   int64_t planned_bytes() const { return planned_bytes_; }
+  // Leaf entries that require grad once prepared (before Allocate): a training step's
+  // parameters, so that the forward records the autograd graph over them as the original's did.
+  void RequireGrad(const std::vector<int>& entries) {
+    grad_leaves_.insert(entries.begin(), entries.end());
+  }
   // Allocates the buffers and fills them with random contents (integer tensors with values
   // valid for their consumers). With `lazy`, nothing is allocated until Acquire.
   // Errors: Internal when allocation fails.
@@ -143,6 +148,7 @@ class TensorStore final : public ops::TensorSource {
   std::unordered_map<int, std::string_view> recorded_;  // leaf -> its saved values (integer_data)
   IntegerInputs integer_inputs_;
   std::unordered_map<int, const proto::InputValues*> values_;  // leaf -> the capture's shares
+  std::unordered_set<int> grad_leaves_;                        // RequireGrad's entries
   InputValueFills value_fills_;
   int64_t planned_bytes_ = 0;
   // Allocate's results.

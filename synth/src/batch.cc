@@ -158,10 +158,6 @@ class MetaTensors final : public ops::TensorSource {
   std::unordered_map<int, std::vector<int64_t>> new_shape_;
 };
 
-bool IsFloating(proto::DType d) {
-  return d == proto::FLOAT32 || d == proto::FLOAT16 || d == proto::BFLOAT16 || d == proto::FLOAT64;
-}
-
 // Each tensor of the stack, alone or in a list, replaced by `fn` of it.
 void MapTensors(torch::jit::Stack& stack, const std::function<at::Tensor(const at::Tensor&)>& fn) {
   for (c10::IValue& iv : stack) {
@@ -629,12 +625,12 @@ class BatchPropagation {
     std::set<int> in;
     for (const proto::Value& v : op.inputs())
       ForEachTensor(v, [&](int t) {
-        if (IsFloating(w_.tensors(t).dtype())) in.insert(w_.tensors(t).dtype());
+        if (eg::IsFloatingDType(w_.tensors(t).dtype())) in.insert(w_.tensors(t).dtype());
       });
     std::optional<int> out;
     for (const proto::Value& v : op.outputs())
       ForEachTensor(v, [&](int t) {
-        if (!out && IsFloating(w_.tensors(t).dtype())) out = w_.tensors(t).dtype();
+        if (!out && eg::IsFloatingDType(w_.tensors(t).dtype())) out = w_.tensors(t).dtype();
       });
     c10::ScalarType st;
     if (in.size() < 2 || !out || !in.count(*out) ||

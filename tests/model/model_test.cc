@@ -2734,6 +2734,64 @@ Result<Prediction> MlpOnCpuHost(double t1_us, double framework_us) {
   return Predict(LoadSample("mlp", false), p);
 }
 
+// A training step's forward records an autograd node at each op on its parameters or on what
+// they compute (eg::ForwardAutogradGraph): the mlp sample's 8 parameters are its 4 linear
+// layers' weights and biases, each of them updated in place by its SGD step; its forward
+// records a node at each layer's t(), addmm and relu (not at linear, whose are its children's,
+// nor at addmm's own calls of expand and copy_) and at the loss's log_softmax and nll_loss. On
+// a CPU platform each node costs autograd_node_us: each op grows by that for each node under
+// it, and so does the step.
+TEST(Predict, ATrainingForwardsOpsPayForTheAutogradNodesTheyRecord) {
+  const proto::Workload w = LoadSample("mlp", false);
+  const eg::OpTree tree(w);
+  const eg::ForwardGraph graph = eg::ForwardAutogradGraph(w, tree);
+  std::multiset<std::vector<int64_t>> shapes;
+  for (int t : graph.parameters)
+    shapes.insert({w.tensors(t).shape().begin(), w.tensors(t).shape().end()});
+  EXPECT_EQ(shapes,
+            (std::multiset<std::vector<int64_t>>{
+                {1024, 1024}, {1024}, {1024, 1024}, {1024}, {512, 1024}, {512}, {10, 512}, {10}}));
+  auto step = eg::FindSegment(w, -1, "");  // the step predicted
+  ASSERT_THAT(step, IsOk());
+  const int step_op = tree.IndexOf((*step)->op_id());
+  std::map<std::string, int> recorded;  // in the step, by op name
+  for (int i = 0; i < w.ops_size(); ++i)
+    if (graph.records_node[i] && tree.IsWithin(i, step_op)) {
+      ++recorded[w.ops(i).name()];
+      EXPECT_EQ(eg::IssuerOf(w, tree, i), eg::Issuer::kForward);
+    }
+  EXPECT_EQ(recorded, (std::map<std::string, int>{{"aten::t", 4},
+                                                  {"aten::addmm", 4},
+                                                  {"aten::relu", 3},
+                                                  {"aten::_log_softmax", 1},
+                                                  {"aten::nll_loss_forward", 1}}));
+  int64_t nodes = 0;
+  for (const auto& [name, n] : recorded) nodes += n;
+
+  proto::Platform p = Builtin("cpu_host");
+  p.mutable_cpu_overheads()->set_autograd_node_us(0);
+  auto without = Predict(w, p);
+  p.mutable_cpu_overheads()->set_autograd_node_us(2.5);
+  auto with = Predict(w, p);
+  ASSERT_THAT(without, IsOk());
+  ASSERT_THAT(with, IsOk());
+  EXPECT_NEAR((with->iteration_ms - without->iteration_ms) * 1000, 2.5 * nodes, 1e-6);
+  ASSERT_EQ(with->ops.size(), without->ops.size());
+  double added = 0;
+  for (size_t i = 0; i < with->ops.size(); ++i)
+    added += with->ops[i].overhead_us - without->ops[i].overhead_us;
+  EXPECT_NEAR(added, 2.5 * nodes, 1e-6);
+
+  // Without the autograd engine's ops (inference) no op records a node.
+  proto::Workload inference = w;
+  for (proto::Op& op : *inference.mutable_ops())
+    if (op.name().starts_with("autograd::engine::evaluate_function")) op.set_name("annotation");
+  const eg::OpTree inference_tree(inference);
+  const eg::ForwardGraph none = eg::ForwardAutogradGraph(inference, inference_tree);
+  EXPECT_TRUE(none.parameters.empty());
+  EXPECT_EQ(std::count(none.records_node.begin(), none.records_node.end(), true), 0);
+}
+
 // Every op the replay issues on a CPU platform pays the replay's own cost (framework_us) once,
 // besides a dispatch per op under it; that cost fills the host gap before the op first, as the
 // original's Python filled it: a gap of 10 us hides 7 us of it whole and 15 us but for 5.

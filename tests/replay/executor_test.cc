@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include "mimic/base/file.h"
 #include "mimic/base/host.h"
@@ -432,8 +433,19 @@ at::Tensor NoteGradMode(const at::Tensor& x) {
   grad_mode_seen.push_back(c10::GradMode::is_enabled());
   return x.clone();
 }
-TORCH_LIBRARY(mimic_test, m) { m.def("note_grad_mode(Tensor x) -> Tensor", &NoteGradMode); }
+// A test operator that notes whether its input requires grad: whether the op that computed it
+// recorded the autograd graph.
+std::vector<bool> requires_grad_seen;
+at::Tensor NoteRequiresGrad(const at::Tensor& x) {
+  requires_grad_seen.push_back(x.requires_grad());
+  return x.detach().clone();
+}
+TORCH_LIBRARY(mimic_test, m) {
+  m.def("note_grad_mode(Tensor x) -> Tensor", &NoteGradMode);
+  m.def("note_requires_grad(Tensor x) -> Tensor", &NoteRequiresGrad);
+}
 constexpr const char* kNoteGradMode = "mimic_test::note_grad_mode(Tensor x) -> Tensor";
+constexpr const char* kNoteRequiresGrad = "mimic_test::note_requires_grad(Tensor x) -> Tensor";
 
 // The original ran a training step's forward with autograd on, and the autograd engine's and
 // the optimizer's ops with it off; ops read it (an LSTM layer keeps the workspace its backward
@@ -458,6 +470,81 @@ TEST(Executor, OpsRunWithAutogradOnOrOffAsTheOriginalRanThem) {
   r = Replay(w, options);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(grad_mode_seen, (std::vector<bool>{false, false, false}));
+}
+
+// A training step: its forward computes y = x * p and notes whether y requires grad; the
+// autograd engine runs one op; the optimizer runs `update` (p += g in place, say), under their
+// record_functions. `forward_update` adds an in-place update of p (p *= x) before the forward;
+// `view_first` a view of p (an alias on its storage) before it.
+proto::Workload TrainingStep(const char* update, bool forward_update = false,
+                             bool view_first = false) {
+  WorkloadBuilder b;
+  b.Step(1);
+  const int x = b.Tensor({4}), p = b.Tensor({4}), y = b.Tensor({4}), z = b.Tensor({4}),
+            g = b.Tensor({4}), u = b.Tensor({4});
+  if (forward_update)
+    b.Op("aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", {b.T(p), b.T(x)},
+         {b.T(p)});
+  const int view = view_first ? b.Tensor({4}) : -1;
+  if (view_first) b.Op("aten::alias(Tensor(a) self) -> Tensor(a)", {b.T(p)}, {b.T(view)});
+  b.Op("aten::mul.Tensor(Tensor self, Tensor other) -> Tensor", {b.T(x), b.T(p)}, {b.T(y)});
+  b.Op(kNoteRequiresGrad, {b.T(y)}, {b.T(z)});
+  const int backward = b.workload().ops_size();
+  b.Op(kAdd, {}, {});  // the autograd node's record_function, around the next op
+  b.Op(kAdd, {b.T(z), b.T(x), b.I(1)}, {b.T(g)});
+  const int optimizer = b.workload().ops_size();
+  b.Op(kAdd, {}, {});  // the optimizer's record_function, around the next op
+  const bool in_place = std::string_view(update).find("_.") != std::string_view::npos;
+  b.Op(update, {b.T(p), b.T(g), b.I(1)}, {b.T(in_place ? p : u)});
+  proto::Workload w = b.workload();
+  if (view_first) w.mutable_tensors(view)->set_storage_id(w.tensors(p).storage_id());
+  for (auto [wrapper, name] : {std::pair{backward, "autograd::engine::evaluate_function: X"},
+                               std::pair{optimizer, "Optimizer.step#SGD.step"}}) {
+    w.mutable_ops(wrapper)->set_name(name);
+    w.mutable_ops(wrapper)->set_schema(-1);
+    w.mutable_ops(wrapper + 1)->set_parent(w.ops(wrapper).id());
+  }
+  return w;
+}
+
+constexpr const char* kAddInPlace =
+    "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)";
+
+// Replays `w` once, stopping at an op that fails: whether every op ran, the parameters the
+// replay made require grad, and whether the forward's note saw its input require grad.
+std::tuple<bool, int64_t, bool> ReplayNotingGrad(const proto::Workload& w) {
+  ReplayOptions options;
+  options.device = "cpu";
+  options.warmup = 0;
+  options.iters = 1;
+  options.host_gaps = HostGaps::kNone;
+  options.strict = true;
+  requires_grad_seen.clear();
+  auto r = Replay(w, options);
+  EXPECT_THAT(r, IsOk());
+  if (!r.ok() || requires_grad_seen.empty()) return {false, -1, false};
+  return {r->stop_reason.empty() && r->replayed_ops == r->total_ops, r->parameters,
+          requires_grad_seen[0]};
+}
+
+// The original's forward recorded the autograd graph over the model's parameters (each op on
+// them allocated its node and saved its inputs; its time and memory hold that): the replay's
+// parameters, the leaves the forward reads that the optimizer updates in place, require grad, so
+// that its forward records the graph too; also where the forward read a parameter again after
+// making a view of it (an RNN's t() of its weight at each step). A leaf the optimizer does not
+// update stays a constant.
+TEST(Executor, ATrainingStepsForwardRecordsTheAutogradGraphOverItsParameters) {
+  EXPECT_EQ(ReplayNotingGrad(TrainingStep(kAddInPlace)), std::make_tuple(true, 1, true));
+  EXPECT_EQ(ReplayNotingGrad(TrainingStep(kAddInPlace, false, /*view_first=*/true)),
+            std::make_tuple(true, 1, true));
+  EXPECT_EQ(ReplayNotingGrad(TrainingStep(kAdd)), std::make_tuple(true, 0, false));  // p + g
+}
+
+// Autograd refuses an in-place update of a leaf that requires grad: a forward op that updates
+// a parameter ran under no_grad in the original, and runs with autograd off in the replay.
+TEST(Executor, AForwardOpThatUpdatesAParameterInPlaceRunsWithAutogradOff) {
+  EXPECT_EQ(ReplayNotingGrad(TrainingStep(kAddInPlace, /*forward_update=*/true)),
+            std::make_tuple(true, 1, true));
 }
 
 // With several lanes the gaps wait on the driving thread while the ops run on their lanes'

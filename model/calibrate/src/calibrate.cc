@@ -534,6 +534,29 @@ std::vector<int> AddDispatchProbes(Probes& probes, const at::TensorOptions& f32)
   return ids;
 }
 
+// One-element aten::t, aten::add and aten::mul under autograd, with an input that requires grad
+// (`with_grad`: each call records an autograd node) or not. The difference of their means is
+// what a training forward's op pays for its node (cpu_overheads.autograd_node_us).
+std::vector<int> AddAutogradProbes(Probes& probes, const at::TensorOptions& f32, bool with_grad) {
+  const at::Tensor one = at::randn({1, 1}, f32).requires_grad_(with_grad),
+                   other = at::randn({1, 1}, f32);
+  const auto op = [](const char* name, const char* overload) {
+    return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+  };
+  std::vector<int> ids;
+  for (const auto& [h, binary] :
+       {std::pair{op("aten::t", ""), false}, std::pair{op("aten::add", "Tensor"), true},
+        std::pair{op("aten::mul", "Tensor"), true}})
+    ids.push_back(probes.Add([one, other, h, binary] {
+      at::AutoGradMode grad(true);
+      torch::jit::Stack stack{one};
+      if (binary) stack.emplace_back(other);
+      if (h.schema().name() == "aten::add") stack.emplace_back(c10::Scalar(1));
+      h.callBoxed(stack);
+    }));
+  return ids;
+}
+
 double DispatchUs(const Probes& probes, const std::vector<int>& ids) {
   double us = 0;
   for (int i : ids) us += probes.Us(i) / static_cast<double>(ids.size());
@@ -1435,6 +1458,10 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
   try {
     // Register every probe first; time them all in rounds; then turn times into figures.
     const std::vector<int> dispatch_probes = AddDispatchProbes(probes, f32);
+    const std::vector<int> node_probes =
+                               gpu ? std::vector<int>{} : AddAutogradProbes(probes, f32, true),
+                           plain_probes =
+                               gpu ? std::vector<int>{} : AddAutogradProbes(probes, f32, false);
     const std::vector<ValueProbe> value =
         gpu ? std::vector<ValueProbe>{} : AddValueProbes(probes, f32);
     int launch_probe = -1, embedding_bag_probe = -1;
@@ -1466,6 +1493,9 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
 
     const double dispatch_us = DispatchUs(probes, dispatch_probes);
     p.mutable_cpu_overheads()->set_dispatch_us(dispatch_us);
+    if (!gpu)
+      p.mutable_cpu_overheads()->set_autograd_node_us(
+          std::max(0.0, DispatchUs(probes, node_probes) - DispatchUs(probes, plain_probes)));
     if (gpu) p.mutable_cpu_overheads()->set_t4_us(std::max(0.0, probes.Us(launch_probe) - dispatch_us));
     if (gpu) {
       SetEmbeddingBagStep(probes.Us(embedding_bag_probe), measured, p);
@@ -1485,8 +1515,14 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         measured +
         ": dispatch_us = mean boxed call of aten::t, aten::add, aten::mul_ on one-element "
         "tensors; " +
+        (gpu ? std::string()
+             : "autograd_node_us = the mean boxed call of aten::t, aten::add, aten::mul under "
+               "autograd with an input requiring grad less the same without; ") +
         per_device + "; " + MeasureReplayOverheads(o, device, *p.mutable_cpu_overheads(), log);
-    log("dispatch: " + std::to_string(dispatch_us) + " us per op");
+    log("dispatch: " + std::to_string(dispatch_us) + " us per op" +
+        (gpu ? std::string()
+             : ", " + std::to_string(p.cpu_overheads().autograd_node_us()) +
+                   " us more recording an autograd node"));
     MeasureHostT1(o, p, log);
     // CPU kernels run inside the dispatch they are timed with; subtract it (never below 10%).
     auto net_us = [&](double us) { return NetUs(us, gpu ? 0.0 : dispatch_us); };

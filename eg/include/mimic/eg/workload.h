@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "mimic/base/status.h"
@@ -170,6 +171,9 @@ Summary Summarize(const proto::Workload& workload);
 // True for collective and point-to-point communication ops (record_param_comms, c10d::*, nccl:*).
 bool IsCollectiveOp(const proto::Op& op);
 
+// True for the floating-point dtypes Mimic computes in: fp32, fp64, fp16 and bf16 (not fp8).
+bool IsFloatingDType(proto::DType d);
+
 // What a capture's instrumentation (Kineto with shapes and the execution-trace observer, as the
 // capture scripts record) costs the host outside the ops' spans, as `mimic calibrate` and a
 // replay's setup measure it on known loops (docs/replay.md, Host gaps): a constant per event
@@ -295,6 +299,22 @@ enum class Issuer { kForward, kBackward, kOptimizer };
 inline constexpr int kIssuers = 3;
 const char* IssuerName(Issuer issuer);  // "forward", "backward", "optimizer"
 Issuer IssuerOf(const proto::Workload& workload, const OpTree& tree, int index);
+
+// The autograd graph a training step's forward recorded in the original. Its parameters: the
+// floating-point tensors the forward (IssuerOf) reads before any op produced them, on a storage
+// an optimizer's op writes in place (the tensor itself, or a view of it such as a weight's t()).
+// A forward op records a node where a floating-point input requires grad (a parameter, or an
+// output of an op that recorded one), it writes a floating-point output, it updates no parameter
+// in place (autograd refuses that: the original ran it under no_grad) and it is the innermost
+// op dispatched at the autograd level (the trace's sequence numbers: a composite's nodes are
+// its children's, the calls of an op's own kernel record none; an op without children where
+// the trace records none). Empty for a workload without the autograd engine's ops (inference),
+// or without an optimizer's in-place update.
+struct ForwardGraph {
+  std::unordered_set<int> parameters;  // indices into workload.tensors()
+  std::vector<bool> records_node;      // by index into workload.ops()
+};
+ForwardGraph ForwardAutogradGraph(const proto::Workload& workload, const OpTree& tree);
 
 // The recorded host gaps (RecordedHostGaps, the capture's cost taken off) before
 // the top-level ops of the workload's first step (FindSegment's default selection, as a replay

@@ -203,6 +203,9 @@ struct ReplayResult {
     double own_ms = 0;           // of which the replay's own work filled, per measured iteration
   } host_gaps;
   int64_t estimated_peak_bytes = 0;  // prepared + the recorded sizes alive at once
+  // Prepared leaves that required grad: the training step's parameters, over which its forward
+  // recorded the autograd graph as the original's did (0: no training step, or no optimizer).
+  int64_t parameters = 0;
   DeviceMetrics device_metrics;      // sampled during measured iterations (NVML on GPUs)
   bool per_op_timed = true;          // per-op replay_ms are measured (else -1)
   std::vector<OpTiming> timeline;    // the last measured iteration, when ops are timed
