@@ -150,6 +150,12 @@ bool IsFloatingDType(proto::DType d) {
   return d == proto::FLOAT32 || d == proto::FLOAT64 || d == proto::FLOAT16 || d == proto::BFLOAT16;
 }
 
+void ForEachTensor(const proto::Value& v, const std::function<void(int)>& fn) {
+  if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0) fn(v.tensor());
+  if (v.kind_case() == proto::Value::kList)
+    for (const proto::Value& item : v.list().items()) ForEachTensor(item, fn);
+}
+
 bool IsCollectiveOp(const proto::Op& op) {
   const std::string& n = op.name();
   return n == "record_param_comms" || StartsWith(n, "c10d::") || StartsWith(n, "nccl:") ||
@@ -696,41 +702,13 @@ Issuer IssuerOf(const proto::Workload& w, const OpTree& tree, int index) {
   return Issuer::kForward;
 }
 
-namespace {
-
-bool IsTraining(const proto::Workload& w) {
+bool HasBackward(const proto::Workload& w) {
   for (const proto::Op& op : w.ops())
     if (op.name().starts_with("autograd::engine::evaluate_function")) return true;
   return false;
 }
 
-// Calls fn(entry) for each tensor of `v`, list items included.
-template <typename Fn>
-void ForEachTensorOf(const proto::Workload& w, const proto::Value& v, const Fn& fn) {
-  if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0 && v.tensor() < w.tensors_size())
-    fn(v.tensor());
-  if (v.kind_case() == proto::Value::kList)
-    for (const proto::Value& item : v.list().items()) ForEachTensorOf(w, item, fn);
-}
-
-// Calls fn(entry) for each tensor of the inputs `op`'s schema marks written in place.
-template <typename Fn>
-void ForEachWrittenInput(const proto::Workload& w, const proto::Op& op, const Fn& fn) {
-  if (op.schema() < 0 || op.schema() >= w.schemas_size()) return;
-  const std::vector<SchemaArg> args = ParseSchemaArgs(w.schemas(op.schema()));
-  for (int k = 0; k < op.inputs_size() && k < static_cast<int>(args.size()); ++k)
-    if (args[k].mutated) ForEachTensorOf(w, op.inputs(k), fn);
-}
-
-// The storages the optimizer's ops write in place.
-std::unordered_set<int64_t> StoragesTheOptimizerUpdates(const proto::Workload& w,
-                                                        const OpTree& tree) {
-  std::unordered_set<int64_t> updated;
-  for (int i = 0; i < w.ops_size(); ++i)
-    if (IssuerOf(w, tree, i) == Issuer::kOptimizer)
-      ForEachWrittenInput(w, w.ops(i), [&](int t) { updated.insert(w.tensors(t).storage_id()); });
-  return updated;
-}
+namespace {
 
 // Whether op `i` is where its node was recorded: the innermost op dispatched at the autograd
 // level, where the trace records sequence numbers (ops below it, a composite's kernel's own
@@ -743,10 +721,6 @@ bool RecordsAtThisLevel(const proto::Workload& w, const OpTree& tree, int i, boo
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // Walks a training step's ops in start order, as its forward ran them, tracking which tensors
 // require grad (ForwardAutogradGraph).
 class ForwardGraphWalk {
@@ -755,24 +729,29 @@ class ForwardGraphWalk {
       : w_(w),
         tree_(tree),
         g_(g),
-        updated_(StoragesTheOptimizerUpdates(w, tree)),
         produced_(w.tensors_size(), false),
         requires_grad_(w.tensors_size(), false),
         seq_recorded_(std::any_of(w.ops().begin(), w.ops().end(),
-                                  [](const proto::Op& op) { return op.seq_id() > 0; })) {}
+                                  [](const proto::Op& op) { return op.seq_id() > 0; })) {
+    issuer_.reserve(w.ops_size());
+    for (int i = 0; i < w.ops_size(); ++i) issuer_.push_back(IssuerOf(w, tree, i));
+    for (int i = 0; i < w.ops_size(); ++i)  // the storages the optimizer writes in place
+      if (issuer_[i] == Issuer::kOptimizer)
+        ForEachWrittenInput(w.ops(i), [&](int t) { updated_.insert(w.tensors(t).storage_id()); });
+  }
 
   void Op(int i) {
     const proto::Op& op = w_.ops(i);
-    const bool forward = IssuerOf(w_, tree_, i) == Issuer::kForward;
+    const bool forward = issuer_[i] == Issuer::kForward;
     const bool reads_grad = forward && ReadsGrad(op);
     std::unordered_set<int> written;
-    ForEachWrittenInput(w_, op, [&](int t) { written.insert(t); });
+    ForEachWrittenInput(op, [&](int t) { written.insert(t); });
     const bool updates_parameter = std::any_of(written.begin(), written.end(),
                                                [&](int t) { return g_.parameters.count(t) > 0; });
     const bool detach = op.name() == "aten::detach" || op.name() == "detach";
     bool fresh_output = false;  // a floating-point output that is not an input handed back
     for (const proto::Value& v : op.outputs())
-      ForEachTensorOf(w_, v, [&](int t) {
+      ForEachTensorIn(v, [&](int t) {
         const bool handed_back = !written.count(t) && IsInput(op, t);
         produced_[t] = true;
         if (!forward || !IsFloatingDType(w_.tensors(t).dtype()) || handed_back) return;
@@ -784,12 +763,31 @@ class ForwardGraphWalk {
   }
 
  private:
+  // ForEachTensor over the entries the workload holds.
+  void ForEachTensorIn(const proto::Value& v, const std::function<void(int)>& fn) const {
+    ForEachTensor(v, [&](int t) {
+      if (t < w_.tensors_size()) fn(t);
+    });
+  }
+
+  // Calls fn(entry) for each tensor of the inputs `op`'s schema marks written in place (each
+  // schema parsed once).
+  void ForEachWrittenInput(const proto::Op& op, const std::function<void(int)>& fn) {
+    if (op.schema() < 0 || op.schema() >= w_.schemas_size()) return;
+    auto [it, fresh] = mutated_.try_emplace(op.schema());
+    if (fresh)
+      for (const SchemaArg& a : ParseSchemaArgs(w_.schemas(op.schema())))
+        it->second.push_back(a.mutated);
+    for (int k = 0; k < op.inputs_size() && k < static_cast<int>(it->second.size()); ++k)
+      if (it->second[k]) ForEachTensorIn(op.inputs(k), fn);
+  }
+
   // Whether a floating-point input requires grad; a parameter met here for the first time is
   // added to the graph's.
   bool ReadsGrad(const proto::Op& op) {
     bool reads = false;
     for (const proto::Value& v : op.inputs())
-      ForEachTensorOf(w_, v, [&](int t) {
+      ForEachTensorIn(v, [&](int t) {
         if (!IsFloatingDType(w_.tensors(t).dtype())) return;
         if (!produced_[t] && updated_.count(w_.tensors(t).storage_id())) {
           g_.parameters.insert(t);
@@ -802,15 +800,16 @@ class ForwardGraphWalk {
 
   bool IsInput(const proto::Op& op, int t) const {
     bool found = false;
-    for (const proto::Value& v : op.inputs())
-      ForEachTensorOf(w_, v, [&](int in) { found |= in == t; });
+    for (const proto::Value& v : op.inputs()) ForEachTensorIn(v, [&](int in) { found |= in == t; });
     return found;
   }
 
   const proto::Workload& w_;
   const OpTree& tree_;
   ForwardGraph& g_;
-  const std::unordered_set<int64_t> updated_;  // storages the optimizer writes in place
+  std::vector<Issuer> issuer_;                              // by op index
+  std::unordered_set<int64_t> updated_;                     // storages the optimizer writes
+  std::unordered_map<int32_t, std::vector<bool>> mutated_;  // schema -> its args written
   std::vector<bool> produced_, requires_grad_;
   const bool seq_recorded_;
 };
@@ -820,7 +819,7 @@ class ForwardGraphWalk {
 ForwardGraph ForwardAutogradGraph(const proto::Workload& w, const OpTree& tree) {
   ForwardGraph g;
   g.records_node.assign(w.ops_size(), false);
-  if (!IsTraining(w)) return g;
+  if (!HasBackward(w)) return g;
   std::vector<int> order(w.ops_size());  // ids are start order
   for (int i = 0; i < w.ops_size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),

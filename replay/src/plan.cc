@@ -27,12 +27,6 @@ int SingleTensor(const proto::Value& v) {
   return -1;
 }
 
-void ForEachTensor(const proto::Value& v, const std::function<void(int)>& fn) {
-  if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0) fn(v.tensor());
-  if (v.kind_case() == proto::Value::kList)
-    for (const proto::Value& item : v.list().items()) ForEachTensor(item, fn);
-}
-
 bool IsCollective(const proto::Op& op) { return op.has_collective() || eg::IsCollectiveOp(op); }
 
 // An operator of an extension library (fbgemm::, torchrec::, a model's own): not ATen's.
@@ -65,14 +59,6 @@ bool RunsOn(const c10::OperatorHandle& h, c10::Device device) {
   return false;
 }
 
-// Whether the autograd engine ran in the trace: a training step, whose forward ran with
-// autograd on.
-bool HasBackward(const proto::Workload& w) {
-  for (const proto::Op& op : w.ops())
-    if (op.name().starts_with("autograd::engine::evaluate_function")) return true;
-  return false;
-}
-
 // A table entry or buffer used on more than one lane (ScheduleReleases, ScheduleLeaves).
 constexpr int kSeveralLanes = -100;
 constexpr int kNoLane = -200;
@@ -83,7 +69,7 @@ class Planner {
       : in_(in),
         w_(in.workload),
         remap_host_(!in.device.is_cpu() && CapturedOnHost(in.workload)),
-        training_(HasBackward(in.workload)),
+        training_(eg::HasBackward(in.workload)),
         store_(store) {}
 
   Result<Plan> Build() {
@@ -393,7 +379,7 @@ class Planner {
       if (alias && alias->isWrite()) writes.push_back(storage(slot.entry));
     }
     for (const proto::Value& v : op.outputs())
-      ForEachTensor(v, [&](int t) { writes.push_back(storage(t)); });
+      eg::ForEachTensor(v, [&](int t) { writes.push_back(storage(t)); });
   }
 
   // A step waits for the last step of another lane that wrote what it reads or writes, and for
@@ -524,10 +510,10 @@ class Planner {
       for (int e : {s.in_entry, s.out_entry})
         if (e >= 0) use(e, i);
       const proto::Op& op = w_.ops(s.op_index);
-      for (const proto::Value& v : op.outputs()) ForEachTensor(v, [&](int t) { use(t, i); });
+      for (const proto::Value& v : op.outputs()) eg::ForEachTensor(v, [&](int t) { use(t, i); });
       if (s.check)  // the top op's recorded outputs are checked after its last part
         for (const proto::Value& v : w_.ops(plan_.tops[s.top].op_index).outputs())
-          ForEachTensor(v, [&](int t) { use(t, i); });
+          eg::ForEachTensor(v, [&](int t) { use(t, i); });
     }
     for (const auto& [entry, at] : last_use)
       if (at.second != kSeveralLanes) plan_.steps[at.first].releases.push_back(entry);
@@ -566,7 +552,7 @@ class Planner {
     for (const auto& [key, l] : leaves) leaf_storages.insert(key);
     for (int i = 0; i < static_cast<int>(plan_.steps.size()); ++i) {
       for (const proto::Value& v : w_.ops(plan_.steps[i].op_index).outputs())
-        ForEachTensor(v, [&](int t) {
+        eg::ForEachTensor(v, [&](int t) {
           const proto::Tensor& rec = w_.tensors(t);
           if (leaf_storages.count(rec.storage_id())) return;  // written in place
           Life& l = intermediates[rec.storage_id()];

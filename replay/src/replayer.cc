@@ -101,12 +101,6 @@ bool SameShape(const at::Tensor& t, const proto::Tensor& rec) {
   return true;
 }
 
-void ForEachTensor(const proto::Value& v, const std::function<void(int)>& fn) {
-  if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0) fn(v.tensor());
-  if (v.kind_case() == proto::Value::kList)
-    for (const proto::Value& item : v.list().items()) ForEachTensor(item, fn);
-}
-
 // A collective issued and not yet waited for.
 struct Pending {
   std::shared_ptr<PendingWork> work;
@@ -498,7 +492,7 @@ class Runner {
     const proto::Op& top = w_.ops(plan_.tops[plan_.steps[i].top].op_index);
     const std::string device = executor_->device().str();
     for (int k = 0; k < top.outputs_size(); ++k)
-      ForEachTensor(top.outputs(k), [&](int entry) {
+      eg::ForEachTensor(top.outputs(k), [&](int entry) {
         const at::Tensor t = store_.Get(entry);
         const proto::Tensor& rec = w_.tensors(entry);
         if (!t.defined() || (eg::OutputShapeIsTheDevices(top.name(), k) &&

@@ -77,12 +77,6 @@ std::pair<int64_t, int64_t> IntLimits(c10::ScalarType s) {
 
 bool IsFloating(c10::ScalarType s) { return c10::isFloatingType(s) || c10::isComplexType(s); }
 
-void ForEachInputTensor(const proto::Value& v, const std::function<void(int)>& fn) {
-  if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0) fn(v.tensor());
-  if (v.kind_case() == proto::Value::kList)
-    for (const proto::Value& item : v.list().items()) ForEachInputTensor(item, fn);
-}
-
 }  // namespace
 
 TensorStore::TensorStore(const proto::Workload& w, c10::Device device, at::Generator generator)
@@ -139,7 +133,7 @@ Status TensorStore::Plan(const std::vector<int>& ops) {
       return {fresh_views ? InputSource::Kind::kLeafFresh : InputSource::Kind::kLeaf, t, -1};
     };
     for (const proto::Value& v : op.inputs())
-      ForEachInputTensor(v, [&](int t) {
+      eg::ForEachTensor(v, [&](int t) {
         for (const auto& [seen, source] : sources_[pos])
           if (seen == t) return;
         sources_[pos].emplace_back(t, resolve(t));
@@ -147,10 +141,10 @@ Status TensorStore::Plan(const std::vector<int>& ops) {
     // After the loop above, which gives a leaf on a reused storage id its own buffer key.
     for (const eg::InputDomain& r : eg::InputDomainsOf(op.name()))
       if (r.arg < op.inputs_size())
-        ForEachInputTensor(op.inputs(r.arg), [&](int t) { RequireDomain(ops, t, pos, r.domain); });
+        eg::ForEachTensor(op.inputs(r.arg), [&](int t) { RequireDomain(ops, t, pos, r.domain); });
     PlanValues(ops, static_cast<int>(pos));
     for (const proto::Value& v : op.outputs()) {
-      ForEachInputTensor(v, [&](int t) {
+      eg::ForEachTensor(v, [&](int t) {
         produced[t] = true;
         producers_[t].push_back(static_cast<int>(pos));
         if (HasStorage(w_.tensors(t))) {
@@ -315,7 +309,7 @@ void TensorStore::RequireDomain(const std::vector<int>& ops, int t, int before,
   auto float_inputs_keeping_sign = [&](const proto::Op& op, int, const auto& follow) {
     if (domain != eg::ValueDomain::kNonNegative || !eg::KeepsSign(op.name())) return;
     for (const proto::Value& v : op.inputs())
-      ForEachInputTensor(v, [&](int in) {
+      eg::ForEachTensor(v, [&](int in) {
         c10::ScalarType st;
         if (ToScalarType(w_.tensors(in).dtype(), &st) && IsFloating(st)) follow(in);
       });
@@ -329,7 +323,7 @@ int TensorStore::StateLeaf(const std::vector<int>& ops, int t, int before) const
     if (!HasStorage(w_.tensors(out))) return;
     int same = -1;  // the producer's input on out's storage: an in-place update's self
     for (const proto::Value& v : op.inputs())
-      ForEachInputTensor(v, [&](int in) {
+      eg::ForEachTensor(v, [&](int in) {
         if (same < 0 && HasStorage(w_.tensors(in)) &&
             w_.tensors(in).storage_id() == w_.tensors(out).storage_id())
           same = in;

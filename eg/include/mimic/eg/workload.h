@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -174,6 +175,10 @@ bool IsCollectiveOp(const proto::Op& op);
 // True for the floating-point dtypes Mimic computes in: fp32, fp64, fp16 and bf16 (not fp8).
 bool IsFloatingDType(proto::DType d);
 
+// Calls fn(entry) for each tensor of `v` (an index into workload.tensors()), list items
+// included.
+void ForEachTensor(const proto::Value& v, const std::function<void(int)>& fn);
+
 // What a capture's instrumentation (Kineto with shapes and the execution-trace observer, as the
 // capture scripts record) costs the host outside the ops' spans, as `mimic calibrate` and a
 // replay's setup measure it on known loops (docs/replay.md, Host gaps): a constant per event
@@ -315,6 +320,10 @@ struct ForwardGraph {
   std::vector<bool> records_node;      // by index into workload.ops()
 };
 ForwardGraph ForwardAutogradGraph(const proto::Workload& workload, const OpTree& tree);
+
+// Whether the autograd engine ran in the trace (`autograd::engine::evaluate_function: ...`): a
+// training step, whose forward ran with autograd on.
+bool HasBackward(const proto::Workload& workload);
 
 // The recorded host gaps (RecordedHostGaps, the capture's cost taken off) before
 // the top-level ops of the workload's first step (FindSegment's default selection, as a replay
