@@ -83,6 +83,19 @@ bool BoolArg(const proto::Op& op, int pos) {
          op.inputs(pos).kind_case() == proto::Value::kBoolValue && op.inputs(pos).bool_value();
 }
 
+// Input `pos` of `op` as a list of ints (one int recorded alone: a list of it; empty where
+// absent or of another kind).
+std::vector<int64_t> IntList(const proto::Op& op, int i) {
+  std::vector<int64_t> out;
+  if (i >= op.inputs_size()) return out;
+  const proto::Value& v = op.inputs(i);
+  if (v.kind_case() == proto::Value::kList)
+    for (const proto::Value& item : v.list().items())
+      if (item.kind_case() == proto::Value::kIntValue) out.push_back(item.int_value());
+  if (v.kind_case() == proto::Value::kIntValue) out.push_back(v.int_value());
+  return out;
+}
+
 int64_t Dim(const proto::Tensor* t, int i) {
   if (i < 0) i += t->shape_size();
   return (i >= 0 && i < t->shape_size()) ? t->shape(i) : 1;
@@ -944,7 +957,7 @@ bool BatchNormChannelsLast(const proto::Tensor& t) {
 // own kernels only (OpEvidence::native_batch_norm; cuDNN's are priced by their bytes), in
 // training: a forward (statistics, then normalize) or a backward (reduce, then grad input).
 double ChannelsLastBatchNormUs(const Ctx& c) {
-  const proto::ChannelsLastBatchNorm& bn = c.p.batch_norm_channels_last();
+  const proto::KernelCycles& bn = c.p.batch_norm_channels_last();
   const bool backward = IsBackward(c);
   const double cycles = backward ? bn.backward_cycles() : bn.forward_cycles();
   const double cycles_per_us = SmCyclesPerUs(c.p);
@@ -972,6 +985,50 @@ std::string_view LayoutKind(const Ctx& c, std::string_view kind) {
   for (const auto& [plain, last] : kTwins)
     if (plain == kind && HasKind(c.p, last)) return last;
   return kind;
+}
+
+// The visits of a max_pool2d, max_pool2d_with_indices or its backward on a channels-last input;
+// 0 where the op is none of them, its input is not channels-last or its window not recorded.
+// Arguments (after grad_output in the backward): input, kernel_size, stride, padding, dilation.
+double ChannelsLastMaxPoolVisits(const Ctx& c, bool backward) {
+  if (c.name != "aten::max_pool2d" && c.name != "aten::max_pool2d_with_indices" &&
+      c.name != "aten::max_pool2d_with_indices_backward")
+    return 0;
+  const proto::Tensor* input = MapInput(c);  // in[1] in the backward, after grad_output
+  if (!input || input->shape_size() != 4 || !IsChannelsLast(*input)) return 0;
+  const proto::Tensor* output = backward ? c.in[0] : c.out.empty() ? nullptr : c.out[0];
+  if (!output || output->shape_size() != 4) return 0;
+  const int first = backward ? 2 : 1;
+  const std::vector<int64_t> k = IntList(c.op, first), s = IntList(c.op, first + 1),
+                             p = IntList(c.op, first + 2), d = IntList(c.op, first + 3);
+  auto at = [](const std::vector<int64_t>& v, int i, int64_t fallback) {
+    return v.empty() ? fallback : v[std::min<size_t>(i, v.size() - 1)];
+  };
+  double visits = static_cast<double>(input->shape(0) * input->shape(1));
+  for (int i = 0; i < 2; ++i) {
+    const PoolDim dim{input->shape(2 + i),   output->shape(2 + i), at(k, i, 0),
+                      at(s, i, at(k, i, 0)), at(p, i, 0),          at(d, i, 1)};
+    visits *= MaxPoolVisits(dim, backward);
+  }
+  return visits;
+}
+
+// PyTorch's CUDA max pooling on a channels-last map by the SM cycles its kernels take a window
+// visit (Platform.max_pool_channels_last): its threads walk the windows an element a step, far
+// below the memory's rate (the H200 ResNet-50's first pooling ran at a fifth of its bytes'
+// time). The backward first zeroes grad_input, a fill at its bytes. 0 where the platform has
+// no figure or the op is not such a pooling.
+double ChannelsLastMaxPoolUs(const Ctx& c) {
+  const bool backward = IsBackward(c);
+  const proto::KernelCycles& pool = c.p.max_pool_channels_last();
+  const double cycles = backward ? pool.backward_cycles() : pool.forward_cycles();
+  const double cycles_per_us = SmCyclesPerUs(c.p);
+  if (!(cycles > 0) || !(cycles_per_us > 0)) return 0;
+  const double visits = ChannelsLastMaxPoolVisits(c, backward);
+  if (!(visits > 0)) return 0;
+  const double fill_us =
+      backward && !c.out.empty() ? BandwidthModel(c, "fill", Bytes(c.out[0])).compute_us : 0;
+  return visits * cycles / cycles_per_us + fill_us;
 }
 
 // The bytes of the int64 index of each maximum that ATen's CUDA max_pool1d/2d/3d write without
@@ -1058,6 +1115,7 @@ OpCost ReductionNormModel(const Ctx& c) {
                                TouchedBytes(c.in, c.out) + UnreturnedIndexBytes(c) +
                                    (HasKind(c.p, kind) ? 0 : SecondPassBytes(c)));
   AtLeast(cost, ChannelsLastBatchNormUs(c), bound::kSmCycles);
+  AtLeast(cost, ChannelsLastMaxPoolUs(c), bound::kSmCycles);
   // ATen's kernels that wait on their loads, where the op is one.
   AtLeast(cost, ColumnReduceUs(c, cost.compute_us), bound::kDependentLoads);
   LayerNormBackward(c, cost);
@@ -1734,17 +1792,6 @@ OpCost CollectiveCost(const proto::Op& op, const proto::Platform& p, int64_t ran
 
 namespace {
 
-std::vector<int64_t> IntList(const proto::Op& op, int i) {
-  std::vector<int64_t> out;
-  if (i >= op.inputs_size()) return out;
-  const proto::Value& v = op.inputs(i);
-  if (v.kind_case() == proto::Value::kList)
-    for (const proto::Value& item : v.list().items())
-      if (item.kind_case() == proto::Value::kIntValue) out.push_back(item.int_value());
-  if (v.kind_case() == proto::Value::kIntValue) out.push_back(v.int_value());
-  return out;
-}
-
 int64_t IntAt(const proto::Op& op, int i, int64_t fallback) {
   return i < op.inputs_size() && op.inputs(i).kind_case() == proto::Value::kIntValue ? op.inputs(i).int_value() : fallback;
 }
@@ -1894,6 +1941,27 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
   c.channels_last = IsChannelsLast(*x);
   *out = c;
   return true;
+}
+
+double MaxPoolVisits(const PoolDim& d, bool backward) {
+  if (d.kernel < 1 || d.stride < 1 || d.pad < 0 || d.dilation < 1) return 0;
+  const int64_t span = (d.kernel - 1) * d.dilation + 1;
+  double total = 0;
+  if (!backward) {
+    for (int64_t o = 0; o < d.out; ++o) {  // max_pool_forward_nhwc's clipped window
+      int64_t start = o * d.stride - d.pad;
+      const int64_t end = std::min(start + span, d.size);
+      while (start < 0) start += d.dilation;
+      total += static_cast<double>(std::max<int64_t>(end - start, 0));
+    }
+    return total;
+  }
+  for (int64_t i = 0; i < d.size; ++i) {  // max_pool_backward_nhwc's p_start and p_end
+    const int64_t start = i + d.pad < span ? 0 : (i + d.pad - span) / d.stride + 1;
+    const int64_t end = std::min((i + d.pad) / d.stride + 1, d.out);
+    total += static_cast<double>(std::max<int64_t>(end - start, 0));
+  }
+  return total;
 }
 
 double EmbeddingBagSteps(double bags, double dim, double lookups, int64_t sm_count) {

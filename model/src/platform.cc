@@ -118,6 +118,8 @@ Status CheckPlatform(const std::string& path, const proto::Platform& p) {
       {"embedding_bag_step_ns", p.embedding_bag_step_ns()},
       {"batch_norm_channels_last.forward_cycles", p.batch_norm_channels_last().forward_cycles()},
       {"batch_norm_channels_last.backward_cycles", p.batch_norm_channels_last().backward_cycles()},
+      {"max_pool_channels_last.forward_cycles", p.max_pool_channels_last().forward_cycles()},
+      {"max_pool_channels_last.backward_cycles", p.max_pool_channels_last().backward_cycles()},
       {"price_per_gpu_hour", p.price_per_gpu_hour()},
       {"threads", static_cast<double>(p.threads())},
   };

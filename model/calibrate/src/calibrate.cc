@@ -511,6 +511,52 @@ void SetChannelsLastBatchNorm(double forward_us, double backward_us, const std::
       "platform's SMs at its boost clock";
 }
 
+// GPUs: ATen's channels-last max pooling (max_pool_channels_last; the model's
+// ChannelsLastMaxPoolUs), ResNet-50's first pooling (3 x 3 windows, stride 2, padding 1) on a
+// bf16 NHWC map of 32 x 64 x 112 x 112 (51 MB), forward and backward, in SM cycles per window
+// visit (model::MaxPoolVisits). The backward's time includes its zero fill of grad_input,
+// which the model prices apart by its bytes: the figure is a little high by that.
+constexpr int64_t kMaxPoolProbeShape[] = {32, 64, 112, 112};
+constexpr int64_t kMaxPoolProbeOut = 56;
+
+struct MaxPoolProbes {
+  int forward = -1, backward = -1;
+};
+
+MaxPoolProbes AddMaxPoolProbes(Probes& probes, const at::TensorOptions& f32) {
+  const at::Tensor x = at::randn(kMaxPoolProbeShape, f32.dtype(at::kBFloat16))
+                           .contiguous(at::MemoryFormat::ChannelsLast);
+  const auto pooled = at::max_pool2d_with_indices(x, {3, 3}, {2, 2}, {1, 1});
+  const at::Tensor grad = at::randn_like(std::get<0>(pooled)), indices = std::get<1>(pooled);
+  MaxPoolProbes ids;
+  ids.forward = probes.Add([=] { (void)at::max_pool2d_with_indices(x, {3, 3}, {2, 2}, {1, 1}); });
+  ids.backward = probes.Add([=] {
+    (void)at::max_pool2d_with_indices_backward(grad, x, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false,
+                                               indices);
+  });
+  return ids;
+}
+
+void SetChannelsLastMaxPool(double forward_us, double backward_us, const std::string& measured,
+                            proto::Platform& p) {
+  const double sm_hz = static_cast<double>(p.sm_count()) * p.boost_clock_mhz() * 1e6;
+  if (!(sm_hz > 0) || !(forward_us > 0) || !(backward_us > 0)) return;
+  const double maps = static_cast<double>(kMaxPoolProbeShape[0] * kMaxPoolProbeShape[1]);
+  auto visits = [&](bool backward) {
+    const model::PoolDim d{kMaxPoolProbeShape[2], kMaxPoolProbeOut, 3, 2, 1, 1};
+    const double per_dim = model::MaxPoolVisits(d, backward);
+    return maps * per_dim * per_dim;
+  };
+  p.mutable_max_pool_channels_last()->set_forward_cycles(forward_us * 1e-6 * sm_hz / visits(false));
+  p.mutable_max_pool_channels_last()->set_backward_cycles(backward_us * 1e-6 * sm_hz /
+                                                          visits(true));
+  (*p.mutable_sources())["max_pool_channels_last"] =
+      measured +
+      ": aten::max_pool2d_with_indices (3 x 3, stride 2, padding 1) and its backward on a 32 x "
+      "64 x 112 x 112 bf16 channels-last input, their time over their window visits, in cycles "
+      "of the platform's SMs at its boost clock (the backward's includes its zero fill)";
+}
+
 // The dispatcher's fixed cost per op, boxed as replay calls it: probes of a view (aten::t), an
 // allocating op (aten::add) and an in-place op (aten::mul_) on one-element tensors, where the
 // data costs nothing. Their mean is dispatch_us.
@@ -1466,11 +1512,13 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
         gpu ? std::vector<ValueProbe>{} : AddValueProbes(probes, f32);
     int launch_probe = -1, embedding_bag_probe = -1;
     BatchNormProbes batch_norm_probes;
+    MaxPoolProbes max_pool_probes;
     if (gpu) {
       at::Tensor small = at::zeros({32}, f32);
       launch_probe = probes.Add([small]() mutable { small.add_(1.0); });
       embedding_bag_probe = AddEmbeddingBagStepProbe(probes, f32);
       batch_norm_probes = AddBatchNormProbes(probes, f32);
+      max_pool_probes = AddMaxPoolProbes(probes, f32);
     }
     std::vector<Point> gemm = AddGemmProbes(o, probes, f32, gpu);
     std::vector<Point> conv = AddWorkloadConvProbes(o, probes, f32, gpu);
@@ -1506,6 +1554,12 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
           std::to_string(p.batch_norm_channels_last().forward_cycles()) + " and " +
           std::to_string(p.batch_norm_channels_last().backward_cycles()) +
           " SM cycles an element (forward, backward)");
+      SetChannelsLastMaxPool(probes.Us(max_pool_probes.forward),
+                             probes.Us(max_pool_probes.backward), measured, p);
+      log("channels-last max pooling: " +
+          std::to_string(p.max_pool_channels_last().forward_cycles()) + " and " +
+          std::to_string(p.max_pool_channels_last().backward_cycles()) +
+          " SM cycles a window visit (forward, backward)");
     }
     const std::string per_device =
         gpu ? "t4_us = a tiny aten::add_ launch minus dispatch"

@@ -97,6 +97,17 @@ bool IsChannelsLast(const proto::Tensor& t);
 // bags of `dim` columns and `lookups` ids in all, on `sm_count` SMs (0 = unknown: the whole grid
 // resident); 0 where there is no bag.
 double EmbeddingBagSteps(double bags, double dim, double lookups, int64_t sm_count);
+// One spatial dim of a max pooling: the input's and the output's sizes, the window's kernel,
+// stride, padding and dilation.
+struct PoolDim {
+  int64_t size = 0, out = 0, kernel = 0, stride = 0, pad = 0, dilation = 1;
+};
+// The window visits PyTorch's CUDA max pooling kernels for channels-last maps make along one
+// dim (DilatedMaxPool2d.cu): the forward's threads walk each output's window an element a step
+// (its clipped extent; the kernel steps one element at a time whatever the dilation), the
+// backward's each input element's covering windows, reading each one's index. A map's visits
+// are the product over its dims, times its batch and channels. 0 for a window that is none.
+double MaxPoolVisits(const PoolDim& d, bool backward);
 // How PyTorch's CUDA reduction kernel (ATen's Reduce.cuh, setReduceConfig) lays out a sum of
 // `rows` x `cols` contiguous elements over its rows into `cols` outputs (a bias's gradient,
 // grad.sum(0)): each thread sums `values_per_thread` inputs of one output, 4 loads in flight at a
