@@ -404,6 +404,34 @@ std::vector<double> ConvPassBytes(const Ctx& c, const ConvShape& cs) {
   return {grad_output + weight + Bytes(c.out[0]), grad_output + input + Bytes(c.out[1])};
 }
 
+// A convolution's backward on a GPU priced from its datasheet, as the two implicit GEMMs its
+// kernels compute (ConvPassBytes: one kernel each): the data gradient, m = N x input pixels,
+// n = input channels, k = output channels x kernel pixels (cuDNN's dgrad, cuBLAS's GEMM for a
+// 1x1 layer); the weight gradient, m = output channels, n = input channels x kernel pixels,
+// k = N x output pixels (wgrad: a small output over a deep K, which the tile estimate splits
+// over the SMs). Each at its own shape's efficiency and bytes.
+OpCost BackwardGemms(const Ctx& c, const ConvShape& cs, const std::vector<double>& pass_bytes,
+                     std::string_view dtype, std::string_view layout) {
+  const ImplicitGemm fwd = ImplicitGemmOf(cs);
+  double in_pixels = 1;
+  for (size_t i = 2; i < cs.input.size(); ++i)
+    in_pixels *= static_cast<double>(std::max<int64_t>(cs.input[i], 1));
+  const double batch = static_cast<double>(cs.input[0]), kernel = fwd.k / cs.weight[1];
+  const ImplicitGemm dgrad{batch * in_pixels, static_cast<double>(cs.weight[1]), fwd.n * kernel};
+  const ImplicitGemm wgrad{fwd.n, fwd.k, fwd.m};
+  OpCost cost;
+  for (int i = 0; i < 2; ++i) {
+    const ImplicitGemm& g = i == 0 ? dgrad : wgrad;
+    const OpCost pass =
+        ComputeBoundInPasses(c, "conv", 2 * fwd.m * fwd.n * fwd.k, {pass_bytes[i]},
+                             c.p.conv_efficiency(), g.m, g.n, g.k, dtype, "backward", 1, layout);
+    cost.flops += pass.flops, cost.bytes += pass.bytes, cost.compute_us += pass.compute_us;
+    if (i == 0 || pass.bound == bound::kFlops) cost.bound = pass.bound;
+  }
+  cost.model = "conv";
+  return cost;
+}
+
 // Convolutions as implicit GEMMs: m = N x output pixels, n = output channels, k = input
 // channels per group x kernel pixels. The backward does one such GEMM per gradient it computes.
 OpCost ConvModel(const Ctx& c) {
@@ -424,6 +452,9 @@ OpCost ConvModel(const Ctx& c) {
   if (!measured(pass, false)) pass = cs.backward ? "backward" : "forward";
   const std::vector<double> pass_bytes = ConvPassBytes(c, cs);
   const std::string_view layout = cs.channels_last ? "channels_last" : "";
+  if (pass_bytes.size() == 2 && cs.groups == 1 && !cs.transposed &&
+      !MisalignedConvChannels(c, cs, dtype))
+    return BackwardGemms(c, cs, pass_bytes, dtype, layout);
   if (!MisalignedConvChannels(c, cs, dtype))
     return ComputeBoundInPasses(c, "conv", 2 * g.m * g.n * g.k * cs.passes, pass_bytes, table, g.m,
                                 g.n, g.k, dtype, pass, 1, layout);

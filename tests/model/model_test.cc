@@ -1703,6 +1703,46 @@ int AddTensor(proto::Workload& w, std::vector<int64_t> shape, proto::DType dtype
   return w.tensors_size() - 1;
 }
 
+// On a GPU priced from its datasheet, a convolution's backward runs its two gradients as two
+// GEMMs of their own shapes (cuDNN's dgrad and wgrad): the data gradient N x H x W by C_in over
+// C_out x R x S, the weight gradient C_out by C_in x R x S over N x P x Q, a small output over
+// a deep K that the tile estimate splits over the SMs. A 3 x 3 layer of 256 channels on 64
+// maps of 14 x 14 (the H200 ResNet-50's), bf16: its backward costs what those two GEMMs cost
+// as matrix products, within their bytes' difference.
+TEST(Predict, AConvolutionsBackwardOnAGpuIsItsTwoGradientsGemms) {
+  proto::Workload w;
+  w.add_types("");
+  auto bf16 = [&](std::vector<int64_t> shape) { return AddTensor(w, shape, proto::BFLOAT16, 2); };
+  const int x = bf16({64, 256, 14, 14}), wt = bf16({256, 256, 3, 3}), y = bf16({64, 256, 14, 14});
+  const int dx = bf16({64, 256, 14, 14}), dw = bf16({256, 256, 3, 3});
+  proto::Op* o = w.add_ops();
+  o->set_id(1), o->set_name("aten::convolution_backward"), o->set_thread(1);
+  for (int t : {y, x, wt}) o->add_inputs()->set_tensor(t);
+  Ints(o->add_inputs(), {256}), Ints(o->add_inputs(), {1, 1}), Ints(o->add_inputs(), {1, 1});
+  Ints(o->add_inputs(), {1, 1}), o->add_inputs()->set_bool_value(false);
+  Ints(o->add_inputs(), {0, 0}), o->add_inputs()->set_int_value(1);
+  proto::ValueList* mask = o->add_inputs()->mutable_list();
+  for (bool b : {true, true, false}) mask->add_items()->set_bool_value(b);
+  o->add_outputs()->set_tensor(dx), o->add_outputs()->set_tensor(dw);
+  w.add_schemas("aten::mm(Tensor self, Tensor mat2) -> Tensor");
+  auto mm = [&](int64_t m, int64_t n, int64_t k) {
+    proto::Op* g = w.add_ops();
+    g->set_id(w.ops_size()), g->set_name("aten::mm"), g->set_schema(0), g->set_thread(1);
+    g->add_inputs()->set_tensor(bf16({m, k})), g->add_inputs()->set_tensor(bf16({k, n}));
+    g->add_outputs()->set_tensor(bf16({m, n}));
+    return g;
+  };
+  const proto::Op* dgrad = mm(64 * 14 * 14, 256, 256 * 9);
+  const proto::Op* wgrad = mm(256, 256 * 9, 64 * 14 * 14);
+  const proto::Platform h100 = Builtin("h100_sxm");
+  const OpCost backward = LeafCost(w, *o, h100);
+  const double gemms = LeafCost(w, *dgrad, h100).compute_us + LeafCost(w, *wgrad, h100).compute_us;
+  EXPECT_EQ(backward.bound, bound::kFlops);
+  // Priced as twice the forward's GEMM (the data gradient's shape here), it came 10 % under.
+  EXPECT_NEAR(backward.compute_us, gemms, 0.05 * gemms);
+  EXPECT_DOUBLE_EQ(backward.flops, 2 * 2.0 * 64 * 14 * 14 * 256 * 256 * 9);
+}
+
 // A GEMM writes batch x m x n elements whether or not the trace recorded its output: a Kineto
 // trace alone records none, and the bytes (the memory side of its roofline) still count it.
 // A rank-10 update of [327,680 x 10] by [10 x 267] (the public A100 trace's DLRM interaction)
