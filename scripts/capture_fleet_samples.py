@@ -489,7 +489,8 @@ CAPTURE_COST_KEYS = {"capture_cost_us": "boundary_us", "capture_input_tensor_us"
                      "capture_range_us_per_melem": "range_us_per_melem",
                      "capture_range_strided_us_per_melem": "range_strided_us_per_melem",
                      "capture_saved_us_per_mb": "saved_us_per_mb",
-                     "capture_timeline_boundary_us": "timeline_boundary_us"}
+                     "capture_timeline_boundary_us": "timeline_boundary_us",
+                     "capture_timeline_backward_boundary_us": "timeline_backward_boundary_us"}
 
 
 def measure_capture_cost(num_threads: int) -> dict[str, Any] | None:

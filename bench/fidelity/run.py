@@ -82,7 +82,9 @@ def capture_cost(rep: dict) -> str:
     where = ("capture time" if source.startswith("measured at capture time") else
              "replay setup" if source == "measured at setup" else source.split(" (")[0])
     timeline = g.get("timeline")
+    backward = g.get("capture_timeline_backward_boundary_us", 0)
     on_timeline = (f", timeline {g['capture_timeline_boundary_us']:.2f} us"
+                   + (f" ({backward:.2f} in a backward)" if backward > 0 else "")
                    if timeline and timeline["ops"] and "not used" not in timeline["source"] else "")
     return f"{g['capture_cost_us']:.2f} us{on_timeline} ({where})"
 

@@ -511,6 +511,9 @@ const std::vector<CaptureFigure> kCaptureFigures = {
      "per MiB of integer inputs saved"},
     {&CaptureCost::timeline_boundary_us, "timeline_boundary_us", "capture_timeline_boundary_us",
      "per event boundary of the host timeline"},
+    {&CaptureCost::timeline_backward_boundary_us, "timeline_backward_boundary_us",
+     "capture_timeline_backward_boundary_us",
+     "per event boundary of the backward on the host timeline"},
 };
 
 namespace {
@@ -556,7 +559,9 @@ std::string CaptureCost::Describe() const {
     const double us = this->*figure.member;
     if (us <= 0 && figure.member != &CaptureCost::boundary_us) continue;
     // Said with the host timeline, where one is used (DescribeHostTimeline's callers).
-    if (figure.member == &CaptureCost::timeline_boundary_us) continue;
+    if (figure.member == &CaptureCost::timeline_boundary_us ||
+        figure.member == &CaptureCost::timeline_backward_boundary_us)
+      continue;
     char buf[96];
     std::snprintf(buf, sizeof(buf), "%s%.3f us %s", out.empty() ? "" : ", ", us, figure.per);
     out += buf;
@@ -592,14 +597,18 @@ std::vector<std::pair<double, double>> CapturePoints(const proto::Workload& w,
   return points;
 }
 
-// The same on the host timeline, where Kineto alone cost timeline_boundary_us at each.
+// The same on the host timeline, where Kineto alone cost timeline_boundary_us at each, or
+// timeline_backward_boundary_us at the autograd engine's.
 std::vector<std::pair<double, double>> TimelinePoints(const proto::Workload& w,
                                                       const CaptureCost& cost) {
+  const OpTree tree(w);
   std::vector<std::pair<double, double>> points;
-  for (const proto::Op& o : w.ops()) {
+  for (int i = 0; i < w.ops_size(); ++i) {
+    const proto::Op& o = w.ops(i);
     if (!o.has_timeline_start_us()) continue;
-    points.push_back({o.timeline_start_us(), cost.timeline_boundary_us});
-    points.push_back({o.timeline_start_us() + o.timeline_duration_us(), cost.timeline_boundary_us});
+    const double us = cost.TimelineBoundaryUs(IssuerOf(w, tree, i) == Issuer::kBackward);
+    points.push_back({o.timeline_start_us(), us});
+    points.push_back({o.timeline_start_us() + o.timeline_duration_us(), us});
   }
   return points;
 }

@@ -2,6 +2,7 @@
 // loops from C++ (where the true gap between two calls is a few nanoseconds of loop): each gap
 // the profiler records there is the capture's own cost (eg::CaptureCost, docs/replay.md).
 
+#include <ATen/core/grad_mode.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/ones.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -311,6 +313,52 @@ Status MeasureTimelineBoundary(c10::Device device, eg::CaptureCost& cost) {
   return Status::Ok();
 }
 
+// Per event boundary of the autograd engine's work on the host timeline: a backward through a
+// chain of one-element muls, timed alone and under the timeline's profiler in turn (medians of
+// the rounds), the difference over the boundaries of the events the profiler recorded in it
+// (each node's evaluate_function span, the node's own, the ops it ran). The engine's own work
+// between two nodes is no loop's few nanoseconds, so no gap between them can be read as the
+// profiler's cost; the whole backward's difference is.
+Status MeasureTimelineBackwardBoundary(c10::Device device, eg::CaptureCost& cost) {
+  constexpr int kNodes = 200, kRounds = 5;
+  const at::TensorOptions f32 = at::TensorOptions().device(device);
+  const at::Tensor factor = at::ones({}, f32);
+  at::AutoGradMode grad(true);
+  auto graph = [&] {
+    at::Tensor y = at::ones({}, f32).requires_grad_(true);
+    for (int i = 0; i < kNodes; ++i) y = y.mul(factor);
+    return y;
+  };
+  auto backward_us = [](const at::Tensor& y) {
+    const auto start = std::chrono::steady_clock::now();
+    y.backward();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  graph().backward();  // warm the engine
+  std::vector<double> plain, profiled;
+  size_t events = 0;
+  SilencedStderr quiet;
+  for (int r = 0; r <= kRounds; ++r) {  // round 0 warms the profiler
+    plain.push_back(backward_us(graph()));
+    const at::Tensor y = graph();
+    MIMIC_ASSIGN_OR_RETURN(
+        std::unique_ptr<ProfileSession> session,
+        ProfileSession::Start(device,
+                              {.shapes = false, .memory = false, .device_activity = false}));
+    profiled.push_back(backward_us(y));
+    MIMIC_ASSIGN_OR_RETURN(const std::unique_ptr<profiler::ProfilerResult> result,
+                           session->Finish());
+    events = result->events().size();
+  }
+  if (events < static_cast<size_t>(kNodes))
+    return Status::Internal("the host timeline recorded too few events in a backward");
+  plain.erase(plain.begin()), profiled.erase(profiled.begin());
+  cost.timeline_backward_boundary_us =
+      std::max(Median(profiled) - Median(plain), 0.0) / (2 * static_cast<double>(events));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<eg::CaptureCost> MeasureCaptureCost(c10::Device device, bool integer_inputs,
@@ -318,7 +366,10 @@ Result<eg::CaptureCost> MeasureCaptureCost(c10::Device device, bool integer_inpu
   eg::CaptureCost cost;
   MIMIC_RETURN_IF_ERROR(MeasureInputValues(device, cost));
   MIMIC_RETURN_IF_ERROR(MeasureBoundaryAndTensors(device, cost));
-  if (host_timeline) MIMIC_RETURN_IF_ERROR(MeasureTimelineBoundary(device, cost));
+  if (host_timeline) {
+    MIMIC_RETURN_IF_ERROR(MeasureTimelineBoundary(device, cost));
+    MIMIC_RETURN_IF_ERROR(MeasureTimelineBackwardBoundary(device, cost));
+  }
   if (integer_inputs) MIMIC_RETURN_IF_ERROR(MeasureIntegerInputs(device, cost));
   return cost;
 }

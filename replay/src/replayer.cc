@@ -285,8 +285,9 @@ class Runner {
       inside += w_.ops(c).has_timeline_start_us();
       stack.insert(stack.end(), tree_.Children(c).begin(), tree_.Children(c).end());
     }
-    const double cost =
-        2 * static_cast<double>(inside) * std::max(options_.capture_cost.timeline_boundary_us, 0.0);
+    const bool backward = eg::IssuerOf(w_, tree_, index) == eg::Issuer::kBackward;
+    const double cost = 2 * static_cast<double>(inside) *
+                        std::max(options_.capture_cost.TimelineBoundaryUs(backward), 0.0);
     return std::max(w_.ops(index).timeline_duration_us() - cost, 0.0);
   }
 

@@ -101,6 +101,42 @@ TEST(HostTimeline, TheGapsAreReadFromTheTimelineLessItsOwnCost) {
   EXPECT_EQ(gaps(), (std::vector<double>{3.5, 4.5, 7.5}));
 }
 
+// Kineto costs the autograd engine's events about twice a forward op's (each node's
+// evaluate_function span and the node's own, besides the ops they ran): the boundaries of the
+// backward's ops on the timeline are taken off at timeline_backward_boundary_us, where it was
+// measured, the forward's at timeline_boundary_us.
+TEST(HostTimeline, TheBackwardsBoundariesAreTakenOffAtTheirOwnCost) {
+  proto::Workload w =
+      Steps({{100, 100}}, {{"ProfilerStep#4", 100, 100},
+                           {"aten::mm", 110, 10},
+                           {"autograd::engine::evaluate_function: MmBackward0", 130, 20},
+                           {"aten::mm", 135, 10},
+                           {"aten::sum", 170, 5}});
+  w.mutable_ops(3)->set_parent(w.ops(2).id());  // the backward's mm, under its node
+  // The same spans on the timeline, each op 10 us later.
+  for (int i = 1; i < w.ops_size(); ++i) {
+    proto::Op& o = *w.mutable_ops(i);
+    o.set_timeline_start_us(o.cpu_start_us() + 10), o.set_timeline_duration_us(o.cpu_duration_us());
+  }
+  w.mutable_original()->mutable_host_timeline()->set_ops_matched(4);
+  w.mutable_original()->mutable_host_timeline()->set_ops(4);
+  ASSERT_TRUE(HostTimelineUsed(w));
+  auto gaps = [&](double backward_us) {
+    CaptureCost cost{.boundary_us = 1, .timeline_boundary_us = 0.5};
+    cost.timeline_backward_boundary_us = backward_us;
+    RecordedHostGaps g(w, 100, cost);
+    std::vector<double> out;
+    for (int i = 1; i < w.ops_size(); ++i)
+      if (w.ops(i).parent() == 0) out.push_back(g.Before(w.ops(i)));
+    return out;
+  };
+  // The first mm: 20 us from the step's start less its own start; the node: 10 less the mm's
+  // end and the node's start (a backward boundary); the sum: 20 less the node's end (one too)
+  // and its own start. The backward's mm lies inside the node's span, in no gap.
+  EXPECT_EQ(gaps(0), (std::vector<double>{19.5, 9, 19}));  // unmeasured: the forward's cost
+  EXPECT_EQ(gaps(2), (std::vector<double>{19.5, 7.5, 17.5}));
+}
+
 TEST(HostTimeline, AnOpTheTimelineDidNotMatchKeepsTheCapturesGaps) {
   proto::Workload w = OneStep();
   w.mutable_ops(1)->set_name("aten::addmm");  // not in the timeline: its gap, and the next's

@@ -201,6 +201,15 @@ struct CaptureCost {
   // Per event boundary on the capture's host timeline (Kineto alone, host activity only:
   // proto::HostTimeline), taken off the gaps read from it.
   double timeline_boundary_us = 0;
+  // The same at a boundary of the autograd engine's work (IssuerOf: kBackward), where Kineto
+  // records each node's evaluate_function and the node's own span besides the ops; 0 = unknown
+  // (timeline_boundary_us stands).
+  double timeline_backward_boundary_us = 0;
+  // The timeline's cost at a boundary of an op the autograd engine ran (`backward`) or not.
+  double TimelineBoundaryUs(bool backward) const {
+    return backward && timeline_backward_boundary_us > 0 ? timeline_backward_boundary_us
+                                                         : timeline_boundary_us;
+  }
   // The cost before `op` starts beyond the boundary itself (0 when the figures are 0).
   double BeforeStart(const proto::Op& op, const proto::Workload& workload,
                      int64_t saved_bytes) const;
