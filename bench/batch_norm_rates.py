@@ -12,13 +12,11 @@ at its boost clock, is the figure.
   python3 bench/batch_norm_rates.py            # fit on resnet50_b128, judge on resnet50_b64
   python3 bench/batch_norm_rates.py --fit resnet50_b64 --judge resnet50_b128
 """
-import argparse
 import collections
-import json
 import math
 import os
 
-from gpu_fidelity import load as load_trace
+from gpu_fidelity import fit_and_judge_args, load as load_trace
 from kernels_by_op import kernels_under, launches_by_thread
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -66,14 +64,7 @@ def per_pass(rows: dict) -> dict:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--fit", default="resnet50_b128")
-    ap.add_argument("--judge", default="resnet50_b64")
-    ap.add_argument("--platform", default=os.path.join(ROOT, "platforms", "h200.json"))
-    a = ap.parse_args()
-    with open(a.platform) as f:
-        p = json.load(f)
-    sm_hz = p["sm_count"] * p["boost_clock_mhz"] * 1e6
+    a, sm_hz = fit_and_judge_args(__doc__.splitlines()[0])
     rows = {s: load(s) for s in (a.fit, a.judge)}
 
     print("| kernel | Gelem/s over the shapes (" + ", ".join(rows) + ") |")

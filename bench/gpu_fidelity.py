@@ -54,6 +54,21 @@ def load(path):
         return json.load(f)
 
 
+def fit_and_judge_args(description=None):
+    """The arguments of a script that fits a platform figure on one H200 capture and judges it on
+    another (--fit, --judge, --platform), and the platform's SM cycles a second (SMs x boost
+    clock): (args, sm_hz)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--fit", default="resnet50_b128")
+    ap.add_argument("--judge", default="resnet50_b64")
+    ap.add_argument("--platform", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                       "..", "platforms", "h200.json"))
+    a = ap.parse_args()
+    with open(a.platform) as f:
+        p = json.load(f)
+    return a, p["sm_count"] * p["boost_clock_mhz"] * 1e6
+
+
 def union_ms(intervals):
     """Total length of the union of (start, end) intervals, in ms (Kineto times are us)."""
     total, end = 0.0, float("-inf")

@@ -14,12 +14,10 @@ window from the op's recorded arguments.
   python3 bench/max_pool_rates.py            # fit on resnet50_b128, judge on resnet50_b64
   python3 bench/max_pool_rates.py --fit resnet50_b64 --judge resnet50_b128
 """
-import argparse
 import ast
-import json
 import os
 
-from gpu_fidelity import load as load_trace
+from gpu_fidelity import fit_and_judge_args, load as load_trace
 from kernels_by_op import kernels_under, launches_by_thread
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -86,14 +84,7 @@ def load(sample: str) -> dict:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--fit", default="resnet50_b128")
-    ap.add_argument("--judge", default="resnet50_b64")
-    ap.add_argument("--platform", default=os.path.join(ROOT, "platforms", "h200.json"))
-    a = ap.parse_args()
-    with open(a.platform) as f:
-        p = json.load(f)
-    sm_hz = p["sm_count"] * p["boost_clock_mhz"] * 1e6
+    a, sm_hz = fit_and_judge_args(__doc__.splitlines()[0])
     fit, judge = load(a.fit), load(a.judge)
     print(f"| pass | fitted on {a.fit}: ops, visits, kernel us, cycles a visit "
           f"| {a.judge}: ops, recorded us, priced us, error |")

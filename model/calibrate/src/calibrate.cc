@@ -473,11 +473,30 @@ void SetEmbeddingBagStep(double us, const std::string& measured, proto::Platform
 // ResNet-50's (64 x 256 x 56 x 56: 103 MB, more than an H100's L2), in SM cycles per element.
 constexpr int64_t kBatchNormProbeShape[] = {64, 256, 56, 56};
 
-struct BatchNormProbes {
+// A GPU kernel family's forward and backward probes, whose times over their units of work give
+// its KernelCycles figures.
+struct PassProbes {
   int forward = -1, backward = -1;
 };
 
-BatchNormProbes AddBatchNormProbes(Probes& probes, const at::TensorOptions& f32) {
+// `out` = the probes' times over `forward_units` and `backward_units`, in cycles of the
+// platform's SMs at its boost clock; false, nothing set, where the platform has no SM count or
+// clock or a probe measured nothing.
+bool SetKernelCycles(double forward_us, double backward_us, double forward_units,
+                     double backward_units, const proto::Platform& p, proto::KernelCycles& out) {
+  const double sm_hz = static_cast<double>(p.sm_count()) * p.boost_clock_mhz() * 1e6;
+  if (!(sm_hz > 0) || !(forward_us > 0) || !(backward_us > 0)) return false;
+  out.set_forward_cycles(forward_us * 1e-6 * sm_hz / forward_units);
+  out.set_backward_cycles(backward_us * 1e-6 * sm_hz / backward_units);
+  return true;
+}
+
+// "1.150000 and 0.960000": a KernelCycles' forward and backward figures, for the log.
+std::string CyclesOf(const proto::KernelCycles& k) {
+  return std::to_string(k.forward_cycles()) + " and " + std::to_string(k.backward_cycles());
+}
+
+PassProbes AddBatchNormProbes(Probes& probes, const at::TensorOptions& f32) {
   const at::Tensor x = at::randn(kBatchNormProbeShape, f32.dtype(at::kBFloat16))
                            .contiguous(at::MemoryFormat::ChannelsLast);
   const at::Tensor weight = at::ones({kBatchNormProbeShape[1]}, f32),
@@ -486,7 +505,7 @@ BatchNormProbes AddBatchNormProbes(Probes& probes, const at::TensorOptions& f32)
              var = at::ones({kBatchNormProbeShape[1]}, f32);
   const auto [y, save_mean, save_invstd] =
       at::native_batch_norm(x, weight, bias, mean, var, true, 0.1, 1e-5);
-  BatchNormProbes ids;
+  PassProbes ids;
   ids.forward =
       probes.Add([=] { (void)at::native_batch_norm(x, weight, bias, mean, var, true, 0.1, 1e-5); });
   ids.backward = probes.Add([=] {
@@ -498,12 +517,11 @@ BatchNormProbes AddBatchNormProbes(Probes& probes, const at::TensorOptions& f32)
 
 void SetChannelsLastBatchNorm(double forward_us, double backward_us, const std::string& measured,
                               proto::Platform& p) {
-  const double sm_hz = static_cast<double>(p.sm_count()) * p.boost_clock_mhz() * 1e6;
-  if (!(sm_hz > 0) || !(forward_us > 0) || !(backward_us > 0)) return;
   double elements = 1;
   for (int64_t d : kBatchNormProbeShape) elements *= static_cast<double>(d);
-  p.mutable_batch_norm_channels_last()->set_forward_cycles(forward_us * 1e-6 * sm_hz / elements);
-  p.mutable_batch_norm_channels_last()->set_backward_cycles(backward_us * 1e-6 * sm_hz / elements);
+  if (!SetKernelCycles(forward_us, backward_us, elements, elements, p,
+                       *p.mutable_batch_norm_channels_last()))
+    return;
   (*p.mutable_sources())["batch_norm_channels_last"] =
       measured +
       ": aten::native_batch_norm (training) and aten::native_batch_norm_backward on a 64 x 256 x "
@@ -519,16 +537,12 @@ void SetChannelsLastBatchNorm(double forward_us, double backward_us, const std::
 constexpr int64_t kMaxPoolProbeShape[] = {32, 64, 112, 112};
 constexpr int64_t kMaxPoolProbeOut = 56;
 
-struct MaxPoolProbes {
-  int forward = -1, backward = -1;
-};
-
-MaxPoolProbes AddMaxPoolProbes(Probes& probes, const at::TensorOptions& f32) {
+PassProbes AddMaxPoolProbes(Probes& probes, const at::TensorOptions& f32) {
   const at::Tensor x = at::randn(kMaxPoolProbeShape, f32.dtype(at::kBFloat16))
                            .contiguous(at::MemoryFormat::ChannelsLast);
   const auto pooled = at::max_pool2d_with_indices(x, {3, 3}, {2, 2}, {1, 1});
   const at::Tensor grad = at::randn_like(std::get<0>(pooled)), indices = std::get<1>(pooled);
-  MaxPoolProbes ids;
+  PassProbes ids;
   ids.forward = probes.Add([=] { (void)at::max_pool2d_with_indices(x, {3, 3}, {2, 2}, {1, 1}); });
   ids.backward = probes.Add([=] {
     (void)at::max_pool2d_with_indices_backward(grad, x, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false,
@@ -539,17 +553,15 @@ MaxPoolProbes AddMaxPoolProbes(Probes& probes, const at::TensorOptions& f32) {
 
 void SetChannelsLastMaxPool(double forward_us, double backward_us, const std::string& measured,
                             proto::Platform& p) {
-  const double sm_hz = static_cast<double>(p.sm_count()) * p.boost_clock_mhz() * 1e6;
-  if (!(sm_hz > 0) || !(forward_us > 0) || !(backward_us > 0)) return;
   const double maps = static_cast<double>(kMaxPoolProbeShape[0] * kMaxPoolProbeShape[1]);
   auto visits = [&](bool backward) {
     const model::PoolDim d{kMaxPoolProbeShape[2], kMaxPoolProbeOut, 3, 2, 1, 1};
     const double per_dim = model::MaxPoolVisits(d, backward);
     return maps * per_dim * per_dim;
   };
-  p.mutable_max_pool_channels_last()->set_forward_cycles(forward_us * 1e-6 * sm_hz / visits(false));
-  p.mutable_max_pool_channels_last()->set_backward_cycles(backward_us * 1e-6 * sm_hz /
-                                                          visits(true));
+  if (!SetKernelCycles(forward_us, backward_us, visits(false), visits(true), p,
+                       *p.mutable_max_pool_channels_last()))
+    return;
   (*p.mutable_sources())["max_pool_channels_last"] =
       measured +
       ": aten::max_pool2d_with_indices (3 x 3, stride 2, padding 1) and its backward on a 32 x "
@@ -1511,8 +1523,7 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
     const std::vector<ValueProbe> value =
         gpu ? std::vector<ValueProbe>{} : AddValueProbes(probes, f32);
     int launch_probe = -1, embedding_bag_probe = -1;
-    BatchNormProbes batch_norm_probes;
-    MaxPoolProbes max_pool_probes;
+    PassProbes batch_norm_probes, max_pool_probes;
     if (gpu) {
       at::Tensor small = at::zeros({32}, f32);
       launch_probe = probes.Add([small]() mutable { small.add_(1.0); });
@@ -1550,15 +1561,11 @@ Result<proto::Platform> Calibrate(const CalibrateOptions& o, const LogFn& log_fn
       log("embedding bag: " + std::to_string(p.embedding_bag_step_ns()) + " ns a step");
       SetChannelsLastBatchNorm(probes.Us(batch_norm_probes.forward),
                                probes.Us(batch_norm_probes.backward), measured, p);
-      log("channels-last batch norm: " +
-          std::to_string(p.batch_norm_channels_last().forward_cycles()) + " and " +
-          std::to_string(p.batch_norm_channels_last().backward_cycles()) +
+      log("channels-last batch norm: " + CyclesOf(p.batch_norm_channels_last()) +
           " SM cycles an element (forward, backward)");
       SetChannelsLastMaxPool(probes.Us(max_pool_probes.forward),
                              probes.Us(max_pool_probes.backward), measured, p);
-      log("channels-last max pooling: " +
-          std::to_string(p.max_pool_channels_last().forward_cycles()) + " and " +
-          std::to_string(p.max_pool_channels_last().backward_cycles()) +
+      log("channels-last max pooling: " + CyclesOf(p.max_pool_channels_last()) +
           " SM cycles a window visit (forward, backward)");
     }
     const std::string per_device =
