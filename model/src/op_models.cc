@@ -426,7 +426,7 @@ OpCost BackwardGemms(const Ctx& c, const ConvShape& cs, const std::vector<double
         ComputeBoundInPasses(c, "conv", 2 * fwd.m * fwd.n * fwd.k, {pass_bytes[i]},
                              c.p.conv_efficiency(), g.m, g.n, g.k, dtype, "backward", 1, layout);
     cost.flops += pass.flops, cost.bytes += pass.bytes, cost.compute_us += pass.compute_us;
-    if (i == 0 || pass.bound == bound::kFlops) cost.bound = pass.bound;
+    if (i == 0 || std::string_view(pass.bound) == bound::kFlops) cost.bound = pass.bound;
   }
   cost.model = "conv";
   return cost;
