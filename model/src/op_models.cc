@@ -413,10 +413,11 @@ std::vector<double> ConvPassBytes(const Ctx& c, const ConvShape& cs) {
 OpCost BackwardGemms(const Ctx& c, const ConvShape& cs, const std::vector<double>& pass_bytes,
                      std::string_view dtype, std::string_view layout) {
   const ImplicitGemm fwd = ImplicitGemmOf(cs);
-  double in_pixels = 1;
+  double in_pixels = 1, kernel = 1;
   for (size_t i = 2; i < cs.input.size(); ++i)
     in_pixels *= static_cast<double>(std::max<int64_t>(cs.input[i], 1));
-  const double batch = static_cast<double>(cs.input[0]), kernel = fwd.k / cs.weight[1];
+  for (size_t i = 2; i < cs.weight.size(); ++i) kernel *= static_cast<double>(cs.weight[i]);
+  const double batch = static_cast<double>(cs.input[0]);
   const ImplicitGemm dgrad{batch * in_pixels, static_cast<double>(cs.weight[1]), fwd.n * kernel};
   const ImplicitGemm wgrad{fwd.n, fwd.k, fwd.m};
   OpCost cost;
@@ -1035,7 +1036,7 @@ double ChannelsLastMaxPoolVisits(const Ctx& c, bool backward) {
   auto at = [](const std::vector<int64_t>& v, int i, int64_t fallback) {
     return v.empty() ? fallback : v[std::min<size_t>(i, v.size() - 1)];
   };
-  double visits = static_cast<double>(input->shape(0) * input->shape(1));
+  double visits = static_cast<double>(input->shape(0)) * static_cast<double>(input->shape(1));
   for (int i = 0; i < 2; ++i) {
     const PoolDim dim{input->shape(2 + i),   output->shape(2 + i), at(k, i, 0),
                       at(s, i, at(k, i, 0)), at(p, i, 0),          at(d, i, 1)};
@@ -1975,7 +1976,11 @@ bool ConvShapeOf(const proto::Workload& w, const proto::Op& op, ConvShape* out) 
 }
 
 double MaxPoolVisits(const PoolDim& d, bool backward) {
-  if (d.kernel < 1 || d.stride < 1 || d.pad < 0 || d.dilation < 1) return 0;
+  constexpr int64_t kLargestDim = int64_t{1} << 20;  // no real map; an untrusted trace's
+  if (d.kernel < 1 || d.stride < 1 || d.pad < 0 || d.dilation < 1 || d.size > kLargestDim ||
+      d.out > kLargestDim || d.kernel > kLargestDim || d.stride > kLargestDim ||
+      d.pad > kLargestDim || d.dilation > kLargestDim)
+    return 0;
   const int64_t span = (d.kernel - 1) * d.dilation + 1;
   double total = 0;
   if (!backward) {

@@ -1258,6 +1258,7 @@ TEST(Shapes, MaxPoolingVisitsEachWindowElementOnceEachWay) {
   }
   EXPECT_EQ(MaxPoolVisits(PoolDim{112, 56, 3, 2, 1, 1}, false), 167);  // 2 + 55 x 3
   EXPECT_EQ(MaxPoolVisits(PoolDim{112, 56, 0, 2, 1, 1}, false), 0);
+  EXPECT_EQ(MaxPoolVisits(PoolDim{int64_t{1} << 40, int64_t{1} << 39, 3, 2, 1, 1}, true), 0);
 }
 
 // The H200 ResNet-50 at batch 64, channels-last bf16: its max pooling and its backward ran at a

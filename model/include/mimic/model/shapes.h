@@ -106,7 +106,8 @@ struct PoolDim {
 // dim (DilatedMaxPool2d.cu): the forward's threads walk each output's window an element a step
 // (its clipped extent; the kernel steps one element at a time whatever the dilation), the
 // backward's each input element's covering windows, reading each one's index. A map's visits
-// are the product over its dims, times its batch and channels. 0 for a window that is none.
+// are the product over its dims, times its batch and channels. 0 for a window that is none, or
+// a dim over 2^20 (no real map: an untrusted trace's, which the walk would take hours over).
 double MaxPoolVisits(const PoolDim& d, bool backward);
 // How PyTorch's CUDA reduction kernel (ATen's Reduce.cuh, setReduceConfig) lays out a sum of
 // `rows` x `cols` contiguous elements over its rows into `cols` outputs (a bias's gradient,
