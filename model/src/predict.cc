@@ -479,13 +479,8 @@ std::unordered_map<int, int64_t> AutogradNodes(const proto::Workload& w, const e
   const eg::ForwardGraph graph = eg::ForwardAutogradGraph(w, tree);
   int64_t all = 0;
   for (int i : top) {
-    int64_t n = 0;
-    for (std::vector<int> stack{i}; !stack.empty();) {
-      const int k = stack.back();
-      stack.pop_back();
-      n += graph.records_node[k];
-      stack.insert(stack.end(), tree.Children(k).begin(), tree.Children(k).end());
-    }
+    int64_t n = graph.records_node[i];
+    tree.ForEachDescendant(i, [&](int k) { n += graph.records_node[k]; });
     if (n > 0) nodes[i] = n, all += n;
   }
   if (all > 0) {

@@ -278,13 +278,7 @@ class Runner {
   // read less theirs. Where the timeline's cost per event is unknown (0), the span as recorded.
   double TimelineOwnUs(int index) const {
     int64_t inside = 0;
-    std::vector<int> stack(tree_.Children(index).begin(), tree_.Children(index).end());
-    while (!stack.empty()) {
-      const int c = stack.back();
-      stack.pop_back();
-      inside += w_.ops(c).has_timeline_start_us();
-      stack.insert(stack.end(), tree_.Children(c).begin(), tree_.Children(c).end());
-    }
+    tree_.ForEachDescendant(index, [&](int c) { inside += w_.ops(c).has_timeline_start_us(); });
     const bool backward = eg::IssuerOf(w_, tree_, index) == eg::Issuer::kBackward;
     const double cost = 2 * static_cast<double>(inside) *
                         std::max(options_.capture_cost.TimelineBoundaryUs(backward), 0.0);

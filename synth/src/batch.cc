@@ -26,6 +26,8 @@
 namespace mimic::synth {
 namespace {
 
+using eg::ForEachTensor;
+
 std::vector<int64_t> Contiguous(const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size());
   int64_t step = 1;
@@ -87,12 +89,6 @@ at::Tensor AsRecorded(const at::Tensor& t, const proto::Tensor& rec) {
       std::equal(strides.begin(), strides.end(), t.strides().begin(), t.strides().end()))
     return t;
   return at::empty_strided(t.sizes(), strides, t.options().dtype(st));
-}
-
-void ForEachTensor(const proto::Value& v, const std::function<void(int)>& fn) {
-  if (v.kind_case() == proto::Value::kTensor && v.tensor() >= 0) fn(v.tensor());
-  if (v.kind_case() == proto::Value::kList)
-    for (const proto::Value& item : v.list().items()) ForEachTensor(item, fn);
 }
 
 // Tensors for the propagation: meta tensors of the (possibly new) shapes; ops' outputs once

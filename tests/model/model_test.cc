@@ -2,6 +2,7 @@
 // small hand-built workloads, and the comparison report.
 #include <google/protobuf/util/message_differencer.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -322,6 +323,24 @@ void Ints(proto::Value* v, std::vector<int64_t> items) {
   for (int64_t i : items) v->mutable_list()->add_items()->set_int_value(i);
 }
 
+// A 2-D convolution's backward as the trace records it: grad_output `y`, input `x`, weight `wt`
+// (no bias; padding 1, no dilation, one group), `stride` and the gradients `mask` asks for
+// (input, weight, bias).
+proto::Op* AddConvBackward(proto::Workload& w, int y, int x, int wt, int64_t stride,
+                           std::array<bool, 3> mask) {
+  proto::Op* o = w.add_ops();
+  o->set_id(w.ops_size()), o->set_name("aten::convolution_backward"), o->set_thread(1);
+  for (int t : {y, x, wt}) o->add_inputs()->set_tensor(t);
+  // (bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
+  Ints(o->add_inputs(), {w.tensors(wt).shape(0)}), Ints(o->add_inputs(), {stride, stride});
+  Ints(o->add_inputs(), {1, 1}), Ints(o->add_inputs(), {1, 1});
+  o->add_inputs()->set_bool_value(false);
+  Ints(o->add_inputs(), {0, 0}), o->add_inputs()->set_int_value(1);
+  proto::ValueList* output_mask = o->add_inputs()->mutable_list();
+  for (bool b : mask) output_mask->add_items()->set_bool_value(b);
+  return o;
+}
+
 // A transposed convolution (the data gradient of a convolution, as a decoder upsamples) scatters
 // every input pixel through the kernel: 2 x N x input pixels x C_in x C_out / groups x kernel
 // FLOPs, whichever op records it; its backward computes the gradients its output_mask asks for.
@@ -384,16 +403,7 @@ TEST(Shapes, AFirstLayersBackwardIsPricedAsTheWeightsGradientAlone) {
   // Conv2d(3, 64, 3, padding 1) over 32 maps of 32 x 32, as its backward records it.
   const int x = tensor({32, 3, 32, 32}), wt = tensor({64, 3, 3, 3}), y = tensor({32, 64, 32, 32});
   auto backward = [&](bool input_grad) {
-    proto::Op* o = w.add_ops();
-    o->set_id(w.ops_size()), o->set_name("aten::convolution_backward"), o->set_thread(1);
-    for (int t : {y, x, wt}) o->add_inputs()->set_tensor(t);
-    // (bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
-    Ints(o->add_inputs(), {64}), Ints(o->add_inputs(), {1, 1}), Ints(o->add_inputs(), {1, 1});
-    Ints(o->add_inputs(), {1, 1}), o->add_inputs()->set_bool_value(false);
-    Ints(o->add_inputs(), {0, 0}), o->add_inputs()->set_int_value(1);
-    proto::ValueList* mask = o->add_inputs()->mutable_list();
-    for (bool b : {input_grad, true, true}) mask->add_items()->set_bool_value(b);
-    return o;
+    return AddConvBackward(w, y, x, wt, 1, {input_grad, true, true});
   };
   const proto::Op* both = backward(true);
   const proto::Op* weight = backward(false);
@@ -432,14 +442,7 @@ TEST(Shapes, AStridedConvolutionTakesThePointsOfItsStride) {
   auto tensor = [&](std::vector<int64_t> shape) { return AddCpuFloatTensor(w, std::move(shape)); };
   // Conv2d(32, 64, 3, stride 2, padding 1) over 16 maps of 16 x 16, its backward.
   const int x = tensor({16, 32, 16, 16}), wt = tensor({64, 32, 3, 3}), y = tensor({16, 64, 8, 8});
-  proto::Op* o = w.add_ops();
-  o->set_id(1), o->set_name("aten::convolution_backward"), o->set_thread(1);
-  for (int t : {y, x, wt}) o->add_inputs()->set_tensor(t);
-  Ints(o->add_inputs(), {64}), Ints(o->add_inputs(), {2, 2}), Ints(o->add_inputs(), {1, 1});
-  Ints(o->add_inputs(), {1, 1}), o->add_inputs()->set_bool_value(false);
-  Ints(o->add_inputs(), {0, 0}), o->add_inputs()->set_int_value(1);
-  proto::ValueList* mask = o->add_inputs()->mutable_list();
-  for (bool b : {true, true, false}) mask->add_items()->set_bool_value(b);
+  const proto::Op* o = AddConvBackward(w, y, x, wt, 2, {true, true, false});
   ConvShape c;
   ASSERT_TRUE(ConvShapeOf(w, *o, &c));
   EXPECT_EQ(ConvPassOf(c), "strided_backward");
@@ -1716,14 +1719,7 @@ TEST(Predict, AConvolutionsBackwardOnAGpuIsItsTwoGradientsGemms) {
   auto bf16 = [&](std::vector<int64_t> shape) { return AddTensor(w, shape, proto::BFLOAT16, 2); };
   const int x = bf16({64, 256, 14, 14}), wt = bf16({256, 256, 3, 3}), y = bf16({64, 256, 14, 14});
   const int dx = bf16({64, 256, 14, 14}), dw = bf16({256, 256, 3, 3});
-  proto::Op* o = w.add_ops();
-  o->set_id(1), o->set_name("aten::convolution_backward"), o->set_thread(1);
-  for (int t : {y, x, wt}) o->add_inputs()->set_tensor(t);
-  Ints(o->add_inputs(), {256}), Ints(o->add_inputs(), {1, 1}), Ints(o->add_inputs(), {1, 1});
-  Ints(o->add_inputs(), {1, 1}), o->add_inputs()->set_bool_value(false);
-  Ints(o->add_inputs(), {0, 0}), o->add_inputs()->set_int_value(1);
-  proto::ValueList* mask = o->add_inputs()->mutable_list();
-  for (bool b : {true, true, false}) mask->add_items()->set_bool_value(b);
+  proto::Op* o = AddConvBackward(w, y, x, wt, 1, {true, true, false});
   o->add_outputs()->set_tensor(dx), o->add_outputs()->set_tensor(dw);
   w.add_schemas("aten::mm(Tensor self, Tensor mat2) -> Tensor");
   auto mm = [&](int64_t m, int64_t n, int64_t k) {

@@ -535,7 +535,7 @@ void SetChannelsLastBatchNorm(double forward_us, double backward_us, const std::
 // visit (model::MaxPoolVisits). The backward's time includes its zero fill of grad_input,
 // which the model prices apart by its bytes: the figure is a little high by that.
 constexpr int64_t kMaxPoolProbeShape[] = {32, 64, 112, 112};
-constexpr int64_t kMaxPoolProbeOut = 56;
+constexpr int64_t kMaxPoolProbeOut = (kMaxPoolProbeShape[2] + 2 * 1 - 3) / 2 + 1;  // 56
 
 PassProbes AddMaxPoolProbes(Probes& probes, const at::TensorOptions& f32) {
   const at::Tensor x = at::randn(kMaxPoolProbeShape, f32.dtype(at::kBFloat16))

@@ -89,6 +89,17 @@ class OpTree {
   const std::vector<int>& Children(int index) const { return children_[index]; }
   // True when `ancestor` is `index` or one of its ancestors.
   bool IsWithin(int index, int ancestor) const;
+  // Calls fn(k) for each op below `index` (its children, theirs, ...; not `index` itself).
+  template <typename Fn>
+  void ForEachDescendant(int index, const Fn& fn) const {
+    std::vector<int> stack(children_[index].begin(), children_[index].end());
+    while (!stack.empty()) {
+      const int k = stack.back();
+      stack.pop_back();
+      fn(k);
+      stack.insert(stack.end(), children_[k].begin(), children_[k].end());
+    }
+  }
 
  private:
   const proto::Workload& w_;
